@@ -1,0 +1,360 @@
+/* bam_rocksort.c -- the `samtools rocksort` command line.
+ *
+ * Contract: accepts samtools sort's command line (and the 2014 rocksort's
+ * legacy `IN OUT.prefix` form), validates it, and hands a rocksort_opts to the
+ * engine in sort_pipeline.c.  Exit status: 0 on success, 1 on any error.
+ */
+#define _GNU_SOURCE
+#include <ctype.h>
+#include <getopt.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <htslib/hts.h>
+#include <htslib/sam.h>
+#include "sort_pipeline.h"
+#include "rocks_store.h"
+
+#define DEFAULT_MEM_PER_THREAD (768ULL << 20)
+#define MIN_MEM_PER_THREAD (1ULL << 20)
+
+enum {
+    OPT_NO_PG = 1000, OPT_REFERENCE, OPT_IN_FMT_OPT, OPT_OUT_FMT_OPT,
+    OPT_IN_FMT, OPT_VERBOSITY, OPT_TEMP_COMPRESSION
+};
+
+static const struct option long_opts[] = {
+    { "help", no_argument, NULL, 'h' },
+    { "no-PG", no_argument, NULL, OPT_NO_PG },
+    { "reference", required_argument, NULL, OPT_REFERENCE },
+    { "input-fmt-option", required_argument, NULL, OPT_IN_FMT_OPT },
+    { "output-fmt-option", required_argument, NULL, OPT_OUT_FMT_OPT },
+    { "input-fmt", required_argument, NULL, OPT_IN_FMT },
+    { "output-fmt", required_argument, NULL, 'O' },
+    { "verbosity", required_argument, NULL, OPT_VERBOSITY },
+    { "threads", required_argument, NULL, '@' },
+    { "temp-compression", required_argument, NULL, OPT_TEMP_COMPRESSION },
+    { NULL, 0, NULL, 0 }
+};
+
+/* Short options taking an argument; 'o' does only in the modern form. */
+#define SHORT_WITH_ARG "lmOT@s"
+#define SHORT_OPTS_MODERN "l:m:o:O:T:@:s:nNuvkfh"
+#define SHORT_OPTS_LEGACY "l:m:oO:T:@:s:nNuvkfh"
+
+static void usage(FILE *fp)
+{
+    fprintf(fp,
+"Usage: samtools rocksort [options...] [in.bam]\n"
+"       samtools rocksort [options...] IN OUT.prefix     (legacy: writes OUT.prefix.bam)\n"
+"Sorts SAM/BAM/CRAM through a temporary RocksDB; same output as samtools sort.\n"
+"Options:\n"
+"  -l INT     Set compression level, from 0 (uncompressed) to 9 (best)\n"
+"  -u         Output uncompressed data (equivalent to -l 0)\n"
+"  -m INT     Set maximum memory per thread; suffix K/M/G recognized [768M]\n"
+"  -n         Sort by read name (natural order: digit runs compare as numbers)\n"
+"  -N         Sort by read name (plain ASCII order)\n"
+"  -o FILE    Write final output to FILE rather than standard output\n"
+"             (legacy form: -o takes no argument and means standard output)\n"
+"  -f         Legacy form: OUT is the full output file name, not a prefix\n"
+"  -O FORMAT  Write output as FORMAT ('sam'/'bam'/'cram')   (either -O or\n"
+"             -o are used to determine the format; default BAM)\n"
+"  -T PREFIX  Create the temporary database at PREFIX.rocksort.XXXXXX, or in\n"
+"             PREFIX if it is a directory [$TMPDIR or /tmp]\n"
+"  -@, --threads INT\n"
+"             Number of additional threads to use [0]\n"
+"  -s SIZE    Estimate of the total uncompressed data (e.g. 512G); turns on\n"
+"             background compaction so the final merge reads about 2*sqrt(T)\n"
+"             sorted runs, T = SIZE / memory budget\n"
+"  -k         Keep the temporary database and print its path\n"
+"  -v         Print phase times, runs merged, temp bytes and peak memory\n"
+"  --temp-compression none|lz4|snappy|zstd\n"
+"             Compression of the temporary data [none]\n"
+"  --no-PG    Do not add a PG line\n"
+"  --input-fmt-option OPT[=VAL]\n"
+"             Specify a single input file format option in the form\n"
+"             of OPTION or OPTION=VALUE\n"
+"  -O, --output-fmt FORMAT[,OPT[=VAL]]...\n"
+"             Specify output format (SAM, BAM, CRAM)\n"
+"  --output-fmt-option OPT[=VAL]\n"
+"             Specify a single output file format option in the form\n"
+"             of OPTION or OPTION=VALUE\n"
+"  --reference FILE\n"
+"             Reference sequence FASTA FILE [null]\n"
+"  --verbosity INT\n"
+"             Set level of verbosity\n"
+"  -h, --help Print this help\n");
+}
+
+/* "768M", "1.5G", "2000000" -> bytes, powers of 1024.  -1 if malformed. */
+static int parse_size(const char *s, uint64_t *out)
+{
+    char *end;
+    double v = strtod(s, &end);
+    if (end == s || v < 0 || !isfinite(v)) return -1;
+    double mult = 1;
+    switch (toupper((unsigned char)*end)) {
+    case 'K': mult = 1024.0; end++; break;
+    case 'M': mult = 1024.0 * 1024; end++; break;
+    case 'G': mult = 1024.0 * 1024 * 1024; end++; break;
+    case 'T': mult = 1024.0 * 1024 * 1024 * 1024; end++; break;
+    }
+    if (toupper((unsigned char)*end) == 'B') end++;
+    if (*end) return -1;
+    *out = (uint64_t)(v * mult);
+    return 0;
+}
+
+static const struct option *find_long(const char *arg)
+{
+    size_t n = strcspn(arg, "=");
+    for (const struct option *o = long_opts; o->name; o++)
+        if (strlen(o->name) == n && !strncmp(o->name, arg, n)) return o;
+    return NULL;
+}
+
+/* Counts non-option arguments, with -o taking an argument or not, and
+ * returns the last one seen in *last. */
+static int count_positionals(int argc, char **argv, int o_takes_arg, const char **last)
+{
+    int n = 0;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (!strcmp(a, "--")) {
+            for (i++; i < argc; i++) n++, *last = argv[i];
+            break;
+        }
+        if (a[0] != '-' || a[1] == '\0') { n++; *last = a; continue; }
+        if (a[1] == '-') {
+            const struct option *lo = find_long(a + 2);
+            if (lo && lo->has_arg == required_argument && !strchr(a, '=')) i++;
+            continue;
+        }
+        for (const char *c = a + 1; *c; c++) {
+            if (strchr(SHORT_WITH_ARG, *c) || (*c == 'o' && o_takes_arg)) {
+                if (c[1] == '\0') i++;
+                break;
+            }
+        }
+    }
+    return n;
+}
+
+/* The legacy form has two non-option arguments, with -o as a bare flag.
+ * `-o A B` fits both forms; it is modern only when B is a readable input. */
+static int is_legacy_form(int argc, char **argv)
+{
+    const char *last_flag = NULL, *last_arg = NULL;
+    int as_flag = count_positionals(argc, argv, 0, &last_flag);
+    int as_arg = count_positionals(argc, argv, 1, &last_arg);
+    if (as_flag != 2) return 0;
+    if (as_arg == 2) return 1;
+    return strcmp(last_arg, "-") != 0 && access(last_arg, R_OK) != 0;
+}
+
+typedef struct {
+    rocksort_opts run;
+    const char *out_fn, *out_fmt;
+    int level, uncompressed, legacy, legacy_stdout, legacy_full_name;
+    htsFormat in_format;
+    int have_in_format;
+    char *legacy_out;
+} cli_state;
+
+static int bad_value(const char *opt, const char *val)
+{
+    fprintf(stderr, "samtools rocksort: invalid value '%s' for %s\n", val, opt);
+    return -1;
+}
+
+static int apply_option(cli_state *c, int ch, const char *arg)
+{
+    rocksort_opts *r = &c->run;
+    uint64_t size;
+    char *end;
+    switch (ch) {
+    case 'l':
+        c->level = (int)strtol(arg, &end, 10);
+        if (*end || c->level < 0) return bad_value("-l", arg);
+        if (c->level > 9) c->level = 9;
+        break;
+    case 'u': c->uncompressed = 1; break;
+    case 'm':
+        if (parse_size(arg, &size) < 0 || size == 0) return bad_value("-m", arg);
+        if (size < MIN_MEM_PER_THREAD) {
+            fprintf(stderr, "samtools rocksort: -m %s is below the minimum; using 1M\n", arg);
+            size = MIN_MEM_PER_THREAD;
+        }
+        r->mem_per_thread = (size_t)size;
+        break;
+    case 's':
+        if (parse_size(arg, &size) < 0) return bad_value("-s", arg);
+        r->size_hint = size;
+        break;
+    case '@':
+        r->threads = (int)strtol(arg, &end, 10);
+        if (*end || r->threads < 0) return bad_value("-@", arg);
+        break;
+    case 'n': r->order = ORDER_NAME_NATURAL; break;
+    case 'N': r->order = ORDER_NAME_ASCII; break;
+    case 'o':
+        if (c->legacy) c->legacy_stdout = 1;
+        else c->out_fn = arg;
+        break;
+    case 'f': c->legacy_full_name = 1; break;
+    case 'O': c->out_fmt = arg; break;
+    case 'T': r->tmp_prefix = arg; break;
+    case 'k': r->keep_db = 1; break;
+    case 'v': r->verbose = 1; break;
+    case OPT_NO_PG: r->pg_cmdline = NULL; break;
+    case OPT_REFERENCE: r->reference = arg; break;
+    case OPT_IN_FMT_OPT:
+        if (hts_opt_add(&r->in_opts, arg) < 0) return bad_value("--input-fmt-option", arg);
+        break;
+    case OPT_OUT_FMT_OPT:
+        if (hts_opt_add(&r->out_opts, arg) < 0) return bad_value("--output-fmt-option", arg);
+        break;
+    case OPT_IN_FMT:
+        if (hts_parse_format(&c->in_format, arg) < 0) return bad_value("--input-fmt", arg);
+        c->have_in_format = 1;
+        break;
+    case OPT_VERBOSITY:
+        hts_verbose = (int)strtol(arg, &end, 10);
+        if (*end) return bad_value("--verbosity", arg);
+        break;
+    case OPT_TEMP_COMPRESSION:
+        if ((r->temp_compression = store_parse_compression(arg)) < 0)
+            return bad_value("--temp-compression", arg);
+        break;
+    default:
+        return -1;
+    }
+    return 0;
+}
+
+/* samtools sort picks the format from -O, else from the file name, else BAM. */
+static int choose_output_mode(cli_state *c)
+{
+    char *mode = c->run.out_mode;
+    const char *fmt = c->out_fmt;
+    char fmt_name[16] = "";
+    if (fmt) {
+        /* "-O bam,level=1"-style options follow the format name. */
+        size_t n = strcspn(fmt, ",");
+        if (n >= sizeof fmt_name) n = sizeof fmt_name - 1;
+        memcpy(fmt_name, fmt, n);
+        for (char *p = fmt_name; *p; p++) *p = (char)tolower((unsigned char)*p);
+        if (fmt[n] == ',' && hts_opt_add(&c->run.out_opts, fmt + n + 1) < 0)
+            return bad_value("-O", fmt);
+    }
+    strcpy(mode, "w");
+    if (sam_open_mode(mode + 1, c->run.out_fn, fmt ? fmt_name : NULL) < 0) {
+        if (fmt) return bad_value("-O", fmt);
+        strcpy(mode + 1, "b");
+    }
+    int compressed = strpbrk(mode + 1, "bcz") != NULL;
+    if (compressed && (c->uncompressed || c->level >= 0)) {
+        size_t len = strlen(mode);
+        /* "wbu" crashes htslib 1.16's writer; level 0 is the same output. */
+        mode[len] = (char)('0' + (c->uncompressed ? 0 : c->level));
+        mode[len + 1] = '\0';
+    }
+    return 0;
+}
+
+static int needs_reference_check(const cli_state *c)
+{
+    if (!strchr(c->run.out_mode, 'c') || c->run.reference) return 0;
+    for (const hts_opt *o = c->run.out_opts; o; o = o->next)
+        if (o->opt == CRAM_OPT_REFERENCE || o->opt == CRAM_OPT_NO_REF) return 0;
+    return getenv("REF_PATH") == NULL;
+}
+
+static char *join_cmdline(int argc, char **argv)
+{
+    size_t len = strlen("samtools") + 1;
+    for (int i = 0; i < argc; i++) len += strlen(argv[i]) + 1;
+    char *s = malloc(len), *p = s;
+    if (!s) return NULL;
+    p += sprintf(p, "samtools");
+    for (int i = 0; i < argc; i++) p += sprintf(p, " %s", argv[i]);
+    return s;
+}
+
+static int finish_positionals(cli_state *c, int argc, char **argv)
+{
+    int n = argc - optind;
+    if (c->legacy) {
+        c->run.in_fn = argv[optind];
+        if (c->legacy_stdout) {
+            c->out_fn = "-";
+        } else if (c->legacy_full_name) {
+            c->out_fn = argv[optind + 1];
+        } else {
+            if (asprintf(&c->legacy_out, "%s.bam", argv[optind + 1]) < 0) return -1;
+            c->out_fn = c->legacy_out;
+        }
+        return 0;
+    }
+    if (c->legacy_full_name) {
+        fprintf(stderr, "samtools rocksort: -f only applies to the legacy form IN OUT\n");
+        return -1;
+    }
+    if (n > 1) {
+        fprintf(stderr, "samtools rocksort: only one input file is accepted (got %d)\n", n);
+        return -1;
+    }
+    c->run.in_fn = n == 1 ? argv[optind] : "-";
+    return 0;
+}
+
+static int parse_args(cli_state *c, int argc, char **argv)
+{
+    c->legacy = is_legacy_form(argc, argv);
+    const char *shortopts = c->legacy ? SHORT_OPTS_LEGACY : SHORT_OPTS_MODERN;
+    int ch;
+    opterr = 1;
+    while ((ch = getopt_long(argc, argv, shortopts, long_opts, NULL)) >= 0) {
+        if (ch == 'h') { usage(stdout); exit(0); }
+        if (ch == '?' || apply_option(c, ch, optarg) < 0) {
+            fprintf(stderr, "Try 'samtools rocksort --help'.\n");
+            return -1;
+        }
+    }
+    if (finish_positionals(c, argc, argv) < 0) return -1;
+    c->run.out_fn = c->out_fn;
+    if (c->have_in_format) c->run.in_format = &c->in_format;
+    if (choose_output_mode(c) < 0) return -1;
+    if (needs_reference_check(c)) {
+        fprintf(stderr, "samtools rocksort: CRAM output to '%s' needs a reference: "
+                "use --reference FILE\n", c->out_fn);
+        return -1;
+    }
+    return 0;
+}
+
+int bam_rocksort(int argc, char *argv[])
+{
+    cli_state c;
+    memset(&c, 0, sizeof c);
+    c.level = -1;
+    c.out_fn = "-";
+    c.run.mem_per_thread = DEFAULT_MEM_PER_THREAD;
+    c.run.temp_compression = store_parse_compression("none");
+    char *cmdline = join_cmdline(argc, argv);
+    c.run.pg_cmdline = cmdline;
+
+    int ret = 1;
+    if (parse_args(&c, argc, argv) == 0)
+        ret = rocksort_run(&c.run) == 0 ? 0 : 1;
+
+    hts_opt_free(c.run.in_opts);
+    hts_opt_free(c.run.out_opts);
+    hts_opt_free((hts_opt *)c.in_format.specific);
+    free(c.legacy_out);
+    free(cmdline);
+    return ret;
+}

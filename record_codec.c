@@ -1,0 +1,24 @@
+/* record_codec.c -- see record_codec.h. */
+#include <string.h>
+#include "record_codec.h"
+
+void record_value_pack(const bam1_t *b, uint8_t *out)
+{
+    memcpy(out, &b->core, sizeof(bam1_core_t));
+    memcpy(out + sizeof(bam1_core_t), b->data, (size_t)b->l_data);
+}
+
+int record_value_unpack(const uint8_t *val, size_t len, bam1_t *b)
+{
+    if (len < sizeof(bam1_core_t) || len - sizeof(bam1_core_t) > INT32_MAX)
+        return -1;
+    /* A view over the value lets bam_copy1 do the sizing and copying; the
+     * copy also gives the CIGAR the alignment htslib expects. */
+    bam1_t view;
+    memset(&view, 0, sizeof view);
+    memcpy(&view.core, val, sizeof(bam1_core_t));
+    view.l_data = (int)(len - sizeof(bam1_core_t));
+    view.m_data = (uint32_t)view.l_data;
+    view.data = (uint8_t *)(val + sizeof(bam1_core_t));
+    return bam_copy1(b, &view) ? 0 : -1;
+}

@@ -1,0 +1,27 @@
+/* record_codec.h -- a BAM record as a RocksDB value, and back.
+ *
+ * Contract: the value is htslib's in-memory record: the bam1_core_t followed by
+ * the variable-length data (name, CIGAR, sequence, qualities, aux).  It keeps
+ * 64-bit positions, which the on-disk BAM layout cannot, and it is private to
+ * one process run, so its layout never needs to be portable.
+ */
+#ifndef RECORD_CODEC_H
+#define RECORD_CODEC_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <htslib/sam.h>
+
+static inline size_t record_value_len(const bam1_t *b)
+{
+    return sizeof(bam1_core_t) + (size_t)b->l_data;
+}
+
+/* Writes record_value_len(b) bytes to out. */
+void record_value_pack(const bam1_t *b, uint8_t *out);
+
+/* Fills b from a value; returns 0, or -1 if the value is malformed or memory
+ * runs out. */
+int record_value_unpack(const uint8_t *val, size_t len, bam1_t *b);
+
+#endif

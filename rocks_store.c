@@ -1,0 +1,294 @@
+/* rocks_store.c -- see rocks_store.h. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+#include <dirent.h>
+#include "rocks_store.h"
+
+struct rocks_store {
+    char *dir;
+    rocksdb_t *db;
+    rocksdb_options_t *opts;
+    rocksdb_env_t *env;
+    rocksdb_envoptions_t *envopts;
+    rocksdb_block_based_table_options_t *table;
+    rocksdb_universal_compaction_options_t *universal;
+    rocksdb_ingestexternalfileoptions_t *ingest;
+    rocksdb_sstfilewriter_t *writer;
+    rocksdb_readoptions_t *read;
+    char *run_path;
+    uint64_t runs, bytes_written;
+};
+
+static char *msg(const char *fmt, const char *a, const char *b)
+{
+    char *m = NULL;
+    if (asprintf(&m, fmt, a, b) < 0) m = NULL;
+    return m;
+}
+
+/* RocksDB's own errors are malloc'd strings: wrap them with our context. */
+static char *wrap_rocks_error(const char *what, char *rocks_err)
+{
+    char *m = msg("%s: %s", what, rocks_err);
+    free(rocks_err);
+    return m;
+}
+
+int store_parse_compression(const char *name)
+{
+    if (!strcmp(name, "none")) return rocksdb_no_compression;
+    if (!strcmp(name, "lz4")) return rocksdb_lz4_compression;
+    if (!strcmp(name, "snappy")) return rocksdb_snappy_compression;
+    if (!strcmp(name, "zstd")) return rocksdb_zstd_compression;
+    return -1;
+}
+
+static char *make_temp_dir(const char *prefix, char **err)
+{
+    struct stat st;
+    char *tmpl = NULL;
+    int is_dir = stat(prefix, &st) == 0 && S_ISDIR(st.st_mode);
+    if (asprintf(&tmpl, is_dir ? "%s/samtools-rocksort.XXXXXX" : "%s.rocksort.XXXXXX",
+                 prefix) < 0)
+        return NULL;
+    if (!mkdtemp(tmpl)) {
+        *err = msg("cannot create temporary directory '%s': %s", tmpl, strerror(errno));
+        free(tmpl);
+        return NULL;
+    }
+    return tmpl;
+}
+
+/* Universal compaction treats each ingested file as a sorted run and merges
+ * the newest k similar-sized runs once k of them exist.  With k = sqrt(T)
+ * the readout sees at most T/k merged runs plus fewer than k fresh ones:
+ * about 2*sqrt(T), and each byte is rewritten only once. */
+static void configure_size_driven_compaction(rocks_store *st, const store_options *o)
+{
+    uint64_t t = o->run_bytes ? (o->size_hint + o->run_bytes - 1) / o->run_bytes : 1;
+    int k = (int)ceil(sqrt((double)t));
+    if (k < 2) k = 2;
+    st->universal = rocksdb_universal_compaction_options_create();
+    rocksdb_universal_compaction_options_set_min_merge_width(st->universal, k);
+    rocksdb_universal_compaction_options_set_max_merge_width(st->universal, k);
+    /* Merge only runs of similar size: a merged run is never re-merged. */
+    rocksdb_universal_compaction_options_set_size_ratio(st->universal, 1);
+    /* Never rewrite everything to bound space: temp data is short-lived. */
+    rocksdb_universal_compaction_options_set_max_size_amplification_percent(st->universal, 1 << 30);
+    rocksdb_options_set_compaction_style(st->opts, rocksdb_universal_compaction);
+    rocksdb_options_set_universal_compaction_options(st->opts, st->universal);
+    rocksdb_options_set_level0_file_num_compaction_trigger(st->opts, k);
+    rocksdb_options_set_num_levels(st->opts, (int)(t / (uint64_t)k) + 4);
+}
+
+static void configure(rocks_store *st, const store_options *o)
+{
+    st->opts = rocksdb_options_create();
+    rocksdb_options_set_create_if_missing(st->opts, 1);
+    rocksdb_options_set_error_if_exists(st->opts, 1);
+    rocksdb_options_set_compression(st->opts, o->compression);
+    rocksdb_options_set_max_open_files(st->opts, o->max_open_files);
+    /* Ingested runs all overlap, so they pile up in level 0 by design:
+     * never let that count throttle or stop us. */
+    rocksdb_options_set_level0_slowdown_writes_trigger(st->opts, 1 << 30);
+    rocksdb_options_set_level0_stop_writes_trigger(st->opts, 1 << 30);
+    rocksdb_options_set_max_background_jobs(st->opts, o->background_threads + 1);
+    rocksdb_options_set_target_file_size_base(st->opts, 1ULL << 40);
+
+    st->table = rocksdb_block_based_options_create();
+    /* Large blocks: the data is read once, sequentially. */
+    rocksdb_block_based_options_set_block_size(st->table, 256 << 10);
+    rocksdb_block_based_options_set_no_block_cache(st->table, 1);
+    rocksdb_options_set_block_based_table_factory(st->opts, st->table);
+
+    if (o->size_hint > 0)
+        configure_size_driven_compaction(st, o);
+    else
+        rocksdb_options_set_disable_auto_compactions(st->opts, 1);
+
+    st->env = rocksdb_create_default_env();
+    rocksdb_env_set_background_threads(st->env, o->background_threads);
+    rocksdb_options_set_env(st->opts, st->env);
+    st->envopts = rocksdb_envoptions_create();
+
+    st->ingest = rocksdb_ingestexternalfileoptions_create();
+    rocksdb_ingestexternalfileoptions_set_move_files(st->ingest, 1);
+}
+
+rocks_store *store_open(const char *tmp_prefix, const store_options *o, char **err)
+{
+    *err = NULL;
+    rocks_store *st = calloc(1, sizeof *st);
+    if (!st) return NULL;
+    st->dir = make_temp_dir(tmp_prefix, err);
+    if (!st->dir) {
+        free(st);
+        return NULL;
+    }
+    configure(st, o);
+    char *rerr = NULL;
+    st->db = rocksdb_open(st->opts, st->dir, &rerr);
+    if (rerr) {
+        *err = wrap_rocks_error(st->dir, rerr);
+        store_close(st, 0);
+        return NULL;
+    }
+    return st;
+}
+
+int store_run_begin(rocks_store *st, char **err)
+{
+    free(st->run_path);
+    if (asprintf(&st->run_path, "%s/run-%06llu.sst", st->dir,
+                 (unsigned long long)st->runs) < 0) {
+        st->run_path = NULL;
+        *err = msg("%s%s", "out of memory", "");
+        return -1;
+    }
+    char *rerr = NULL;
+    st->writer = rocksdb_sstfilewriter_create(st->envopts, st->opts);
+    rocksdb_sstfilewriter_open(st->writer, st->run_path, &rerr);
+    if (rerr) {
+        *err = wrap_rocks_error(st->run_path, rerr);
+        return -1;
+    }
+    return 0;
+}
+
+int store_run_put(rocks_store *st, const uint8_t *key, size_t klen,
+                  const uint8_t *val, size_t vlen, char **err)
+{
+    char *rerr = NULL;
+    rocksdb_sstfilewriter_put(st->writer, (const char *)key, klen,
+                              (const char *)val, vlen, &rerr);
+    if (rerr) {
+        *err = wrap_rocks_error(st->run_path, rerr);
+        return -1;
+    }
+    return 0;
+}
+
+int store_run_end(rocks_store *st, char **err)
+{
+    char *rerr = NULL;
+    uint64_t size = 0;
+    rocksdb_sstfilewriter_finish(st->writer, &rerr);
+    if (!rerr) rocksdb_sstfilewriter_file_size(st->writer, &size);
+    rocksdb_sstfilewriter_destroy(st->writer);
+    st->writer = NULL;
+    if (rerr) {
+        *err = wrap_rocks_error(st->run_path, rerr);
+        return -1;
+    }
+    const char *files[1] = { st->run_path };
+    rocksdb_ingest_external_file(st->db, files, 1, st->ingest, &rerr);
+    if (rerr) {
+        *err = wrap_rocks_error(st->run_path, rerr);
+        return -1;
+    }
+    st->runs++;
+    st->bytes_written += size;
+    return 0;
+}
+
+static uint64_t int_property(rocks_store *st, const char *name)
+{
+    char *v = rocksdb_property_value(st->db, name);
+    uint64_t n = v ? strtoull(v, NULL, 10) : 0;
+    free(v);
+    return n;
+}
+
+static double now_seconds(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+double store_settle(rocks_store *st)
+{
+    double t0 = now_seconds();
+    const char *keys[1] = { "disable_auto_compactions" };
+    const char *vals[1] = { "true" };
+    char *rerr = NULL;
+    rocksdb_set_options(st->db, 1, keys, vals, &rerr);
+    free(rerr);
+    while (int_property(st, "rocksdb.num-running-compactions") > 0) {
+        struct timespec nap = { 0, 20 * 1000 * 1000 };
+        nanosleep(&nap, NULL);
+    }
+    return now_seconds() - t0;
+}
+
+int store_sorted_runs(rocks_store *st)
+{
+    char name[64];
+    int runs = (int)int_property(st, "rocksdb.num-files-at-level0");
+    int levels = rocksdb_options_get_num_levels(st->opts);
+    for (int level = 1; level < levels; level++) {
+        snprintf(name, sizeof name, "rocksdb.num-files-at-level%d", level);
+        if (int_property(st, name) > 0) runs++;
+    }
+    return runs;
+}
+
+uint64_t store_runs_ingested(const rocks_store *st) { return st->runs; }
+uint64_t store_bytes_written(const rocks_store *st) { return st->bytes_written; }
+const char *store_path(const rocks_store *st) { return st->dir; }
+
+rocksdb_iterator_t *store_iter(rocks_store *st, size_t readahead)
+{
+    if (!st->read) st->read = rocksdb_readoptions_create();
+    rocksdb_readoptions_set_fill_cache(st->read, 0);
+    rocksdb_readoptions_set_readahead_size(st->read, readahead);
+    return rocksdb_create_iterator(st->db, st->read);
+}
+
+/* What RocksDB leaves after destroy_db (and a half-written run) is flat. */
+static void remove_dir_files(const char *dir)
+{
+    DIR *d = opendir(dir);
+    if (!d) return;
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL) {
+        if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")) continue;
+        char *p = NULL;
+        if (asprintf(&p, "%s/%s", dir, e->d_name) >= 0) {
+            unlink(p);
+            free(p);
+        }
+    }
+    closedir(d);
+}
+
+void store_close(rocks_store *st, int keep)
+{
+    if (!st) return;
+    if (st->writer) rocksdb_sstfilewriter_destroy(st->writer);
+    if (st->db) rocksdb_close(st->db);
+    if (!keep && st->dir) {
+        char *rerr = NULL;
+        rocksdb_destroy_db(st->opts, st->dir, &rerr);
+        free(rerr);
+        remove_dir_files(st->dir);
+        rmdir(st->dir);
+    }
+    if (st->read) rocksdb_readoptions_destroy(st->read);
+    if (st->ingest) rocksdb_ingestexternalfileoptions_destroy(st->ingest);
+    if (st->opts) rocksdb_options_destroy(st->opts);
+    if (st->table) rocksdb_block_based_options_destroy(st->table);
+    if (st->universal) rocksdb_universal_compaction_options_destroy(st->universal);
+    if (st->envopts) rocksdb_envoptions_destroy(st->envopts);
+    if (st->env) rocksdb_env_destroy(st->env);
+    free(st->run_path);
+    free(st->dir);
+    free(st);
+}

@@ -1,0 +1,55 @@
+/* rocks_store.h -- the temporary RocksDB that holds sorted runs.
+ *
+ * Contract: store_open() creates a fresh directory (mkdtemp, mode 0700) under
+ * a prefix and a database in it.  Sorted runs are bulk-loaded: the caller
+ * writes keys in increasing order between store_run_begin() and
+ * store_run_end(), which builds an SST file and ingests it (no memtable, no
+ * write-ahead log).  With a size hint, universal compaction merges runs in
+ * the background so that the final readout merges about 2*sqrt(T) of them.
+ * store_iter() reads everything in key order.  store_close() removes the
+ * directory unless asked to keep it.  Errors come back as a malloc'd message.
+ */
+#ifndef ROCKS_STORE_H
+#define ROCKS_STORE_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <rocksdb/c.h>
+
+typedef struct {
+    int compression;        /* rocksdb_no_compression, _lz4_, _snappy_, _zstd_ */
+    uint64_t size_hint;     /* expected total bytes of all runs; 0: unknown */
+    uint64_t run_bytes;     /* expected bytes of one run */
+    int max_open_files;     /* cap on files RocksDB keeps open; -1: no cap */
+    int background_threads; /* compaction threads */
+} store_options;
+
+typedef struct rocks_store rocks_store;
+
+/* tmp_prefix: an existing directory, or a path prefix ("dir/name"). */
+rocks_store *store_open(const char *tmp_prefix, const store_options *opt, char **err);
+
+int store_run_begin(rocks_store *st, char **err);
+int store_run_put(rocks_store *st, const uint8_t *key, size_t klen,
+                  const uint8_t *val, size_t vlen, char **err);
+int store_run_end(rocks_store *st, char **err);
+
+/* Stops starting new compactions and waits for running ones to end.
+ * Returns the seconds spent waiting. */
+double store_settle(rocks_store *st);
+
+/* Sorted runs the readout will merge: level-0 files plus non-empty levels. */
+int store_sorted_runs(rocks_store *st);
+uint64_t store_runs_ingested(const rocks_store *st);
+uint64_t store_bytes_written(const rocks_store *st);
+
+rocksdb_iterator_t *store_iter(rocks_store *st, size_t readahead);
+const char *store_path(const rocks_store *st);
+
+/* Closes the database; removes its directory unless keep is set. */
+void store_close(rocks_store *st, int keep);
+
+/* Name of a compression, or -1 if unknown: "none", "lz4", "snappy", "zstd". */
+int store_parse_compression(const char *name);
+
+#endif

@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# Installs what the build and the tests need, only when it is missing:
+#   build: a C compiler, make, pkg-config, libhts-dev, librocksdb-dev (+ its codecs)
+#   tests: Debian's samtools (for `view` in the demo) and the newest samtools,
+#          from PyPI's pysam, in .venv/ (the test oracle).
+# Usage: scripts/deps.sh [build|test]   (default: test, which implies build)
+set -euo pipefail
+what=${1:-test}
+here=$(cd "$(dirname "$0")/.." && pwd)
+
+apt_pkgs=(gcc make pkg-config libhts-dev librocksdb-dev zlib1g-dev
+          libsnappy-dev liblz4-dev libzstd-dev libbz2-dev samtools)
+[ "$what" = test ] && apt_pkgs+=(python3 python3-venv valgrind)
+
+missing=()
+for p in "${apt_pkgs[@]}"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+    echo "deps: installing ${missing[*]}" >&2
+    sudo=""
+    if [ "$(id -u)" -ne 0 ]; then
+        command -v sudo >/dev/null || { echo "deps: need root or sudo to install ${missing[*]}" >&2; exit 1; }
+        sudo=sudo
+    fi
+    # A fresh machine has empty package lists: update once before installing.
+    $sudo env DEBIAN_FRONTEND=noninteractive apt-get update -qq
+    $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >&2
+fi
+
+if [ "$what" = test ]; then
+    venv="$here/.venv"
+    if ! "$venv/bin/python" -c 'import pysam' 2>/dev/null; then
+        echo "deps: creating $venv with pysam (samtools 1.24, the test oracle)" >&2
+        py=python3
+        # Prefer Debian's python3 when the image's default one lacks venv.
+        "$py" -m venv "$venv" 2>/dev/null || /usr/bin/python3 -m venv "$venv"
+        "$venv/bin/pip" install -q --disable-pip-version-check 'pysam>=0.24' >&2
+    fi
+fi

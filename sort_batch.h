@@ -1,0 +1,34 @@
+/* sort_batch.h -- records held in memory until they are sorted into a run.
+ *
+ * Contract: a batch packs each record's sort key and value into one arena,
+ * bounded by the byte capacity given at creation (a record larger than an
+ * empty batch is still taken, so huge reads never deadlock).  batch_sort()
+ * orders the entries by key; batch_key()/batch_value() then read them in
+ * order.  Not thread-safe: one thread owns a batch at a time.
+ */
+#ifndef SORT_BATCH_H
+#define SORT_BATCH_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <htslib/sam.h>
+#include "bam_sort.h"
+
+typedef struct sort_batch sort_batch;
+
+sort_batch *batch_create(size_t capacity);
+void batch_destroy(sort_batch *sb);
+
+/* Returns 1 if added, 0 if the batch is full (the record was not added),
+ * -1 when out of memory. */
+int batch_add(sort_batch *sb, sort_order order, const bam1_t *b, uint64_t seq);
+
+void batch_sort(sort_batch *sb);
+void batch_clear(sort_batch *sb);
+size_t batch_count(const sort_batch *sb);
+size_t batch_bytes(const sort_batch *sb);
+
+const uint8_t *batch_key(const sort_batch *sb, size_t i, size_t *len);
+const uint8_t *batch_value(const sort_batch *sb, size_t i, size_t *len);
+
+#endif

@@ -1,0 +1,422 @@
+/* sort_pipeline.c -- see sort_pipeline.h.
+ *
+ * Two batches alternate: the main thread decodes records into one while a
+ * spill thread sorts the other and bulk-loads it into RocksDB as one run.
+ * Then one iterator merges the runs in key order into the output.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <time.h>
+#include <htslib/thread_pool.h>
+#include "sort_pipeline.h"
+#include "sort_batch.h"
+#include "rocks_store.h"
+#include "record_codec.h"
+#include "output_file.h"
+
+#define ROCKSORT_VERSION_PG "rocksort-0.1.0"
+
+typedef struct {
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    sort_batch *full;       /* waiting for the spill thread */
+    sort_batch *empty;      /* spilled, ready to refill */
+    int finished;           /* no more batches will come */
+    char *error;            /* first spill error */
+    rocks_store *store;
+    double sort_seconds, write_seconds;
+} spill_queue;
+
+typedef struct {
+    const rocksort_opts *o;
+    samFile *in;
+    sam_hdr_t *hdr;
+    htsThreadPool pool;
+    output_file out;
+    rocks_store *store;
+    spill_queue q;
+    pthread_t spiller;
+    int spiller_started;
+    uint64_t records_in, records_out, bytes_in;
+    double t_load, t_settle, t_readout;
+} sort_job;
+
+static double now_seconds(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+static void fail(const char *fmt, const char *a, const char *b)
+{
+    fprintf(stderr, "samtools rocksort: ");
+    fprintf(stderr, fmt, a, b);
+    fputc('\n', stderr);
+}
+
+/* ---- the spill thread ---- */
+
+static char *write_run(rocks_store *st, sort_batch *sb)
+{
+    char *err = NULL;
+    if (store_run_begin(st, &err) < 0) return err;
+    size_t n = batch_count(sb);
+    for (size_t i = 0; i < n; i++) {
+        size_t kl, vl;
+        const uint8_t *k = batch_key(sb, i, &kl);
+        const uint8_t *v = batch_value(sb, i, &vl);
+        if (store_run_put(st, k, kl, v, vl, &err) < 0) return err;
+    }
+    store_run_end(st, &err);
+    return err;
+}
+
+static void *spill_main(void *arg)
+{
+    spill_queue *q = arg;
+    pthread_mutex_lock(&q->mu);
+    for (;;) {
+        while (!q->full && !q->finished) pthread_cond_wait(&q->cv, &q->mu);
+        sort_batch *sb = q->full;
+        if (!sb) break;
+        q->full = NULL;
+        pthread_cond_broadcast(&q->cv);
+        pthread_mutex_unlock(&q->mu);
+
+        double t0 = now_seconds();
+        batch_sort(sb);
+        double t1 = now_seconds();
+        char *err = q->error ? NULL : write_run(q->store, sb);
+        double t2 = now_seconds();
+        batch_clear(sb);
+
+        pthread_mutex_lock(&q->mu);
+        q->sort_seconds += t1 - t0;
+        q->write_seconds += t2 - t1;
+        if (err && !q->error) q->error = err;
+        else free(err);
+        q->empty = sb;
+        pthread_cond_broadcast(&q->cv);
+    }
+    pthread_mutex_unlock(&q->mu);
+    return NULL;
+}
+
+/* Hands a full batch over and returns the other one once it is spilled. */
+static sort_batch *swap_batches(spill_queue *q, sort_batch *full)
+{
+    pthread_mutex_lock(&q->mu);
+    while (q->full) pthread_cond_wait(&q->cv, &q->mu);
+    q->full = full;
+    pthread_cond_broadcast(&q->cv);
+    while (!q->empty) pthread_cond_wait(&q->cv, &q->mu);
+    sort_batch *next = q->empty;
+    q->empty = NULL;
+    int failed = q->error != NULL;
+    pthread_mutex_unlock(&q->mu);
+    if (failed) {
+        batch_destroy(next);
+        return NULL;
+    }
+    return next;
+}
+
+static void stop_spiller(sort_job *j)
+{
+    if (!j->spiller_started) return;
+    pthread_mutex_lock(&j->q.mu);
+    j->q.finished = 1;
+    pthread_cond_broadcast(&j->q.cv);
+    pthread_mutex_unlock(&j->q.mu);
+    pthread_join(j->spiller, NULL);
+    j->spiller_started = 0;
+}
+
+/* ---- phases ---- */
+
+static int open_input(sort_job *j)
+{
+    const rocksort_opts *o = j->o;
+    j->in = hts_open_format(o->in_fn, "r", o->in_format);
+    if (!j->in) {
+        fail("cannot open '%s': %s", o->in_fn, strerror(errno));
+        return -1;
+    }
+    if (j->in->format.category != sequence_data) {
+        fail("'%s' is not a SAM, BAM or CRAM file%s", o->in_fn, "");
+        return -1;
+    }
+    if (j->pool.pool) hts_set_thread_pool(j->in, &j->pool);
+    if (o->reference && hts_set_fai_filename(j->in, o->reference) < 0) {
+        fail("cannot load reference '%s' for '%s'", o->reference, o->in_fn);
+        return -1;
+    }
+    if (o->in_opts && hts_opt_apply(j->in, o->in_opts) < 0) {
+        fail("bad --input-fmt-option for '%s'%s", o->in_fn, "");
+        return -1;
+    }
+    j->hdr = sam_hdr_read(j->in);
+    if (!j->hdr) {
+        fail("failed to read the header of '%s'%s", o->in_fn, "");
+        return -1;
+    }
+    return 0;
+}
+
+static int prepare_header(sort_job *j)
+{
+    if (sort_order_set_hd_tags(j->hdr, j->o->order) < 0) {
+        fail("failed to update the @HD line of '%s'%s", j->o->in_fn, "");
+        return -1;
+    }
+    if (j->o->pg_cmdline &&
+        sam_hdr_add_pg(j->hdr, "samtools", "VN", ROCKSORT_VERSION_PG,
+                       "CL", j->o->pg_cmdline, NULL) < 0) {
+        fail("failed to add a @PG line for '%s'%s", j->o->in_fn, "");
+        return -1;
+    }
+    return 0;
+}
+
+static int open_output(sort_job *j)
+{
+    const rocksort_opts *o = j->o;
+    char *err = NULL;
+    if (output_open(&j->out, o->out_fn, o->out_mode, &err) < 0) {
+        fail("%s%s", err ? err : "cannot open output", "");
+        free(err);
+        return -1;
+    }
+    if (j->pool.pool) hts_set_thread_pool(j->out.fp, &j->pool);
+    if (o->reference && hts_set_fai_filename(j->out.fp, o->reference) < 0) {
+        fail("cannot load reference '%s' for '%s'", o->reference, o->out_fn);
+        return -1;
+    }
+    if (o->out_opts && hts_opt_apply(j->out.fp, o->out_opts) < 0) {
+        fail("bad --output-fmt-option for '%s'%s", o->out_fn, "");
+        return -1;
+    }
+    return 0;
+}
+
+static size_t total_memory(const rocksort_opts *o)
+{
+    return o->mem_per_thread * (size_t)(o->threads > 1 ? o->threads : 1);
+}
+
+static int open_store(sort_job *j)
+{
+    const rocksort_opts *o = j->o;
+    store_options so = {
+        .compression = o->temp_compression,
+        .size_hint = o->size_hint,
+        .run_bytes = total_memory(o) / 2,
+        .max_open_files = -1,
+        .background_threads = o->threads > 1 ? o->threads : 1,
+    };
+    const char *prefix = o->tmp_prefix;
+    if (!prefix) {
+        prefix = getenv("TMPDIR");
+        if (!prefix || !*prefix) prefix = "/tmp";
+    }
+    char *err = NULL;
+    j->store = store_open(prefix, &so, &err);
+    if (!j->store) {
+        fail("%s%s", err ? err : "cannot create the temporary database", "");
+        free(err);
+        return -1;
+    }
+    j->q.store = j->store;
+    return 0;
+}
+
+static int start_spiller(sort_job *j)
+{
+    size_t half = total_memory(j->o) / 2;
+    j->q.empty = batch_create(half);
+    if (!j->q.empty) {
+        fail("out of memory for a %s-byte batch%s", "sort", "");
+        return -1;
+    }
+    if (pthread_create(&j->spiller, NULL, spill_main, &j->q) != 0) {
+        fail("cannot start the %s thread%s", "spill", "");
+        return -1;
+    }
+    j->spiller_started = 1;
+    return 0;
+}
+
+static int spill_error(sort_job *j)
+{
+    fail("writing temporary data under '%s' failed: %s", store_path(j->store),
+         j->q.error ? j->q.error : "unknown error");
+    return -1;
+}
+
+static int load(sort_job *j)
+{
+    double t0 = now_seconds();
+    sort_batch *cur = batch_create(total_memory(j->o) / 2);
+    bam1_t *b = bam_init1();
+    int ret = 0, r;
+    if (!cur || !b) {
+        fail("out of memory reading '%s'%s", j->o->in_fn, "");
+        ret = -1;
+        goto done;
+    }
+    while ((r = sam_read1(j->in, j->hdr, b)) >= 0) {
+        int added;
+        while ((added = batch_add(cur, j->o->order, b, j->records_in)) == 0) {
+            sort_batch *next = swap_batches(&j->q, cur);
+            if (!next) { cur = NULL; ret = spill_error(j); goto done; }
+            cur = next;
+        }
+        if (added < 0) {
+            fail("out of memory reading '%s'%s", j->o->in_fn, "");
+            ret = -1;
+            goto done;
+        }
+        j->records_in++;
+        j->bytes_in += (uint64_t)b->l_data + 36;
+    }
+    if (r < -1) {
+        fail("'%s' is truncated or corrupt (error reading record %s)", j->o->in_fn, "");
+        ret = -1;
+        goto done;
+    }
+    if (batch_count(cur) > 0) {
+        sort_batch *next = swap_batches(&j->q, cur);
+        cur = next;
+        if (!next) { ret = spill_error(j); goto done; }
+    }
+    stop_spiller(j);
+    if (j->q.error) ret = spill_error(j);
+done:
+    batch_destroy(cur);
+    bam_destroy1(b);
+    j->t_load = now_seconds() - t0;
+    return ret;
+}
+
+static int readout(sort_job *j)
+{
+    double t0 = now_seconds();
+    int ret = 0;
+    if (sam_hdr_write(j->out.fp, j->hdr) < 0) {
+        fail("cannot write the header to '%s'%s", j->o->out_fn, "");
+        return -1;
+    }
+    rocksdb_iterator_t *it = store_iter(j->store, 2 << 20);
+    bam1_t *b = bam_init1();
+    for (rocksdb_iter_seek_to_first(it); rocksdb_iter_valid(it); rocksdb_iter_next(it)) {
+        size_t vlen;
+        const char *v = rocksdb_iter_value(it, &vlen);
+        if (record_value_unpack((const uint8_t *)v, vlen, b) < 0) {
+            fail("corrupt record in the temporary database '%s'%s", store_path(j->store), "");
+            ret = -1;
+            break;
+        }
+        if (sam_write1(j->out.fp, j->hdr, b) < 0) {
+            fail("error writing to '%s'%s", j->o->out_fn, "");
+            ret = -1;
+            break;
+        }
+        j->records_out++;
+    }
+    char *err = NULL;
+    rocksdb_iter_get_error(it, &err);
+    if (err && ret == 0) {
+        fail("error reading the temporary database: %s%s", err, "");
+        ret = -1;
+    }
+    free(err);
+    rocksdb_iter_destroy(it);
+    bam_destroy1(b);
+    j->t_readout = now_seconds() - t0;
+    return ret;
+}
+
+static int finish_output(sort_job *j)
+{
+    if (j->records_out != j->records_in) {
+        char in[32], out[32];
+        snprintf(in, sizeof in, "%llu", (unsigned long long)j->records_in);
+        snprintf(out, sizeof out, "%llu", (unsigned long long)j->records_out);
+        fail("record count mismatch: %s read, %s written", in, out);
+        return -1;
+    }
+    char *err = NULL;
+    if (output_commit(&j->out, &err) < 0) {
+        fail("%s%s", err ? err : "error closing output", "");
+        free(err);
+        return -1;
+    }
+    return 0;
+}
+
+static void report(const sort_job *j)
+{
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    fprintf(stderr,
+            "[rocksort] records: %llu in, %llu out; %.1f MB decoded\n"
+            "[rocksort] phase load: %.2f s (sort %.2f s, write runs %.2f s)\n"
+            "[rocksort] phase compaction wait: %.2f s\n"
+            "[rocksort] phase readout: %.2f s\n"
+            "[rocksort] runs: %llu written, %d merged at readout; temp bytes written: %llu\n"
+            "[rocksort] peak RSS: %.1f MB\n",
+            (unsigned long long)j->records_in, (unsigned long long)j->records_out,
+            j->bytes_in / 1e6, j->t_load, j->q.sort_seconds, j->q.write_seconds,
+            j->t_settle, j->t_readout,
+            (unsigned long long)store_runs_ingested(j->store),
+            j->store ? store_sorted_runs(j->store) : 0,
+            (unsigned long long)store_bytes_written(j->store), ru.ru_maxrss / 1024.0);
+}
+
+static void cleanup(sort_job *j, int failed)
+{
+    stop_spiller(j);
+    free(j->q.error);
+    batch_destroy(j->q.empty);
+    batch_destroy(j->q.full);
+    if (failed && (j->out.fp || j->out.tmp_path)) output_abort(&j->out);
+    if (j->store) {
+        if (j->o->keep_db && !failed)
+            fprintf(stderr, "[rocksort] kept the temporary database: %s\n", store_path(j->store));
+        store_close(j->store, j->o->keep_db && !failed);
+    }
+    if (j->hdr) sam_hdr_destroy(j->hdr);
+    if (j->in) sam_close(j->in);
+    if (j->pool.pool) hts_tpool_destroy(j->pool.pool);
+    pthread_mutex_destroy(&j->q.mu);
+    pthread_cond_destroy(&j->q.cv);
+}
+
+int rocksort_run(const rocksort_opts *o)
+{
+    sort_job j;
+    memset(&j, 0, sizeof j);
+    j.o = o;
+    pthread_mutex_init(&j.q.mu, NULL);
+    pthread_cond_init(&j.q.cv, NULL);
+    if (o->threads > 0 && !(j.pool.pool = hts_tpool_init(o->threads))) {
+        fail("cannot create %s threads%s", "worker", "");
+        cleanup(&j, 1);
+        return -1;
+    }
+    int ok = open_input(&j) == 0 && prepare_header(&j) == 0 && open_output(&j) == 0
+          && open_store(&j) == 0 && start_spiller(&j) == 0 && load(&j) == 0;
+    if (ok) {
+        j.t_settle = store_settle(j.store);
+        ok = readout(&j) == 0 && finish_output(&j) == 0;
+    }
+    if (o->verbose && j.store) report(&j);
+    cleanup(&j, !ok);
+    return ok ? 0 : -1;
+}

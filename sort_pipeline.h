@@ -1,0 +1,38 @@
+/* sort_pipeline.h -- rocksort's engine: read, spill sorted runs, merge out.
+ *
+ * Contract: rocksort_run() sorts opts->in_fn into opts->out_fn.  The output
+ * holds every input record exactly once, in samtools sort's order for
+ * opts->order, under the input header with @HD updated (and @PG added unless
+ * opts->pg_cmdline is NULL).  On any failure it prints one line naming the
+ * file and the cause, leaves no temporary data and no output file, and
+ * returns -1.
+ */
+#ifndef SORT_PIPELINE_H
+#define SORT_PIPELINE_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <htslib/hts.h>
+#include "bam_sort.h"
+
+typedef struct {
+    const char *in_fn;          /* "-" for stdin */
+    const char *out_fn;         /* "-" for stdout */
+    char out_mode[16];          /* htslib mode: "wb6", "w", "wc"... */
+    const char *reference;      /* FASTA for CRAM, or NULL */
+    hts_opt *in_opts, *out_opts;
+    htsFormat *in_format;       /* NULL: detect */
+    sort_order order;
+    int threads;                /* -@: extra threads */
+    size_t mem_per_thread;      /* -m */
+    const char *tmp_prefix;     /* -T, or NULL for $TMPDIR */
+    uint64_t size_hint;         /* -s, 0 if none */
+    int temp_compression;       /* rocksdb compression type */
+    int keep_db;                /* -k */
+    int verbose;                /* -v */
+    const char *pg_cmdline;     /* NULL with --no-PG */
+} rocksort_opts;
+
+int rocksort_run(const rocksort_opts *opts);
+
+#endif
