@@ -11,7 +11,7 @@ PREFIX   ?= /usr/local
 PYTHON    = .venv/bin/python
 
 OBJS = bamtk.o bam_rocksort.o sort_pipeline.o bam_sort.o sort_batch.o \
-       record_codec.o rocks_store.o output_file.o
+       record_codec.o rocks_store.o output_file.o cleanup.o
 
 .PHONY: all demo test deps test-deps clean install bench
 

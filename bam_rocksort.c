@@ -17,6 +17,7 @@
 #include <htslib/sam.h>
 #include "sort_pipeline.h"
 #include "rocks_store.h"
+#include "cleanup.h"
 
 #define DEFAULT_MEM_PER_THREAD (768ULL << 20)
 #define MIN_MEM_PER_THREAD (1ULL << 20)
@@ -348,8 +349,11 @@ int bam_rocksort(int argc, char *argv[])
     c.run.pg_cmdline = cmdline;
 
     int ret = 1;
-    if (parse_args(&c, argc, argv) == 0)
+    if (parse_args(&c, argc, argv) == 0) {
+        if (cleanup_start() < 0)
+            fprintf(stderr, "samtools rocksort: cannot watch for signals; an interrupted run may leave temporary data\n");
         ret = rocksort_run(&c.run) == 0 ? 0 : 1;
+    }
 
     hts_opt_free(c.run.in_opts);
     hts_opt_free(c.run.out_opts);

@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include "output_file.h"
+#include "cleanup.h"
 
 static char *errmsg(const char *what, const char *path)
 {
@@ -54,6 +55,7 @@ int output_open(output_file *o, const char *fn, const char *mode, char **err)
         o->tmp_path = NULL;
         return -1;
     }
+    cleanup_add(o->tmp_path);
     apply_umask(fd);
     close(fd);
     o->fp = sam_open(o->tmp_path, mode);
@@ -79,6 +81,7 @@ int output_commit(output_file *o, char **err)
         output_abort(o);
         return -1;
     }
+    cleanup_forget(o->tmp_path);
     free(o->tmp_path);
     free(o->final_path);
     o->tmp_path = o->final_path = NULL;
@@ -100,7 +103,10 @@ void output_abort(output_file *o)
         sam_close(o->fp);
         o->fp = NULL;
     }
-    if (o->tmp_path) unlink(o->tmp_path);
+    if (o->tmp_path) {
+        unlink(o->tmp_path);
+        cleanup_forget(o->tmp_path);
+    }
     free(o->tmp_path);
     free(o->final_path);
     o->tmp_path = o->final_path = NULL;

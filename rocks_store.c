@@ -8,8 +8,8 @@
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
-#include <dirent.h>
 #include "rocks_store.h"
+#include "cleanup.h"
 
 struct rocks_store {
     char *dir;
@@ -24,6 +24,8 @@ struct rocks_store {
     rocksdb_readoptions_t *read;
     char *run_path;
     uint64_t runs, bytes_written;
+    int run_limit;              /* level-0 runs allowed before merging */
+    int compaction_forced;
 };
 
 static char *msg(const char *fmt, const char *a, const char *b)
@@ -63,29 +65,39 @@ static char *make_temp_dir(const char *prefix, char **err)
         free(tmpl);
         return NULL;
     }
+    cleanup_add(tmpl);
     return tmpl;
 }
 
 /* Universal compaction treats each ingested file as a sorted run and merges
- * the newest k similar-sized runs once k of them exist.  With k = sqrt(T)
- * the readout sees at most T/k merged runs plus fewer than k fresh ones:
- * about 2*sqrt(T), and each byte is rewritten only once. */
-static void configure_size_driven_compaction(rocks_store *st, const store_options *o)
+ * the newest k similar-sized runs once k of them exist.  With a size hint
+ * and k = sqrt(T), the readout sees at most T/k merged runs plus fewer than
+ * k fresh ones: about 2*sqrt(T), and each byte is rewritten only once.
+ * Without a hint compaction stays off, unless the runs would need more open
+ * files than the process may have (see store_run_end). */
+static void configure_compaction(rocks_store *st, const store_options *o)
 {
-    uint64_t t = o->run_bytes ? (o->size_hint + o->run_bytes - 1) / o->run_bytes : 1;
-    int k = (int)ceil(sqrt((double)t));
+    int k;
+    if (o->size_hint > 0) {
+        uint64_t t = o->run_bytes ? (o->size_hint + o->run_bytes - 1) / o->run_bytes : 1;
+        k = (int)ceil(sqrt((double)t));
+        rocksdb_options_set_num_levels(st->opts, (int)(t / (uint64_t)(k > 1 ? k : 1)) + 4);
+    } else {
+        k = st->run_limit / 2;
+        rocksdb_options_set_num_levels(st->opts, 64);
+        rocksdb_options_set_disable_auto_compactions(st->opts, 1);
+    }
     if (k < 2) k = 2;
     st->universal = rocksdb_universal_compaction_options_create();
     rocksdb_universal_compaction_options_set_min_merge_width(st->universal, k);
     rocksdb_universal_compaction_options_set_max_merge_width(st->universal, k);
-    /* Merge only runs of similar size: a merged run is never re-merged. */
+    /* Merge only runs of similar size: a merged run is not re-merged soon. */
     rocksdb_universal_compaction_options_set_size_ratio(st->universal, 1);
     /* Never rewrite everything to bound space: temp data is short-lived. */
     rocksdb_universal_compaction_options_set_max_size_amplification_percent(st->universal, 1 << 30);
     rocksdb_options_set_compaction_style(st->opts, rocksdb_universal_compaction);
     rocksdb_options_set_universal_compaction_options(st->opts, st->universal);
     rocksdb_options_set_level0_file_num_compaction_trigger(st->opts, k);
-    rocksdb_options_set_num_levels(st->opts, (int)(t / (uint64_t)k) + 4);
 }
 
 static void configure(rocks_store *st, const store_options *o)
@@ -94,7 +106,10 @@ static void configure(rocks_store *st, const store_options *o)
     rocksdb_options_set_create_if_missing(st->opts, 1);
     rocksdb_options_set_error_if_exists(st->opts, 1);
     rocksdb_options_set_compression(st->opts, o->compression);
+    /* Each level-0 run is an open file during the readout: keep their
+     * number to half of what RocksDB may open. */
     rocksdb_options_set_max_open_files(st->opts, o->max_open_files);
+    st->run_limit = o->max_open_files > 0 ? o->max_open_files / 2 : 1 << 20;
     /* Ingested runs all overlap, so they pile up in level 0 by design:
      * never let that count throttle or stop us. */
     rocksdb_options_set_level0_slowdown_writes_trigger(st->opts, 1 << 30);
@@ -108,10 +123,7 @@ static void configure(rocks_store *st, const store_options *o)
     rocksdb_block_based_options_set_no_block_cache(st->table, 1);
     rocksdb_options_set_block_based_table_factory(st->opts, st->table);
 
-    if (o->size_hint > 0)
-        configure_size_driven_compaction(st, o);
-    else
-        rocksdb_options_set_disable_auto_compactions(st->opts, 1);
+    configure_compaction(st, o);
 
     st->env = rocksdb_create_default_env();
     rocksdb_env_set_background_threads(st->env, o->background_threads);
@@ -141,6 +153,30 @@ rocks_store *store_open(const char *tmp_prefix, const store_options *o, char **e
         return NULL;
     }
     return st;
+}
+
+static uint64_t int_property(rocks_store *st, const char *name)
+{
+    char *v = rocksdb_property_value(st->db, name);
+    uint64_t n = v ? strtoull(v, NULL, 10) : 0;
+    free(v);
+    return n;
+}
+
+static void set_auto_compaction(rocks_store *st, int on)
+{
+    const char *keys[1] = { "disable_auto_compactions" };
+    const char *vals[1] = { on ? "false" : "true" };
+    char *rerr = NULL;
+    rocksdb_set_options(st->db, 1, keys, vals, &rerr);
+    free(rerr);
+}
+
+/* Too many runs for the open-file limit: let compaction merge them. */
+static void force_compaction(rocks_store *st)
+{
+    st->compaction_forced = 1;
+    set_auto_compaction(st, 1);
 }
 
 int store_run_begin(rocks_store *st, char **err)
@@ -195,15 +231,9 @@ int store_run_end(rocks_store *st, char **err)
     }
     st->runs++;
     st->bytes_written += size;
+    if (!st->compaction_forced && int_property(st, "rocksdb.num-files-at-level0") >= (uint64_t)st->run_limit)
+        force_compaction(st);
     return 0;
-}
-
-static uint64_t int_property(rocks_store *st, const char *name)
-{
-    char *v = rocksdb_property_value(st->db, name);
-    uint64_t n = v ? strtoull(v, NULL, 10) : 0;
-    free(v);
-    return n;
 }
 
 static double now_seconds(void)
@@ -216,11 +246,7 @@ static double now_seconds(void)
 double store_settle(rocks_store *st)
 {
     double t0 = now_seconds();
-    const char *keys[1] = { "disable_auto_compactions" };
-    const char *vals[1] = { "true" };
-    char *rerr = NULL;
-    rocksdb_set_options(st->db, 1, keys, vals, &rerr);
-    free(rerr);
+    set_auto_compaction(st, 0);
     while (int_property(st, "rocksdb.num-running-compactions") > 0) {
         struct timespec nap = { 0, 20 * 1000 * 1000 };
         nanosleep(&nap, NULL);
@@ -252,23 +278,6 @@ rocksdb_iterator_t *store_iter(rocks_store *st, size_t readahead)
     return rocksdb_create_iterator(st->db, st->read);
 }
 
-/* What RocksDB leaves after destroy_db (and a half-written run) is flat. */
-static void remove_dir_files(const char *dir)
-{
-    DIR *d = opendir(dir);
-    if (!d) return;
-    struct dirent *e;
-    while ((e = readdir(d)) != NULL) {
-        if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")) continue;
-        char *p = NULL;
-        if (asprintf(&p, "%s/%s", dir, e->d_name) >= 0) {
-            unlink(p);
-            free(p);
-        }
-    }
-    closedir(d);
-}
-
 void store_close(rocks_store *st, int keep)
 {
     if (!st) return;
@@ -278,9 +287,9 @@ void store_close(rocks_store *st, int keep)
         char *rerr = NULL;
         rocksdb_destroy_db(st->opts, st->dir, &rerr);
         free(rerr);
-        remove_dir_files(st->dir);
-        rmdir(st->dir);
+        cleanup_remove_path(st->dir);
     }
+    if (st->dir) cleanup_forget(st->dir);
     if (st->read) rocksdb_readoptions_destroy(st->read);
     if (st->ingest) rocksdb_ingestexternalfileoptions_destroy(st->ingest);
     if (st->opts) rocksdb_options_destroy(st->opts);

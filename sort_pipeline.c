@@ -18,6 +18,7 @@
 #include "rocks_store.h"
 #include "record_codec.h"
 #include "output_file.h"
+#include "cleanup.h"
 
 #define ROCKSORT_VERSION_PG "rocksort-0.1.0"
 
@@ -55,6 +56,7 @@ static double now_seconds(void)
 
 static void fail(const char *fmt, const char *a, const char *b)
 {
+    if (cleanup_interrupted()) return;
     fprintf(stderr, "samtools rocksort: ");
     fprintf(stderr, fmt, a, b);
     fputc('\n', stderr);
@@ -210,6 +212,22 @@ static size_t total_memory(const rocksort_opts *o)
     return o->mem_per_thread * (size_t)(o->threads > 1 ? o->threads : 1);
 }
 
+/* Files RocksDB may keep open: raise the soft limit as far as allowed, and
+ * leave room for our own files, htslib's and RocksDB's bookkeeping. */
+static int open_file_budget(void)
+{
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_NOFILE, &rl) < 0) return 256;
+    if (rl.rlim_cur < rl.rlim_max) {
+        rl.rlim_cur = rl.rlim_max;
+        setrlimit(RLIMIT_NOFILE, &rl);
+        getrlimit(RLIMIT_NOFILE, &rl);
+    }
+    rlim_t budget = rl.rlim_cur == RLIM_INFINITY ? 1 << 20 : rl.rlim_cur;
+    budget = budget > 48 ? budget - 32 : 16;
+    return budget > (1 << 20) ? 1 << 20 : (int)budget;
+}
+
 static int open_store(sort_job *j)
 {
     const rocksort_opts *o = j->o;
@@ -217,7 +235,7 @@ static int open_store(sort_job *j)
         .compression = o->temp_compression,
         .size_hint = o->size_hint,
         .run_bytes = total_memory(o) / 2,
-        .max_open_files = -1,
+        .max_open_files = open_file_budget(),
         .background_threads = o->threads > 1 ? o->threads : 1,
     };
     const char *prefix = o->tmp_prefix;

@@ -1,0 +1,26 @@
+/* cleanup.h -- temporary paths removed on exit and on fatal signals.
+ *
+ * Contract: cleanup_start() must run before any other thread is created: it
+ * blocks SIGINT, SIGTERM and SIGHUP in every thread and starts one thread
+ * that waits for them.  When one arrives, that thread removes every
+ * registered path (a file, or a directory and the files in it) and ends the
+ * process with status 128 + signal.  SIGPIPE is ignored, so a closed stdout
+ * shows up as a write error that the normal error path handles.
+ */
+#ifndef CLEANUP_H
+#define CLEANUP_H
+
+int cleanup_start(void);
+
+/* Register or forget a path; the string is copied. */
+void cleanup_add(const char *path);
+void cleanup_forget(const char *path);
+
+/* True once a fatal signal is being handled: errors caused by the cleanup
+ * itself are then not worth reporting. */
+int cleanup_interrupted(void);
+
+/* Removes a file, or a directory with the plain files in it. */
+void cleanup_remove_path(const char *path);
+
+#endif
