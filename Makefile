@@ -13,7 +13,7 @@ PYTHON    = .venv/bin/python
 OBJS = bamtk.o bam_rocksort.o sort_pipeline.o bam_sort.o sort_batch.o \
        record_codec.o rocks_store.o output_file.o cleanup.o
 
-.PHONY: all demo test deps test-deps clean install bench
+.PHONY: all demo test deps test-deps clean install bench asan test-asan test-valgrind
 
 all: samtools
 
@@ -49,9 +49,34 @@ bench: test-deps
 	$(MAKE) samtools
 	$(PYTHON) bench/run_bench.py
 
+# Sanitizer build in its own directory, so it never mixes with the release objects.
+ASAN_DIR   = build/asan
+ASAN_FLAGS = -O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
+
+$(ASAN_DIR)/%.o: %.c
+	@mkdir -p $(ASAN_DIR)
+	$(CC) -std=gnu11 -Wall -Wextra -pthread $(ASAN_FLAGS) $(CPPFLAGS) -c -o $@ $<
+
+$(ASAN_DIR)/samtools: $(addprefix $(ASAN_DIR)/,$(OBJS))
+	$(CC) $(ASAN_FLAGS) -pthread -o $@ $^ $(LDLIBS)
+
+asan: $(ASAN_DIR)/samtools
+
+# The whole suite under AddressSanitizer and UBSan.
+test-asan: test-deps
+	$(MAKE) $(ASAN_DIR)/samtools test/test_keys
+	ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+	  $(PYTHON) test/run_tests.py --binary $(ASAN_DIR)/samtools
+
+# A subset under valgrind (slow): the fast cases of each kind.
+test-valgrind: test-deps
+	$(MAKE) samtools test/test_keys
+	$(PYTHON) test/run_tests.py --valgrind
+
 install: samtools
 	install -d $(DESTDIR)$(PREFIX)/bin
 	install -m 755 samtools $(DESTDIR)$(PREFIX)/bin/samtools
 
 clean:
 	rm -f samtools $(OBJS) $(OBJS:.o=.d) test/test_keys
+	rm -rf build

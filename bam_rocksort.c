@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #include <htslib/hts.h>
@@ -117,43 +118,63 @@ static const struct option *find_long(const char *arg)
     return NULL;
 }
 
-/* Counts non-option arguments, with -o taking an argument or not, and
- * returns the last one seen in *last. */
-static int count_positionals(int argc, char **argv, int o_takes_arg, const char **last)
+static void note_positional(const char *arg, int *n, const char *pos[2])
+{
+    if (*n < 2) pos[*n] = arg;
+    (*n)++;
+}
+
+/* Counts non-option arguments, with -o taking an argument or not; keeps
+ * the first two seen in pos[]. */
+static int count_positionals(int argc, char **argv, int o_takes_arg, const char *pos[2])
 {
     int n = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (!strcmp(a, "--")) {
-            for (i++; i < argc; i++) n++, *last = argv[i];
+            while (++i < argc) note_positional(argv[i], &n, pos);
             break;
         }
-        if (a[0] != '-' || a[1] == '\0') { n++; *last = a; continue; }
-        if (a[1] == '-') {
+        if (a[0] != '-' || a[1] == '\0') {
+            note_positional(a, &n, pos);
+        } else if (a[1] == '-') {
             const struct option *lo = find_long(a + 2);
             if (lo && lo->has_arg == required_argument && !strchr(a, '=')) i++;
-            continue;
-        }
-        for (const char *c = a + 1; *c; c++) {
-            if (strchr(SHORT_WITH_ARG, *c) || (*c == 'o' && o_takes_arg)) {
-                if (c[1] == '\0') i++;
-                break;
-            }
+        } else {
+            for (const char *c = a + 1; *c; c++)
+                if (strchr(SHORT_WITH_ARG, *c) || (*c == 'o' && o_takes_arg)) {
+                    if (c[1] == '\0') i++;
+                    break;
+                }
         }
     }
     return n;
 }
 
-/* The legacy form has two non-option arguments, with -o as a bare flag.
- * `-o A B` fits both forms; it is modern only when B is a readable input. */
+static int has_alignment_suffix(const char *fn)
+{
+    static const char *suffixes[] = { ".bam", ".sam", ".cram", ".sam.gz" };
+    size_t n = strlen(fn);
+    for (size_t i = 0; i < sizeof suffixes / sizeof *suffixes; i++) {
+        size_t m = strlen(suffixes[i]);
+        if (n >= m && !strcasecmp(fn + n - m, suffixes[i])) return 1;
+    }
+    return 0;
+}
+
+/* The legacy form has two non-option arguments, IN and OUT.prefix, with -o
+ * as a bare flag.  `-o A B` fits both forms: it is legacy only when A can
+ * be read, B cannot, and B looks like a prefix rather than an output file. */
 static int is_legacy_form(int argc, char **argv)
 {
-    const char *last_flag = NULL, *last_arg = NULL;
-    int as_flag = count_positionals(argc, argv, 0, &last_flag);
-    int as_arg = count_positionals(argc, argv, 1, &last_arg);
-    if (as_flag != 2) return 0;
-    if (as_arg == 2) return 1;
-    return strcmp(last_arg, "-") != 0 && access(last_arg, R_OK) != 0;
+    const char *as_flag[2] = { NULL, NULL }, *as_arg[2] = { NULL, NULL };
+    int n_flag = count_positionals(argc, argv, 0, as_flag);
+    int n_arg = count_positionals(argc, argv, 1, as_arg);
+    if (n_flag != 2) return 0;
+    if (n_arg == 2) return 1;
+    const char *in = as_flag[0], *prefix = as_flag[1];
+    int in_readable = !strcmp(in, "-") || access(in, R_OK) == 0;
+    return in_readable && access(prefix, R_OK) != 0 && !has_alignment_suffix(prefix);
 }
 
 typedef struct {

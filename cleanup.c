@@ -20,6 +20,7 @@ int cleanup_interrupted(void) { return interrupted; }
 
 void cleanup_add(const char *path)
 {
+    if (!path) return;
     pthread_mutex_lock(&lock);
     for (int i = 0; i < MAX_PATHS; i++)
         if (!paths[i]) {
@@ -31,6 +32,7 @@ void cleanup_add(const char *path)
 
 void cleanup_forget(const char *path)
 {
+    if (!path) return;
     pthread_mutex_lock(&lock);
     for (int i = 0; i < MAX_PATHS; i++)
         if (paths[i] && !strcmp(paths[i], path)) {

@@ -145,7 +145,11 @@ static void stop_spiller(sort_job *j)
 static int open_input(sort_job *j)
 {
     const rocksort_opts *o = j->o;
+    /* htslib would print its own line too; ours names the cause once. */
+    int verbosity = hts_verbose;
+    hts_verbose = verbosity > 3 ? verbosity : 0;
     j->in = hts_open_format(o->in_fn, "r", o->in_format);
+    hts_verbose = verbosity;
     if (!j->in) {
         fail("cannot open '%s': %s", o->in_fn, strerror(errno));
         return -1;
