@@ -1,7 +1,7 @@
 # samtools rocksort -- build against the system htslib and RocksDB.
 CC       ?= cc
 CFLAGS   ?= -O2 -g
-CFLAGS   += -std=gnu11 -Wall -Wextra -pthread
+CFLAGS   += -std=gnu11 -Wall -Wextra -Werror=implicit-function-declaration -pthread
 PKGS      = htslib rocksdb
 VERSION   = 0.1.0
 CPPFLAGS += $(shell pkg-config --cflags $(PKGS)) -DROCKSORT_VERSION='"$(VERSION)"' \

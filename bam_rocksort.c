@@ -246,6 +246,7 @@ static int apply_option(cli_state *c, int ch, const char *arg)
     case OPT_VERBOSITY:
         hts_verbose = (int)strtol(arg, &end, 10);
         if (*end) return bad_value("--verbosity", arg);
+        r->htslib_verbosity_set = 1;
         break;
     case OPT_TEMP_COMPRESSION:
         if ((r->temp_compression = store_parse_compression(arg)) < 0)
@@ -291,8 +292,10 @@ static int needs_reference_check(const cli_state *c)
 {
     if (!strchr(c->run.out_mode, 'c') || c->run.reference) return 0;
     for (const hts_opt *o = c->run.out_opts; o; o = o->next)
-        if (o->opt == CRAM_OPT_REFERENCE || o->opt == CRAM_OPT_NO_REF) return 0;
-    return getenv("REF_PATH") == NULL;
+        if (o->opt == CRAM_OPT_REFERENCE || o->opt == CRAM_OPT_NO_REF
+            || o->opt == CRAM_OPT_EMBED_REF)
+            return 0;
+    return getenv("REF_PATH") == NULL && getenv("REF_CACHE") == NULL;
 }
 
 static char *join_cmdline(int argc, char **argv)
@@ -351,8 +354,8 @@ static int parse_args(cli_state *c, int argc, char **argv)
     if (c->have_in_format) c->run.in_format = &c->in_format;
     if (choose_output_mode(c) < 0) return -1;
     if (needs_reference_check(c)) {
-        fprintf(stderr, "samtools rocksort: CRAM output to '%s' needs a reference: "
-                "use --reference FILE\n", c->out_fn);
+        fprintf(stderr, "samtools rocksort: CRAM output to '%s' needs a reference: use "
+                "--reference FILE (or --output-fmt-option embed_ref=2)\n", c->out_fn);
         return -1;
     }
     return 0;

@@ -12,6 +12,7 @@
 #include <string.h>
 #include <sys/resource.h>
 #include <time.h>
+#include <htslib/bgzf.h>
 #include <htslib/thread_pool.h>
 #include "sort_pipeline.h"
 #include "sort_batch.h"
@@ -44,6 +45,7 @@ typedef struct {
     pthread_t spiller;
     int spiller_started;
     uint64_t records_in, records_out, bytes_in;
+    int input_lacks_eof;
     double t_load, t_settle, t_readout;
 } sort_job;
 
@@ -145,11 +147,7 @@ static void stop_spiller(sort_job *j)
 static int open_input(sort_job *j)
 {
     const rocksort_opts *o = j->o;
-    /* htslib would print its own line too; ours names the cause once. */
-    int verbosity = hts_verbose;
-    hts_verbose = verbosity > 3 ? verbosity : 0;
     j->in = hts_open_format(o->in_fn, "r", o->in_format);
-    hts_verbose = verbosity;
     if (!j->in) {
         fail("cannot open '%s': %s", o->in_fn, strerror(errno));
         return -1;
@@ -172,6 +170,8 @@ static int open_input(sort_job *j)
         fail("failed to read the header of '%s'%s", o->in_fn, "");
         return -1;
     }
+    if (j->in->format.format == bam)
+        j->input_lacks_eof = bgzf_check_EOF(j->in->fp.bgzf) == 0;
     return 0;
 }
 
@@ -190,10 +190,24 @@ static int prepare_header(sort_job *j)
     return 0;
 }
 
+/* BAM stores reference lengths in 32 bits; fail before hours of sorting. */
+static int check_bam_can_hold_references(const sort_job *j)
+{
+    if (!strchr(j->o->out_mode, 'b')) return 0;
+    for (int tid = 0; tid < sam_hdr_nref(j->hdr); tid++)
+        if (sam_hdr_tid2len(j->hdr, tid) > INT32_MAX) {
+            fail("BAM output '%s' cannot hold reference '%s' (longer than 2^31-1): "
+                 "write SAM or CRAM", j->o->out_fn, sam_hdr_tid2name(j->hdr, tid));
+            return -1;
+        }
+    return 0;
+}
+
 static int open_output(sort_job *j)
 {
     const rocksort_opts *o = j->o;
     char *err = NULL;
+    if (check_bam_can_hold_references(j) < 0) return -1;
     if (output_open(&j->out, o->out_fn, o->out_mode, &err) < 0) {
         fail("%s%s", err ? err : "cannot open output", "");
         free(err);
@@ -308,10 +322,15 @@ static int load(sort_job *j)
         j->bytes_in += (uint64_t)b->l_data + 36;
     }
     if (r < -1) {
-        fail("'%s' is truncated or corrupt (error reading record %s)", j->o->in_fn, "");
+        char after[48];
+        snprintf(after, sizeof after, "after %llu records", (unsigned long long)j->records_in);
+        fail("'%s' is truncated or corrupt (%s)", j->o->in_fn, after);
         ret = -1;
         goto done;
     }
+    if (j->input_lacks_eof)
+        fprintf(stderr, "samtools rocksort: warning: '%s' has no BGZF EOF marker; "
+                "it may be truncated\n", j->o->in_fn);
     if (batch_count(cur) > 0) {
         sort_batch *next = swap_batches(&j->q, cur);
         cur = next;
@@ -432,8 +451,13 @@ int rocksort_run(const rocksort_opts *o)
         cleanup(&j, 1);
         return -1;
     }
+    /* htslib logs its own lines for bad input; ours names the file and the
+     * cause once.  --verbosity restores its voice. */
+    int verbosity = hts_verbose;
+    if (!o->htslib_verbosity_set) hts_verbose = 0;
     int ok = open_input(&j) == 0 && prepare_header(&j) == 0 && open_output(&j) == 0
           && open_store(&j) == 0 && start_spiller(&j) == 0 && load(&j) == 0;
+    hts_verbose = verbosity;
     if (ok) {
         j.t_settle = store_settle(j.store);
         ok = readout(&j) == 0 && finish_output(&j) == 0;

@@ -67,13 +67,17 @@ def parse_bam(data):
 
 
 def load(data, cram_to_sam=None):
-    """data: the file's bytes.  cram_to_sam(data) -> SAM text, for CRAM."""
+    """data: the file's bytes.  cram_to_sam(data) -> SAM text, for CRAM.
+    Raises ValueError if data cannot be read."""
     fmt = sniff_format(data)
-    if fmt == "BAM":
-        return parse_bam(data)
-    if fmt == "CRAM":
-        return parse_sam(cram_to_sam(data), fmt="CRAM")
-    return parse_sam(data.decode())
+    try:
+        if fmt == "BAM":
+            return parse_bam(data)
+        if fmt == "CRAM":
+            return parse_sam(cram_to_sam(data), fmt="CRAM")
+        return parse_sam(data.decode())
+    except (struct.error, OSError, EOFError, UnicodeDecodeError) as error:
+        raise ValueError(f"unreadable {fmt}: {error}") from error
 
 
 def without_pg(header):

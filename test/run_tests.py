@@ -1,0 +1,822 @@
+#!/usr/bin/env python3
+"""End-to-end tests of `samtools rocksort`.
+
+Every test sorts an input made here by test/samdata.py with both rocksort and
+the oracle (samtools 1.24 as bundled by pysam) and requires the same records,
+byte for byte and in the same order, and the same header apart from @PG lines.
+
+Usage, from the repo root:
+    .venv/bin/python test/run_tests.py [--binary ./samtools] [-k PATTERN]...
+
+ROCKSORT_CMD, if set, replaces "BINARY rocksort" as the command under test
+(split like a shell would), e.g. to try the harness against a stand-in.
+"""
+
+import argparse
+import fnmatch
+import gzip
+import os
+import re
+import shlex
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+
+import alignments
+import samdata
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+VENV_PYTHON = os.path.join(REPO, ".venv", "bin", "python")
+PYTHON = VENV_PYTHON if os.path.exists(VENV_PYTHON) else sys.executable
+UNIT_TESTS = os.path.join(REPO, "test", "test_keys")
+TIMEOUT = 300  # seconds for any one command; a hang must not stall the suite
+
+# pysam's in-process samtools keeps static state between calls (a -n sort
+# after a --template-coordinate sort gets the wrong @HD SS), so every oracle
+# call runs in a fresh interpreter.
+ORACLE_SCRIPT = """
+import sys, pysam
+command = getattr(pysam.samtools, sys.argv[1])
+try:
+    command(*sys.argv[2:], catch_stdout=False)
+except pysam.SamtoolsError as error:
+    sys.stderr.write(str(error) + "\\n")
+    sys.exit(1)
+"""
+
+# Rewrites the "z*" records (unmapped, RNAME '*') as unmapped reads that keep
+# a reference but have no position (tid >= 0, pos -1).  SAM text cannot say
+# that (htslib turns RNAME into '*'), yet BAM files in the wild do.
+PLACED_UNMAPPED_SCRIPT = """
+import sys, pysam
+src, dst = sys.argv[1:]
+with pysam.AlignmentFile(src) as inp, \\
+        pysam.AlignmentFile(dst, "wb", template=inp) as out:
+    for i, rec in enumerate(inp):
+        if rec.query_name.startswith("z"):
+            rec.reference_id = i % 2
+            rec.reference_start = -1
+        out.write(rec)
+"""
+
+
+class Failure(Exception):
+    def __init__(self, reason, details=()):
+        super().__init__(reason)
+        self.reason = reason
+        self.details = list(details)
+
+
+def tail(text, n=5):
+    lines = text.decode(errors="replace").strip().splitlines() \
+        if isinstance(text, bytes) else text.strip().splitlines()
+    return [line[:200] for line in lines[-n:]]
+
+
+def run(cmd, stdin=None, cwd=None, env=None):
+    """Runs cmd; stdin is a file path or None (then /dev/null, so nothing
+    ever waits on the terminal)."""
+    with open(stdin or os.devnull, "rb") as stdin_file:
+        return subprocess.run(cmd, stdin=stdin_file, stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, cwd=cwd, env=env,
+                              timeout=TIMEOUT)
+
+
+# --- the oracle and the inputs --------------------------------------------
+
+class Session:
+    """What all tests share: the command under test, the oracle, the inputs
+    (made on first use) and the oracle's outputs (computed once per input
+    and options)."""
+
+    def __init__(self, root, binary, rocksort_cmd):
+        self.root = root
+        self.binary = binary
+        self.rocksort_cmd = rocksort_cmd
+        self.inputs_dir = os.path.join(root, "inputs")
+        self.expected_dir = os.path.join(root, "expected")
+        os.makedirs(self.inputs_dir)
+        os.makedirs(self.expected_dir)
+        # An empty REF_PATH dir: htslib must never fetch references from
+        # the network when a CRAM reference is missing.
+        self.env = dict(os.environ, REF_PATH=os.path.join(root, "no-refs"))
+        self.env.pop("REF_CACHE", None)
+        self._locks = {}
+        self._locks_lock = threading.Lock()
+        self._expected = {}
+
+    def lock_for(self, key):
+        with self._locks_lock:
+            return self._locks.setdefault(key, threading.Lock())
+
+    def oracle(self, subcommand, args, stdin=None, cwd=None):
+        return run([PYTHON, "-c", ORACLE_SCRIPT, subcommand, *args],
+                   stdin=stdin, cwd=cwd, env=self.env)
+
+    def oracle_ok(self, subcommand, args, **kw):
+        result = self.oracle(subcommand, args, **kw)
+        if result.returncode != 0:
+            raise Failure(f"oracle samtools {subcommand} failed",
+                          tail(result.stderr))
+        return result
+
+    def input(self, name):
+        """Path of input file `name`, e.g. mixed.sam, mixed.bam, mixed.cram,
+        mixed.fa; made on first use (thread-safe)."""
+        path = os.path.join(self.inputs_dir, name)
+        with self.lock_for(("input", name)):
+            if not os.path.exists(path):
+                self._make_input(name, path + ".part")
+                os.rename(path + ".part", path)
+        return path
+
+    def _make_input(self, name, path):
+        stem, ext = name.rsplit(".", 1)
+        if name == "mixed.fa":
+            write_text(path, samdata.mixed_reference_text())
+            self.oracle_ok("faidx", [path])
+            os.rename(path + ".fai", path[:-len(".part")] + ".fai")
+        elif name == "placed_unmapped.bam":
+            result = run([PYTHON, "-c", PLACED_UNMAPPED_SCRIPT,
+                          self.input("unmapped.bam"), path], env=self.env)
+            if result.returncode != 0:
+                raise Failure("could not make placed_unmapped.bam",
+                              tail(result.stderr))
+        elif name == "truncated.bam":
+            # Cut in the middle of the records, well past the header.
+            with open(self.input("bulk.bam"), "rb") as src:
+                data = src.read()
+            write_bytes(path, data[:len(data) // 2])
+        elif ext == "sam":
+            write_text(path, samdata.dataset_text(stem))
+        elif ext == "bam":
+            self.oracle_ok("view", ["-b", "--no-PG", "-o", path,
+                                    self.input(stem + ".sam")])
+        elif ext == "cram":
+            self.oracle_ok("view", ["-C", "--no-PG", "--reference",
+                                    self.input("mixed.fa"), "-o", path,
+                                    self.input(stem + ".sam")])
+        else:
+            raise ValueError(f"no recipe for input {name}")
+
+    def expected(self, source, shared_args, out_name="out", to_stdout=False):
+        """Path of the oracle's output for sorting input `source` with
+        shared_args (computed once; many tests share it)."""
+        key = (source, tuple(shared_args), os.path.splitext(out_name)[1],
+               to_stdout)
+        with self.lock_for(("expected", key)):
+            if key not in self._expected:
+                self._expected[key] = self._sort_with_oracle(
+                    source, shared_args, out_name, to_stdout)
+            return self._expected[key]
+
+    def _sort_with_oracle(self, source, shared_args, out_name, to_stdout):
+        out_dir = tempfile.mkdtemp(dir=self.expected_dir)
+        path = os.path.join(out_dir, out_name)
+        args = [*shared_args, "--no-PG", self.input(source)]
+        if to_stdout:
+            write_bytes(path, self.oracle_ok("sort", args, cwd=out_dir).stdout)
+        else:
+            self.oracle_ok("sort", ["-o", path, *args], cwd=out_dir)
+        return path
+
+    def decode_cram(self, path, reference):
+        """CRAM -> SAM text, always through the oracle's viewer."""
+        sam = path + ".decoded.sam"
+        args = ["-h", "--no-PG", "-o", sam, path]
+        if reference:
+            args[:0] = ["--reference", reference]
+        self.oracle_ok("view", args)
+        with open(sam) as f:
+            text = f.read()
+        os.remove(sam)
+        return text
+
+
+def write_text(path, text):
+    with open(path, "w") as f:
+        f.write(text)
+
+
+def write_bytes(path, data):
+    with open(path, "wb") as f:
+        f.write(data)
+
+
+# --- one test's workspace --------------------------------------------------
+
+class Case:
+    """A test's own directory: `actual/` for rocksort's output and `tmp/`,
+    given to rocksort as TMPDIR and as the -T prefix, which must be empty
+    again when rocksort has finished."""
+
+    def __init__(self, session, name):
+        self.session = session
+        self.dir = os.path.join(session.root, "cases", name)
+        self.out_dir = os.path.join(self.dir, "actual")
+        self.tmp = os.path.join(self.dir, "tmp")
+        os.makedirs(self.out_dir)
+        os.makedirs(self.tmp)
+        self.temp_prefix = os.path.join(self.tmp, "rs")
+
+    def input(self, name):
+        return self.session.input(name)
+
+    def out(self, name):
+        return os.path.join(self.out_dir, name)
+
+    def rocksort(self, args, stdin=None, cwd=None):
+        env = dict(self.session.env, TMPDIR=self.tmp)
+        return run([*self.session.rocksort_cmd, *args], stdin=stdin,
+                   cwd=cwd or self.out_dir, env=env)
+
+    def rocksort_ok(self, args, **kw):
+        result = self.rocksort(args, **kw)
+        if result.returncode != 0:
+            raise Failure(f"rocksort exited with {result.returncode}",
+                          tail(result.stderr))
+        return result
+
+    def load(self, path, reference=None):
+        with open(path, "rb") as f:
+            data = f.read()
+        try:
+            return alignments.load(
+                data, lambda _: self.session.decode_cram(path, reference))
+        except ValueError as error:
+            raise Failure(f"cannot read {os.path.basename(path)}: {error}")
+
+    def expect_same(self, actual, expected, reference=None, keep_pg=False):
+        problems = alignments.differences(self.load(actual, reference),
+                                          self.load(expected, reference),
+                                          keep_pg=keep_pg)
+        if problems:
+            raise Failure(problems[0], problems[1:])
+
+    def expect_no_temp_left(self):
+        left = os.listdir(self.tmp)
+        if left:
+            raise Failure("temporary data left behind", sorted(left)[:5])
+
+    def expect_only_files(self, directory, allowed):
+        extra = sorted(set(os.listdir(directory)) - set(allowed))
+        if extra:
+            raise Failure(f"unexpected files in {os.path.basename(directory)}/",
+                          extra[:5])
+
+
+# --- sorting compared with the oracle -----------------------------------------
+
+@dataclass(frozen=True)
+class Ref:
+    """An argument naming an input file, resolved when the test runs;
+    template places the path inside the argument (e.g. "reference={}")."""
+    name: str
+    template: str = "{}"
+
+
+MIXED_FA = Ref("mixed.fa")
+CRAM_REF = ["--reference", MIXED_FA]
+
+
+@dataclass
+class SortCase:
+    name: str
+    source: str                                  # input file, see Session.input
+    shared: list = field(default_factory=list)   # options for both sorters
+    extra: list = field(default_factory=list)    # rocksort-only options
+    stdin: str = None          # None: file argument; "-" or "": piped in
+    to_stdout: bool = False    # no -o: the output goes to standard output
+    out_name: str = "out"      # its extension picks the format when no -O
+    temp_prefix: bool = True   # give -T; without it TMPDIR must be used
+
+
+def resolve(case, args):
+    return [a.template.format(case.input(a.name)) if isinstance(a, Ref) else a
+            for a in args]
+
+
+def reference_in(args):
+    return args[args.index("--reference") + 1] if "--reference" in args else None
+
+
+def run_sort_case(case, sc):
+    shared = resolve(case, sc.shared)
+    expected = case.session.expected(sc.source, shared, sc.out_name,
+                                     sc.to_stdout)
+    args = [*shared, *resolve(case, sc.extra)]
+    if sc.temp_prefix:
+        args += ["-T", case.temp_prefix]
+    actual = case.out(sc.out_name)
+    if not sc.to_stdout:
+        args += ["-o", actual]
+    source = case.input(sc.source)
+    if sc.stdin is None:
+        result = case.rocksort_ok(args + [source])
+    else:
+        result = case.rocksort_ok(args + ([sc.stdin] if sc.stdin else []),
+                                  stdin=source)
+    if sc.to_stdout:
+        write_bytes(actual, result.stdout)
+    case.expect_same(actual, expected, reference_in(shared))
+    case.expect_no_temp_left()
+    case.expect_only_files(case.out_dir, [sc.out_name])
+
+
+def both_orders(name, source, shared=(), extra=(), **kw):
+    """The same case in coordinate order and in natural name order (-n)."""
+    return [SortCase(f"{name}_coord", source, list(shared), list(extra), **kw),
+            SortCase(f"{name}_name", source, ["-n", *shared], list(extra), **kw)]
+
+
+SAM_OUT = ["-O", "sam"]
+SPILL = ["-m", "1M"]  # with bulk.bam's ~13 MB of records: many sorted runs
+
+SORT_CASES = [
+    # Ordering rules, SAM in and SAM out so that a failure reads easily.
+    *both_orders("mixed", "mixed.sam", SAM_OUT),
+    *both_orders("unmapped", "unmapped.sam", SAM_OUT),
+    *both_orders("placed_unmapped_pos_minus1", "placed_unmapped.bam", SAM_OUT),
+    *both_orders("ties_stable", "ties.sam", SAM_OUT),
+    *both_orders("tricky_names", "names.sam", SAM_OUT),
+    *both_orders("tricky_names_spilled", "names_bulk.bam", extra=SPILL),
+    *both_orders("no_sq_all_unmapped", "nosq.sam", SAM_OUT),
+    *both_orders("one_sq", "onesq.sam", SAM_OUT),
+    *both_orders("many_sq_5000", "manysq.bam"),
+    *both_orders("pos_past_2g", "bigpos.sam", SAM_OUT),
+    *both_orders("pos_past_2g_spilled", "bigpos_bulk.sam", SAM_OUT, SPILL),
+    *both_orders("long_reads_bam", "longreads.bam"),
+    SortCase("long_reads_sam_coord", "longreads.sam", SAM_OUT),
+    *both_orders("header_only", "header_only.sam", SAM_OUT),
+    *both_orders("header_only_bam", "header_only.bam"),
+    *both_orders("no_hd_line", "no_hd.sam", SAM_OUT),
+    *both_orders("hd_go_ss_tags", "hd_go_ss.sam", SAM_OUT),
+    # Input formats.
+    *both_orders("input_bam", "mixed.bam"),
+    *both_orders("input_cram", "mixed.cram", CRAM_REF),
+    SortCase("input_cram_fmt_option", "mixed.cram",
+             ["--input-fmt-option", Ref("mixed.fa", "reference={}")]),
+    SortCase("stdin_dash", "mixed.bam", stdin="-"),
+    SortCase("stdin_no_argument_name", "mixed.bam", ["-n"], stdin=""),
+    SortCase("stdin_cram", "mixed.cram", CRAM_REF, stdin="-"),
+    SortCase("stdin_sam_to_stdout_sam", "mixed.sam", SAM_OUT, stdin="-",
+             to_stdout=True),
+    # Output formats.
+    *both_orders("output_sam", "mixed.bam", SAM_OUT),
+    *both_orders("output_bam", "mixed.bam", ["-O", "bam"]),
+    *both_orders("output_cram", "mixed.bam", ["-O", "cram", *CRAM_REF]),
+    SortCase("output_level1", "mixed.bam", ["-l", "1"]),
+    SortCase("output_bam_to_stdout", "mixed.bam", to_stdout=True),
+    SortCase("output_sam_from_extension", "mixed.bam", out_name="out.sam"),
+    SortCase("output_cram_from_extension", "mixed.bam", CRAM_REF,
+             out_name="out.cram"),
+    SortCase("output_uncompressed_name", "mixed.bam", ["-n", "-u"]),
+    SortCase("output_fmt_option_level", "mixed.bam",
+             ["--output-fmt-option", "level=2"]),
+    # Memory and threads on ~40k records.
+    *both_orders("bulk_in_memory", "bulk.bam"),
+    *both_orders("bulk_spilled", "bulk.bam", extra=SPILL),
+    *both_orders("bulk_spilled_presized", "bulk.bam", extra=[*SPILL, "-s", "50M"]),
+    SortCase("bulk_memory_in_kilobytes", "bulk.bam", extra=["-m", "700K"]),
+    SortCase("bulk_memory_in_gigabytes_name", "bulk.bam", ["-n"], ["-m", "1G"]),
+    SortCase("bulk_spilled_default_tmpdir", "bulk.bam", extra=SPILL,
+             temp_prefix=False),
+    SortCase("bulk_threads0_coord", "bulk.bam", extra=["-@", "0", *SPILL]),
+    SortCase("bulk_threads1_name", "bulk.bam", ["-n"], ["-@", "1", *SPILL]),
+    SortCase("bulk_threads2_coord", "bulk.bam", extra=["-@", "2", *SPILL,
+                                                      "-s", "50M"]),
+    SortCase("bulk_threads2_in_memory_name", "bulk.bam", ["-n"], ["-@", "2"]),
+    SortCase("bulk_threads4_name", "bulk.bam", ["-n"], ["-@", "4", *SPILL]),
+    SortCase("bulk_spilled_stdin_sam_out_name", "bulk.bam", ["-n", *SAM_OUT],
+             ["-@", "2", *SPILL, "--verbosity", "1"], stdin="-"),
+]
+
+
+# --- other behaviour -------------------------------------------------------
+
+SPECIAL_TESTS = []
+
+
+def test(func):
+    """Registers a test function; its name without "test_" names the test."""
+    SPECIAL_TESTS.append((func.__name__[len("test_"):], func))
+    return func
+
+
+@test
+def test_output_uncompressed(case):
+    run_sort_case(case, SortCase("u", "mixed.bam", ["-u"]))
+    with open(case.out("out"), "rb") as f:
+        data = f.read()
+    if len(data) < len(gzip.decompress(data)):
+        raise Failure("-u output is smaller than its content: it is compressed")
+
+
+@test
+def test_overwrites_existing_output(case):
+    """An older, longer file at the output path is replaced, not patched."""
+    write_bytes(case.out("out"), b"old junk " * 200_000)
+    run_sort_case(case, SortCase("o", "mixed.bam"))
+
+
+@test
+def test_no_pg_keeps_header_exactly(case):
+    """With --no-PG the header, @PG lines included, is the oracle's."""
+    expected = case.session.expected("mixed.sam", SAM_OUT)
+    actual = case.out("out.sam")
+    case.rocksort_ok([*SAM_OUT, "--no-PG", "-T", case.temp_prefix,
+                      "-o", actual, case.input("mixed.sam")])
+    case.expect_same(actual, expected, keep_pg=True)
+
+
+@test
+def test_cram_output_without_reference(case):
+    """The issue makes this an error: a CRAM whose reference can't be found
+    would otherwise be fetched over the network or silently embedded.
+    (samtools 1.24 embeds it, embed_ref=2; see the next test.)"""
+    output = case.out("out.cram")
+    env = {k: v for k, v in case.session.env.items() if k not in ("REF_PATH", "REF_CACHE")}
+    env["TMPDIR"] = case.tmp
+    result = run([*case.session.rocksort_cmd, "-O", "cram", "-T", case.temp_prefix,
+                  "-o", output, case.input("mixed.bam")], env=env, cwd=case.out_dir)
+    expect_error(case, result, ["out.cram"], output)
+
+
+@test
+def test_cram_output_embedded_reference(case):
+    """Asking for samtools 1.24's behaviour explicitly gives its output."""
+    expect_same_outcome(case, "mixed.bam", ["-O", "cram", "--output-fmt-option", "embed_ref=2"])
+
+
+@test
+def test_big_positions_to_bam(case):
+    """BAM cannot hold positions past 2**31: the oracle refuses."""
+    expect_same_outcome(case, "bigpos.sam", ["-O", "bam"])
+
+
+@test
+def test_empty_input_file(case):
+    expect_same_outcome(case, "empty.sam", [])
+
+
+@test
+def test_empty_stdin(case):
+    expect_same_outcome(case, "empty.sam", [], stdin="-")
+
+
+@test
+def test_legacy_prefix_from_stdin(case):
+    """cat in.bam | rocksort -@ 2 -m 1M -s 10M - prefix  ->  prefix.bam"""
+    expected = case.session.expected("bulk.bam", [])
+    case.rocksort_ok(["-@", "2", "-m", "1M", "-s", "10M", "-", "prefix"],
+                     stdin=case.input("bulk.bam"))
+    case.expect_same(case.out("prefix.bam"), expected)
+    case.expect_only_files(case.out_dir, ["prefix.bam"])
+    case.expect_no_temp_left()
+
+
+@test
+def test_legacy_prefix_name_order(case):
+    expected = case.session.expected("mixed.bam", ["-n"])
+    case.rocksort_ok(["-n", case.input("mixed.bam"), "sorted"])
+    case.expect_same(case.out("sorted.bam"), expected)
+    case.expect_only_files(case.out_dir, ["sorted.bam"])
+    case.expect_no_temp_left()
+
+
+@test
+def test_legacy_full_output_name(case):
+    """-f: the second argument is the whole output name, not a prefix."""
+    expected = case.session.expected("mixed.bam", [])
+    case.rocksort_ok(["-f", case.input("mixed.bam"), "whole.bam"])
+    case.expect_same(case.out("whole.bam"), expected)
+    case.expect_only_files(case.out_dir, ["whole.bam"])
+    case.expect_no_temp_left()
+
+
+@test
+def test_legacy_o_to_stdout(case):
+    """Legacy -o (no argument): the output goes to stdout, no prefix.bam."""
+    expected = case.session.expected("mixed.bam", [], to_stdout=True)
+    # A copy: read the modern way, this would overwrite the input.
+    src = os.path.join(case.dir, "in.bam")
+    shutil.copy(case.input("mixed.bam"), src)
+    result = case.rocksort_ok(["-o", src, "prefix"])
+    write_bytes(os.path.join(case.dir, "stdout.bam"), result.stdout)
+    case.expect_same(os.path.join(case.dir, "stdout.bam"), expected)
+    case.expect_only_files(case.out_dir, [])
+    case.expect_no_temp_left()
+
+
+@test
+def test_keep_temp_database(case):
+    """-k keeps the temporary database under the -T prefix and says where."""
+    expected = case.session.expected("mixed.bam", [])
+    result = case.rocksort_ok(["-k", "-T", case.temp_prefix, "-o",
+                               case.out("out"), case.input("mixed.bam")])
+    case.expect_same(case.out("out"), expected)
+    kept = [p for p in paths_in(result.stderr, case.out_dir)
+            if p.startswith(os.path.realpath(case.tmp) + os.sep)]
+    if not kept:
+        raise Failure("stderr names no existing path under the -T prefix",
+                      tail(result.stderr))
+    for name in os.listdir(case.tmp):
+        shutil.rmtree(os.path.join(case.tmp, name), ignore_errors=True)
+
+
+def paths_in(text, cwd):
+    """Existing files or directories mentioned in text, as real paths."""
+    found = []
+    for token in re.split(r"[\s'\"`,;()]+", text.decode(errors="replace")):
+        token = token.rstrip(":.")
+        if token and os.path.exists(os.path.join(cwd, token)):
+            found.append(os.path.realpath(os.path.join(cwd, token)))
+    return found
+
+
+@test
+def test_verbose_stats(case):
+    """-v prints statistics on stderr and changes nothing in the output."""
+    expected = case.session.expected("bulk.bam", ["-n"])
+    result = case.rocksort_ok(["-v", "-n", *SPILL, "-T", case.temp_prefix,
+                               "-o", case.out("out"), case.input("bulk.bam")])
+    case.expect_same(case.out("out"), expected)
+    if not result.stderr.strip():
+        raise Failure("-v printed nothing on stderr")
+    case.expect_no_temp_left()
+
+
+@test
+def test_help(case):
+    result = case.rocksort(["--help"])
+    text = (result.stdout + result.stderr).decode(errors="replace")
+    if result.returncode != 0 or "rocksort" not in text:
+        raise Failure(f"--help: exit status {result.returncode}, "
+                      f"{'mentions' if 'rocksort' in text else 'no mention of'}"
+                      " rocksort", tail(text))
+
+
+# --- errors ----------------------------------------------------------------
+
+def expect_error(case, result, mentions, output):
+    """Exit status 1, one line on stderr naming one of `mentions`, no file
+    at `output`, nothing left in the temp dir."""
+    if result.returncode != 1:
+        raise Failure(f"exit status {result.returncode}, expected 1",
+                      tail(result.stderr))
+    lines = [l for l in result.stderr.decode(errors="replace").splitlines()
+             if l.strip()]
+    if len(lines) != 1:
+        raise Failure(f"{len(lines)} lines on stderr, expected 1", lines[:5])
+    if mentions and not any(m in lines[0] for m in mentions):
+        raise Failure(f"error message names none of {mentions}", lines)
+    if output and os.path.lexists(output):
+        raise Failure("output file created despite the error")
+    case.expect_no_temp_left()
+
+
+def expect_same_outcome(case, source, shared, stdin=None):
+    """Like the oracle: the same output if it succeeds, an error if it fails."""
+    src = case.input(source)
+    os.mkdir(os.path.join(case.dir, "expected"))
+    expected = os.path.join(case.dir, "expected", "target.bam")
+    oracle_args = [*shared, "--no-PG", "-o", expected]
+    oracle = case.session.oracle("sort", oracle_args + [src])
+    actual = case.out("target.bam")
+    args = [*shared, "-T", case.temp_prefix, "-o", actual]
+    if stdin is None:
+        result = case.rocksort(args + [src])
+    else:
+        result = case.rocksort(args + [stdin], stdin=src)
+    if oracle.returncode != 0:
+        mentions = [] if stdin else [os.path.basename(src), "target.bam"]
+        expect_error(case, result, mentions, actual)
+        return
+    if result.returncode != 0:
+        raise Failure(f"rocksort failed ({result.returncode}) where the oracle "
+                      "succeeded", tail(result.stderr))
+    case.expect_same(actual, expected)
+    case.expect_no_temp_left()
+
+
+def expect_failure_like_oracle(case, src, output, mention, extra=()):
+    """An input or output the oracle rejects: rocksort must reject it too,
+    in the one-line way the contract asks."""
+    oracle = case.session.oracle("sort", ["-o", output, *extra, src])
+    if oracle.returncode == 0:
+        os.remove(output)
+        raise Failure("test is wrong: the oracle accepted this")
+    result = case.rocksort(["-T", case.temp_prefix, "-o", output, *extra, src])
+    expect_error(case, result, [mention], output)
+
+
+@test
+def test_error_missing_input(case):
+    src = os.path.join(case.dir, "no_such_file.bam")
+    expect_failure_like_oracle(case, src, case.out("out.bam"), "no_such_file.bam")
+
+
+@test
+def test_error_directory_as_input(case):
+    src = os.path.join(case.dir, "a_directory.bam")
+    os.mkdir(src)
+    expect_failure_like_oracle(case, src, case.out("out.bam"), "a_directory.bam")
+
+
+if os.geteuid() != 0:  # root reads anything: the test would mean nothing
+    @test
+    def test_error_unreadable_input(case):
+        src = os.path.join(case.dir, "locked.bam")
+        shutil.copy(case.input("mixed.bam"), src)
+        os.chmod(src, 0)
+        expect_failure_like_oracle(case, src, case.out("out.bam"), "locked.bam")
+
+
+@test
+def test_error_plain_text_input(case):
+    src = os.path.join(case.dir, "notes.txt")
+    write_text(src, "hello world\nthis is not a SAM file\n")
+    expect_failure_like_oracle(case, src, case.out("out.bam"), "notes.txt")
+
+
+@test
+def test_error_bad_sam_record(case):
+    src = os.path.join(case.dir, "bad_record.sam")
+    good = samdata.sam_line("r1", 0, "c1", 5, 60, "4M", "*", 0, 0, "ACGT", "IIII")
+    write_text(src, samdata.header(samdata.MIXED_REFS) + good + "garbage line\n")
+    expect_failure_like_oracle(case, src, case.out("out.bam"), "bad_record.sam")
+
+
+@test
+def test_error_truncated_bam(case):
+    src = case.input("truncated.bam")
+    expect_failure_like_oracle(case, src, case.out("out.bam"), "truncated.bam")
+
+
+@test
+def test_error_truncated_bam_after_spilling(case):
+    """The error comes after several sorted runs were written: they must go."""
+    src = case.input("truncated.bam")
+    expect_failure_like_oracle(case, src, case.out("out.bam"), "truncated.bam",
+                               extra=SPILL)
+
+
+@test
+def test_error_unwritable_output(case):
+    blocker = os.path.join(case.dir, "plain_file")
+    write_text(blocker, "a file, so plain_file/ cannot be a directory\n")
+    output = os.path.join(blocker, "out.bam")
+    expect_failure_like_oracle(case, case.input("mixed.bam"), output, "out.bam")
+
+
+# --- the samtools wrapper --------------------------------------------------
+
+def run_binary(case, args):
+    return run([case.session.binary, *args], cwd=case.dir, env=case.session.env)
+
+
+@test
+def test_wrapper_version(case):
+    result = run_binary(case, ["--version"])
+    text = result.stdout.decode(errors="replace").lower()
+    missing = [w for w in ("htslib", "rocksdb") if w not in text]
+    if result.returncode != 0 or missing:
+        raise Failure(f"--version: exit status {result.returncode}, "
+                      f"missing {missing}", tail(result.stdout + result.stderr))
+
+
+@test
+def test_wrapper_lists_rocksort(case):
+    result = run_binary(case, [])
+    if b"rocksort" not in result.stdout + result.stderr:
+        raise Failure("`samtools` with no arguments does not list rocksort",
+                      tail(result.stdout + result.stderr))
+
+
+@test
+def test_wrapper_passes_view_on(case):
+    src = case.input("mixed.bam")
+    count_file = os.path.join(case.dir, "count")
+    case.session.oracle_ok("view", ["-c", "-o", count_file, src])
+    with open(count_file) as f:
+        expected = f.read().strip()
+    result = run_binary(case, ["view", "-c", src])
+    got = result.stdout.decode(errors="replace").strip()
+    if result.returncode != 0 or got != expected:
+        raise Failure(f"view -c: exit status {result.returncode}, "
+                      f"printed {got!r}, expected {expected!r}",
+                      tail(result.stderr))
+
+
+# --- the harness -----------------------------------------------------------
+
+def all_tests():
+    tests = [(sc.name, lambda case, sc=sc: run_sort_case(case, sc))
+             for sc in SORT_CASES]
+    tests += SPECIAL_TESTS
+    names = [name for name, _ in tests]
+    duplicates = {n for n in names if names.count(n) > 1}
+    assert not duplicates, f"duplicate test names: {duplicates}"
+    return tests
+
+
+def selected(name, patterns):
+    if not patterns:
+        return True
+    return any(fnmatch.fnmatch(name, p) if any(c in p for c in "*?[")
+               else p in name for p in patterns)
+
+
+def run_test(session, name, func):
+    """-> (passed, lines to print)"""
+    try:
+        func(Case(session, name))
+        return True, [f"PASS {name}"]
+    except Failure as failure:
+        return False, [f"FAIL {name}: {failure.reason}"] + \
+            [f"    {line}" for line in failure.details[:8]]
+    except subprocess.TimeoutExpired as error:
+        return False, [f"FAIL {name}: timed out after {error.timeout} s: "
+                       f"{shlex.join(map(str, error.cmd))[:200]}"]
+    except Exception as error:  # a bug in a test must not stop the others
+        return False, [f"FAIL {name}: {type(error).__name__}: {error}"]
+
+
+def run_unit_tests():
+    """test/test_keys prints `N passed, M failed` last. -> (passed, failed)"""
+    if not os.path.exists(UNIT_TESTS):
+        print("FAIL test_keys: test/test_keys is not built", flush=True)
+        return 0, 1
+    try:
+        result = run([UNIT_TESTS], cwd=REPO)
+    except subprocess.TimeoutExpired:
+        print(f"FAIL test_keys: timed out after {TIMEOUT} s", flush=True)
+        return 0, 1
+    lines = result.stdout.decode(errors="replace").rstrip().splitlines()
+    counts = re.fullmatch(r"(\d+) passed, (\d+) failed", lines[-1].strip()) \
+        if lines else None
+    for line in lines[:-1] if counts else lines:
+        print(line, flush=True)
+    if not counts:
+        print(f"FAIL test_keys: no `N passed, M failed` line (exit status "
+              f"{result.returncode})", flush=True)
+        for line in tail(result.stderr):
+            print(f"    {line}")
+        return 0, 1
+    passed, failed = int(counts[1]), int(counts[2])
+    if result.returncode != 0 and failed == 0:
+        print(f"FAIL test_keys: exit status {result.returncode}", flush=True)
+        failed = 1
+    return passed, failed
+
+
+def parse_args():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--binary", default=os.path.join(REPO, "samtools"),
+                        help="the samtools wrapper to test [./samtools]")
+    parser.add_argument("-k", dest="patterns", action="append", default=[],
+                        metavar="PATTERN",
+                        help="run only tests whose name contains PATTERN "
+                             "(or matches it, if it has * ? [); repeatable")
+    parser.add_argument("-j", "--jobs", type=int, default=2,
+                        help="tests run at once [2]")
+    parser.add_argument("--keep", action="store_true",
+                        help="keep the work directory (test/out/run-*)")
+    return parser.parse_args()
+
+
+def main():
+    args = parse_args()
+    binary = os.path.abspath(args.binary)
+    rocksort_cmd = shlex.split(os.environ.get("ROCKSORT_CMD", "")) or \
+        [binary, "rocksort"]
+    out_root = os.path.join(REPO, "test", "out")
+    os.makedirs(out_root, exist_ok=True)
+    session = Session(tempfile.mkdtemp(prefix="run-", dir=out_root), binary,
+                      rocksort_cmd)
+    passed = failed = 0
+    if selected("test_keys", args.patterns):
+        passed, failed = run_unit_tests()
+    tests = [(n, f) for n, f in all_tests() if selected(n, args.patterns)]
+    try:
+        with ThreadPoolExecutor(max_workers=args.jobs) as pool:
+            for ok, lines in pool.map(lambda t: run_test(session, *t), tests):
+                print("\n".join(lines), flush=True)
+                passed, failed = passed + ok, failed + (not ok)
+    finally:
+        if args.keep:
+            print(f"work directory kept: {session.root}", file=sys.stderr)
+        else:
+            shutil.rmtree(session.root, ignore_errors=True)
+            if not os.listdir(out_root):
+                os.rmdir(out_root)
+    print(f"{passed} passed, {failed} failed", flush=True)
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
