@@ -1,30 +1,56 @@
-/* sort_batch.c -- see sort_batch.h. */
+/* sort_batch.c -- see sort_batch.h.
+ *
+ * Performance notes (measured on the 1 GB benchmark input):
+ *  - After sorting, the writer visits records in key order, i.e. at random
+ *    places in a 100+ MB arena; each first touch was a TLB and cache miss
+ *    (12% of all cycles).  The arena is asked for transparent huge pages and
+ *    the writer prefetches a few records ahead (batch_prefetch).
+ *  - glibc's qsort calls the comparator through a pointer; the merge sort
+ *    below inlines it and decides nearly every comparison on two integers.
+ */
+#define _GNU_SOURCE
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include "sort_batch.h"
 #include "record_codec.h"
 
-/* The first 16 key bytes as two big-endian integers decide most comparisons
- * without touching the arena, which keeps the sort cache-friendly. */
+#define HUGE_PAGE (2u << 20)
+#define INSERTION_RUN 24
+
+/* A record in the arena: key length, value length, key, value. */
+typedef struct {
+    uint32_t key_len, val_len;
+} rec_header;
+
+/* The first 16 key bytes as big-endian integers decide most comparisons
+ * without touching the arena. */
 typedef struct {
     uint64_t k0, k1;
-    const uint8_t *key;
-    uint32_t key_len, val_len;
+    const uint8_t *rec;
 } batch_entry;
 
 struct sort_batch {
     uint8_t *arena;
     size_t used, cap;
-    batch_entry *ent;
+    batch_entry *ent, *tmp;
     size_t n, m;
 };
+
+static uint8_t *arena_alloc(size_t size)
+{
+    void *p = NULL;
+    if (posix_memalign(&p, HUGE_PAGE, size) != 0) return NULL;
+    madvise(p, size, MADV_HUGEPAGE);   /* a hint: fine if refused */
+    return p;
+}
 
 sort_batch *batch_create(size_t capacity)
 {
     sort_batch *sb = calloc(1, sizeof *sb);
     if (!sb) return NULL;
     sb->cap = capacity;
-    sb->arena = malloc(capacity);
+    sb->arena = arena_alloc(capacity);
     if (!sb->arena) {
         free(sb);
         return NULL;
@@ -37,6 +63,7 @@ void batch_destroy(sort_batch *sb)
     if (!sb) return;
     free(sb->arena);
     free(sb->ent);
+    free(sb->tmp);
     free(sb);
 }
 
@@ -50,65 +77,121 @@ static uint64_t load_be(const uint8_t *p, size_t avail)
 
 static int grow_entries(sort_batch *sb)
 {
-    size_t m = sb->m ? sb->m * 2 : 1024;
+    size_t m = sb->m ? sb->m * 2 : 4096;
     batch_entry *e = realloc(sb->ent, m * sizeof *e);
     if (!e) return -1;
     sb->ent = e;
+    batch_entry *t = realloc(sb->tmp, m * sizeof *t);
+    if (!t) return -1;
+    sb->tmp = t;
     sb->m = m;
     return 0;
 }
 
-/* Entries are pointers into the arena, so the arena may only grow while the
- * batch is empty. */
+/* Entries point into the arena, so it may only be replaced while empty. */
 static int grow_arena_for_huge_record(sort_batch *sb, size_t need)
 {
-    uint8_t *a = realloc(sb->arena, need);
+    uint8_t *a = arena_alloc(need);
     if (!a) return -1;
+    free(sb->arena);
     sb->arena = a;
     sb->cap = need;
     return 0;
 }
 
+/* Bytes the batch holds: the arena plus both entry arrays. */
+static size_t footprint(const sort_batch *sb, size_t extra_bytes, size_t extra_entries)
+{
+    return sb->used + extra_bytes + (sb->n + extra_entries) * 2 * sizeof(batch_entry);
+}
+
 int batch_add(sort_batch *sb, sort_order order, const bam1_t *b, uint64_t seq)
 {
-    size_t need = sort_key_max_len(order, b) + record_value_len(b);
-    if (sb->used + need + (sb->n + 1) * sizeof(batch_entry) > sb->cap) {
+    size_t need = sizeof(rec_header) + sort_key_max_len(order, b) + record_value_len(b);
+    if (footprint(sb, need, 1) > sb->cap) {
         if (sb->n > 0) return 0;
         if (need > sb->cap && grow_arena_for_huge_record(sb, need) < 0) return -1;
     }
     if (sb->n == sb->m && grow_entries(sb) < 0) return -1;
 
-    uint8_t *key = sb->arena + sb->used;
-    size_t key_len = sort_key_encode(order, b, seq, key);
-    record_value_pack(b, key + key_len);
+    uint8_t *rec = sb->arena + sb->used;
+    uint8_t *key = rec + sizeof(rec_header);
+    rec_header h;
+    h.key_len = (uint32_t)sort_key_encode(order, b, seq, key);
+    h.val_len = (uint32_t)record_value_len(b);
+    memcpy(rec, &h, sizeof h);
+    record_value_pack(b, key + h.key_len);
 
     batch_entry *e = &sb->ent[sb->n++];
-    e->key = key;
-    e->key_len = (uint32_t)key_len;
-    e->val_len = (uint32_t)record_value_len(b);
-    e->k0 = load_be(key, key_len);
-    e->k1 = key_len > 8 ? load_be(key + 8, key_len - 8) : 0;
-    sb->used += key_len + e->val_len;
+    e->rec = rec;
+    e->k0 = load_be(key, h.key_len);
+    e->k1 = h.key_len > 8 ? load_be(key + 8, h.key_len - 8) : 0;
+    /* Keep records 8-byte aligned: headers and cores are read as integers. */
+    sb->used += (sizeof h + h.key_len + h.val_len + 7) & ~(size_t)7;
     return 1;
 }
 
-static int entry_cmp(const void *pa, const void *pb)
+static inline rec_header header_of(const batch_entry *e)
 {
-    const batch_entry *a = pa, *b = pb;
-    if (a->k0 != b->k0) return a->k0 < b->k0 ? -1 : 1;
-    if (a->k1 != b->k1) return a->k1 < b->k1 ? -1 : 1;
-    size_t la = a->key_len, lb = b->key_len;
-    size_t common = la < lb ? la : lb;
-    if (common > 16) {
-        int c = memcmp(a->key + 16, b->key + 16, common - 16);
-        if (c) return c;
-    }
-    return la < lb ? -1 : la > lb;
+    rec_header h;
+    memcpy(&h, e->rec, sizeof h);
+    return h;
 }
 
+static inline int entry_less(const batch_entry *a, const batch_entry *b)
+{
+    if (a->k0 != b->k0) return a->k0 < b->k0;
+    if (a->k1 != b->k1) return a->k1 < b->k1;
+    size_t la = header_of(a).key_len, lb = header_of(b).key_len;
+    size_t common = la < lb ? la : lb;
+    if (common > 16) {
+        int c = memcmp(a->rec + sizeof(rec_header) + 16, b->rec + sizeof(rec_header) + 16,
+                       common - 16);
+        if (c) return c < 0;
+    }
+    return la < lb;
+}
+
+static void insertion_sort(batch_entry *e, size_t n)
+{
+    for (size_t i = 1; i < n; i++) {
+        batch_entry x = e[i];
+        size_t j = i;
+        for (; j > 0 && entry_less(&x, &e[j - 1]); j--) e[j] = e[j - 1];
+        e[j] = x;
+    }
+}
+
+static void merge(const batch_entry *a, size_t na, const batch_entry *b, size_t nb,
+                  batch_entry *out)
+{
+    size_t i = 0, j = 0, k = 0;
+    while (i < na && j < nb) out[k++] = entry_less(&b[j], &a[i]) ? b[j++] : a[i++];
+    while (i < na) out[k++] = a[i++];
+    while (j < nb) out[k++] = b[j++];
+}
+
+/* Bottom-up merge sort: O(n log n) whatever the input order. */
 void batch_sort(sort_batch *sb)
 {
-    qsort(sb->ent, sb->n, sizeof *sb->ent, entry_cmp);
+    size_t n = sb->n;
+    for (size_t i = 0; i < n; i += INSERTION_RUN)
+        insertion_sort(sb->ent + i, n - i < INSERTION_RUN ? n - i : INSERTION_RUN);
+    batch_entry *src = sb->ent, *dst = sb->tmp;
+    for (size_t width = INSERTION_RUN; width < n; width *= 2) {
+        for (size_t lo = 0; lo < n; lo += 2 * width) {
+            size_t mid = lo + width < n ? lo + width : n;
+            size_t hi = lo + 2 * width < n ? lo + 2 * width : n;
+            merge(src + lo, mid - lo, src + mid, hi - mid, dst + lo);
+        }
+        batch_entry *t = src;
+        src = dst;
+        dst = t;
+    }
+    if (src != sb->ent) {
+        sb->tmp = sb->ent;
+        sb->ent = src;
+    }
 }
 
 void batch_clear(sort_batch *sb)
@@ -121,14 +204,20 @@ size_t batch_count(const sort_batch *sb) { return sb->n; }
 
 size_t batch_bytes(const sort_batch *sb) { return sb->used; }
 
+void batch_prefetch(const sort_batch *sb, size_t i)
+{
+    if (i < sb->n) __builtin_prefetch(sb->ent[i].rec);
+}
+
 const uint8_t *batch_key(const sort_batch *sb, size_t i, size_t *len)
 {
-    *len = sb->ent[i].key_len;
-    return sb->ent[i].key;
+    *len = header_of(&sb->ent[i]).key_len;
+    return sb->ent[i].rec + sizeof(rec_header);
 }
 
 const uint8_t *batch_value(const sort_batch *sb, size_t i, size_t *len)
 {
-    *len = sb->ent[i].val_len;
-    return sb->ent[i].key + sb->ent[i].key_len;
+    rec_header h = header_of(&sb->ent[i]);
+    *len = h.val_len;
+    return sb->ent[i].rec + sizeof(rec_header) + h.key_len;
 }
