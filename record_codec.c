@@ -8,17 +8,23 @@ void record_value_pack(const bam1_t *b, uint8_t *out)
     memcpy(out + sizeof(bam1_core_t), b->data, (size_t)b->l_data);
 }
 
-int record_value_unpack(const uint8_t *val, size_t len, bam1_t *b)
+int record_value_view(const uint8_t *val, size_t len, bam1_t *view)
 {
     if (len < sizeof(bam1_core_t) || len - sizeof(bam1_core_t) > INT32_MAX)
         return -1;
-    /* A view over the value lets bam_copy1 do the sizing and copying; the
-     * copy also gives the CIGAR the alignment htslib expects. */
+    memset(view, 0, sizeof *view);
+    memcpy(&view->core, val, sizeof(bam1_core_t));
+    view->l_data = (int)(len - sizeof(bam1_core_t));
+    view->m_data = (uint32_t)view->l_data;
+    view->data = (uint8_t *)(val + sizeof(bam1_core_t));
+    bam_set_mempolicy(view, BAM_USER_OWNS_STRUCT | BAM_USER_OWNS_DATA);
+    return 0;
+}
+
+int record_value_unpack(const uint8_t *val, size_t len, bam1_t *b)
+{
     bam1_t view;
-    memset(&view, 0, sizeof view);
-    memcpy(&view.core, val, sizeof(bam1_core_t));
-    view.l_data = (int)(len - sizeof(bam1_core_t));
-    view.m_data = (uint32_t)view.l_data;
-    view.data = (uint8_t *)(val + sizeof(bam1_core_t));
+    if (record_value_view(val, len, &view) < 0) return -1;
+    /* The copy gives the CIGAR the alignment htslib expects. */
     return bam_copy1(b, &view) ? 0 : -1;
 }

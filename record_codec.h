@@ -20,6 +20,12 @@ static inline size_t record_value_len(const bam1_t *b)
 /* Writes record_value_len(b) bytes to out. */
 void record_value_pack(const bam1_t *b, uint8_t *out);
 
+/* Points view at a value without copying: view->data aliases val, which
+ * must outlive it, and may be unaligned, so only byte-wise consumers (BAM
+ * writing of records with at most 65535 CIGAR operations) may use it.
+ * Returns 0, or -1 if the value is malformed. */
+int record_value_view(const uint8_t *val, size_t len, bam1_t *view);
+
 /* Fills b from a value; returns 0, or -1 if the value is malformed or memory
  * runs out. */
 int record_value_unpack(const uint8_t *val, size_t len, bam1_t *b);

@@ -46,6 +46,7 @@ typedef struct {
     int spiller_started;
     uint64_t records_in, records_out, bytes_in;
     int input_lacks_eof;
+    sort_batch *tail;           /* the last, unspilled batch, sorted */
     double t_load, t_settle, t_readout;
 } sort_job;
 
@@ -333,18 +334,72 @@ static int load(sort_job *j)
     if (j->input_lacks_eof)
         fprintf(stderr, "samtools rocksort: warning: '%s' has no BGZF EOF marker; "
                 "it may be truncated\n", j->o->in_fn);
-    if (batch_count(cur) > 0) {
-        sort_batch *next = swap_batches(&j->q, cur);
-        cur = next;
-        if (!next) { ret = spill_error(j); goto done; }
-    }
+    /* The last batch never goes to disk: the readout merges it from memory
+     * (an input that fits in one batch is sorted without temp I/O). */
+    batch_sort(cur);
+    j->tail = cur;
+    cur = NULL;
     stop_spiller(j);
+    batch_destroy(j->q.empty);   /* the idle batch: give its memory back */
+    j->q.empty = NULL;
     if (j->q.error) ret = spill_error(j);
 done:
     batch_destroy(cur);
     bam_destroy1(b);
     j->t_load = now_seconds() - t0;
     return ret;
+}
+
+/* Two sorted sources, merged by key: the runs in RocksDB and the tail batch. */
+typedef struct {
+    rocksdb_iterator_t *it;
+    const sort_batch *tail;
+    size_t tail_pos;
+    int db_consumed;    /* the iterator's value was handed out: step on first */
+} merge_cursor;
+
+static int key_less(const uint8_t *a, size_t la, const uint8_t *b, size_t lb)
+{
+    int c = memcmp(a, b, la < lb ? la : lb);
+    return c ? c < 0 : la < lb;
+}
+
+/* The next value in key order, or NULL at the end; advances the cursor. */
+static const uint8_t *merge_next(merge_cursor *m, size_t *vlen)
+{
+    /* A value from the iterator lives only until it moves, so it moves here,
+     * once the caller is done with the previous value. */
+    if (m->db_consumed) {
+        rocksdb_iter_next(m->it);
+        m->db_consumed = 0;
+    }
+    int db_valid = rocksdb_iter_valid(m->it);
+    int tail_valid = m->tail_pos < batch_count(m->tail);
+    if (!db_valid && !tail_valid) return NULL;
+    int from_db = db_valid;
+    if (db_valid && tail_valid) {
+        size_t kl, tl;
+        const uint8_t *k = (const uint8_t *)rocksdb_iter_key(m->it, &kl);
+        const uint8_t *t = batch_key(m->tail, m->tail_pos, &tl);
+        from_db = key_less(k, kl, t, tl);
+    }
+    if (!from_db) return batch_value(m->tail, m->tail_pos++, vlen);
+    m->db_consumed = 1;
+    return (const uint8_t *)rocksdb_iter_value(m->it, vlen);
+}
+
+/* BAM output copies record bytes as they are, so it can take a view of the
+ * stored value; other formats parse the CIGAR, which must be aligned. */
+static int write_value(sort_job *j, const uint8_t *v, size_t vlen, bam1_t *owned)
+{
+    bam1_t view, *b = &view;
+    int zero_copy = j->out.fp->format.format == bam;
+    if (record_value_view(v, vlen, &view) < 0) return -2;
+    if (!zero_copy || view.core.n_cigar > 0xffff) {
+        if (record_value_unpack(v, vlen, owned) < 0) return -2;
+        b = owned;
+    }
+    return sam_write1(j->out.fp, j->hdr, b) < 0 ? -1 : 0;
 }
 
 static int readout(sort_job *j)
@@ -355,32 +410,34 @@ static int readout(sort_job *j)
         fail("cannot write the header to '%s'%s", j->o->out_fn, "");
         return -1;
     }
-    rocksdb_iterator_t *it = store_iter(j->store, 2 << 20);
-    bam1_t *b = bam_init1();
-    for (rocksdb_iter_seek_to_first(it); rocksdb_iter_valid(it); rocksdb_iter_next(it)) {
-        size_t vlen;
-        const char *v = rocksdb_iter_value(it, &vlen);
-        if (record_value_unpack((const uint8_t *)v, vlen, b) < 0) {
+    merge_cursor m = { store_iter(j->store, 2 << 20), j->tail, 0, 0 };
+    bam1_t *owned = bam_init1();
+    const uint8_t *v;
+    size_t vlen;
+    rocksdb_iter_seek_to_first(m.it);
+    while ((v = merge_next(&m, &vlen)) != NULL) {
+        int r = write_value(j, v, vlen, owned);
+        if (r == -2) {
             fail("corrupt record in the temporary database '%s'%s", store_path(j->store), "");
             ret = -1;
             break;
         }
-        if (sam_write1(j->out.fp, j->hdr, b) < 0) {
-            fail("error writing to '%s'%s", j->o->out_fn, "");
+        if (r < 0) {
+            fail("error writing to '%s': %s", j->o->out_fn, strerror(errno));
             ret = -1;
             break;
         }
         j->records_out++;
     }
     char *err = NULL;
-    rocksdb_iter_get_error(it, &err);
+    rocksdb_iter_get_error(m.it, &err);
     if (err && ret == 0) {
         fail("error reading the temporary database: %s%s", err, "");
         ret = -1;
     }
     free(err);
-    rocksdb_iter_destroy(it);
-    bam_destroy1(b);
+    rocksdb_iter_destroy(m.it);
+    bam_destroy1(owned);
     j->t_readout = now_seconds() - t0;
     return ret;
 }
@@ -412,7 +469,7 @@ static void report(const sort_job *j)
             "[rocksort] phase load: %.2f s (sort %.2f s, write runs %.2f s)\n"
             "[rocksort] phase compaction wait: %.2f s\n"
             "[rocksort] phase readout: %.2f s\n"
-            "[rocksort] runs: %llu written, %d merged at readout; temp bytes written: %llu\n"
+            "[rocksort] runs: %llu written, %d merged at readout (+1 in memory); temp bytes written: %llu\n"
             "[rocksort] peak RSS: %.1f MB\n",
             (unsigned long long)j->records_in, (unsigned long long)j->records_out,
             j->bytes_in / 1e6, j->t_load, j->q.sort_seconds, j->q.write_seconds,
@@ -428,6 +485,7 @@ static void cleanup(sort_job *j, int failed)
     free(j->q.error);
     batch_destroy(j->q.empty);
     batch_destroy(j->q.full);
+    batch_destroy(j->tail);
     if (failed && (j->out.fp || j->out.tmp_path)) output_abort(&j->out);
     if (j->store) {
         if (j->o->keep_db && !failed)
