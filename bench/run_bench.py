@@ -1,0 +1,535 @@
+#!/usr/bin/env python3
+"""Benchmark of `samtools rocksort` against `samtools sort` and a no-sort floor.
+
+    run_bench.py [--size 1G] [--runs 3] [--threads 2] [--mem 256M] [--cases a,b,c,d,f,g]
+    run_bench.py --quick          # 50M input, 1 run per tool: a smoke test
+
+Cases (all tools get the same -@, -m and -l):
+  a  spilling (-m MEM): rocksort, samtools sort, floor
+  b  in memory (-m INMEM): rocksort, samtools sort, floor
+  c  uncompressed output (-u), spilling: rocksort, samtools sort -u, floor -u
+  d  peak RSS at the same -m/-@ (from case a's runs)
+  e  scaling: seconds per GiB at SCALE x the input vs 1x (big: not by default)
+  f  streaming: input piped at a limited rate (feed takes ~1.5x the floor's
+     time); the time that counts is from end of input to finished output
+  g  name sort (-n): rocksort, samtools sort, floor
+floor = `samtools view -b` (decompress and recompress, no sort): no sort that
+reads and writes BAM can beat it.  Runs alternate tool by tool, so a noisy
+neighbour slows all tools alike.  Each case checks once that rocksort's records
+equal samtools sort's.  The report goes to stdout and bench/out/latest.md.
+"""
+import argparse
+import datetime
+import hashlib
+import json
+import os
+import platform
+import re
+import shlex
+import shutil
+import statistics
+import subprocess
+import sys
+import threading
+import time
+from dataclasses import dataclass, field
+from itertools import zip_longest
+
+BENCH = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(BENCH)
+OUT = os.path.join(BENCH, "out")
+TMP = os.path.join(OUT, "tmp")
+LOGS = os.path.join(OUT, "logs")
+SAMTOOLS = os.environ.get("SAMTOOLS", "/usr/bin/samtools")
+DEFAULT_ROCKSORT = "./samtools rocksort -v"
+ALL_CASES = "abcdefg"
+DEFAULT_CASES = "a,b,c,d,f,g"
+LOAD_AT_START = os.getloadavg()[0]  # the machine is shared: note how busy
+STREAM_SLOWDOWN = 1.5  # the feed takes this many times the floor's time
+
+sys.path.insert(0, BENCH)
+import make_input  # noqa: E402  (its size parser and generator version)
+
+
+# -- setup ----------------------------------------------------------------
+
+def sh(argv, **kw):
+    return subprocess.run(argv, check=True, text=True, **kw)
+
+
+def ensure_samtools():
+    """Debian's samtools is the timed reference; install it when missing."""
+    if os.access(SAMTOOLS, os.X_OK):
+        return
+    sudo = [] if os.geteuid() == 0 else ["sudo"]
+    env = ["env", "DEBIAN_FRONTEND=noninteractive"]
+    print(f"bench: {SAMTOOLS} missing, installing Debian's samtools", file=sys.stderr)
+    sh(sudo + env + ["apt-get", "update", "-qq"])
+    sh(sudo + env + ["apt-get", "install", "-y", "-qq", "--no-install-recommends", "samtools"])
+
+
+def rocksort_command(arg):
+    """The rocksort command prefix; a relative program path is taken from
+    the repo root, so the script runs from anywhere."""
+    words = shlex.split(arg or os.environ.get("ROCKSORT_CMD") or DEFAULT_ROCKSORT)
+    if "/" in words[0] and not os.path.isabs(words[0]):
+        words[0] = os.path.normpath(os.path.join(ROOT, words[0]))
+    return words
+
+
+def build_rocksort(cmd, explicit):
+    """`make` the default ./samtools; an overridden command is used as is."""
+    if not explicit and os.path.exists(os.path.join(ROOT, "Makefile")):
+        jobs = str(os.cpu_count() or 2)
+        res = subprocess.run(["make", "-j", jobs], cwd=ROOT, text=True,
+                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+        if res.returncode:
+            sys.exit(f"bench: make failed:\n{res.stdout[-3000:]}")
+    if not os.access(cmd[0], os.X_OK) and not shutil.which(cmd[0]):
+        sys.exit(f"bench: {cmd[0]} not found: build it (make) or pass "
+                 "--rocksort CMD / ROCKSORT_CMD (e.g. '/usr/bin/samtools sort')")
+
+
+def ensure_input(size_text, seed):
+    """Builds the input once; later runs reuse bench/out/input-*.bam."""
+    path = os.path.join(OUT, f"input-{size_text}-s{seed}-g{make_input.GEN_VERSION}.bam")
+    if not (os.path.exists(path) and os.path.exists(path + ".json")):
+        print(f"bench: generating {path}", file=sys.stderr)
+        sh([sys.executable, os.path.join(BENCH, "make_input.py"), size_text, path,
+            "--seed", str(seed)], stdout=sys.stderr)
+    with open(path + ".json") as f:
+        stats = json.load(f)
+    stats["path"] = path
+    return stats
+
+
+# -- running one tool -----------------------------------------------------
+
+@dataclass
+class Job:
+    tool: str            # "rocksort", "samtools sort", "floor"
+    argv: list           # the output path is OUT_PATH until run
+    feed_rate: float = 0.0  # bytes/s through stdin; 0: the tool reads the file
+
+
+@dataclass
+class Result:
+    seconds: float       # wall time (streaming: end of input to exit)
+    rss_mb: float
+    fed_seconds: float = 0.0
+    total_seconds: float = 0.0
+    stderr: str = ""
+    failed: str = ""
+
+
+@dataclass
+class CaseResult:
+    case: str
+    title: str
+    input: dict
+    results: dict = field(default_factory=dict)  # tool -> [Result]
+    check: str = ""
+
+
+def feed(pipe, path, rate, done):
+    """Writes the file to the pipe at `rate` bytes/s, then closes it and
+    notes when: the streaming case times what happens after that."""
+    start, sent = time.monotonic(), 0
+    try:
+        with open(path, "rb") as f:
+            while chunk := f.read(1 << 18):
+                pipe.write(chunk)
+                sent += len(chunk)
+                ahead = start + sent / rate - time.monotonic()
+                if ahead > 0:
+                    time.sleep(ahead)
+    except BrokenPipeError:
+        pass  # the tool died; its exit status tells
+    finally:
+        try:
+            pipe.close()
+        except BrokenPipeError:
+            pass
+        done.append(time.monotonic())
+
+
+def run_job(job, inp, out_path, log_path):
+    """Runs one tool, timing it and taking its peak RSS from wait4()."""
+    argv = [out_path if a == "OUT_PATH" else a for a in job.argv]
+    argv = [inp if a == "IN_PATH" else a for a in argv]
+    if os.path.exists(out_path):
+        os.remove(out_path)
+    shutil.rmtree(TMP, ignore_errors=True)
+    os.makedirs(TMP)
+    fed = []
+    with open(log_path, "w") as err:
+        start = time.monotonic()
+        proc = subprocess.Popen(argv, stdin=subprocess.PIPE if job.feed_rate else subprocess.DEVNULL,
+                                stdout=subprocess.DEVNULL, stderr=err, cwd=ROOT,
+                                env=dict(os.environ, TMPDIR=TMP))
+        feeder = None
+        if job.feed_rate:
+            feeder = threading.Thread(target=feed, args=(proc.stdin, inp, job.feed_rate, fed))
+            feeder.start()
+        _, status, usage = os.wait4(proc.pid, 0)
+        end = time.monotonic()
+        proc.returncode = os.waitstatus_to_exitcode(status)
+        if feeder:
+            feeder.join()
+    with open(log_path, errors="replace") as f:
+        stderr = f.read()
+    # Writeback of this run's output must not slow the next tool down.
+    os.sync()
+    res = Result(seconds=end - start, rss_mb=usage.ru_maxrss / 1024, stderr=stderr)
+    if fed:
+        res.fed_seconds, res.total_seconds = fed[0] - start, end - start
+        res.seconds = end - fed[0]
+    if proc.returncode:
+        res.failed = f"exit {proc.returncode}: {stderr.strip()[-500:]}"
+        print(f"bench: FAILED {' '.join(argv)}\n{res.failed}", file=sys.stderr)
+    return res
+
+
+# -- checking rocksort's output -------------------------------------------
+
+def view_lines(path):
+    return subprocess.Popen([SAMTOOLS, "view", "-@1", path], stdout=subprocess.PIPE)
+
+
+def header_note(rock, ref):
+    """Headers without @PG should match; a difference is reported, as 1.16
+    (the reference here) and 1.24 (what rocksort follows) may differ."""
+    def lines(path):
+        out = subprocess.run([SAMTOOLS, "view", "-H", path], stdout=subprocess.PIPE,
+                             check=True).stdout.decode(errors="replace")
+        return [l for l in out.splitlines() if not l.startswith("@PG")]
+    a, b = lines(rock), lines(ref)
+    if a == b:
+        return "headers equal (without @PG)"
+    diff = [f"rocksort `{x}` vs samtools `{y}`" for x, y in zip_longest(a, b) if x != y]
+    return "headers differ (without @PG): " + "; ".join(diff[:3])
+
+
+def same_order(rock, ref):
+    """Records of both files, line by line: (first difference or None, count)."""
+    pa, pb = view_lines(rock), view_lines(ref)
+    n = 0
+    for n, (a, b) in enumerate(zip_longest(pa.stdout, pb.stdout), 1):
+        if a != b:
+            for p in (pa, pb):
+                p.kill()
+                p.wait()
+            return (f"record {n} differs:\n  rocksort: {short(a)}\n"
+                    f"  samtools: {short(b)}"), n
+    for p in (pa, pb):
+        p.wait()
+    return None, n
+
+
+def short(line):
+    return "(none)" if line is None else line.decode(errors="replace").rstrip()[:160]
+
+
+def natural_key(name):
+    """samtools' -n order: digit runs compare as numbers."""
+    parts = re.split(rb"(\d+)", name)
+    parts[1::2] = [int(p) for p in parts[1::2]]
+    return parts
+
+
+def same_multiset_name_sorted(rock, ref):
+    """For -n: samtools 1.16 breaks ties between equal names differently from
+    1.24, so compare the records as a multiset (order-free digest) and check
+    that rocksort's names never decrease in natural order."""
+    digests = []
+    for path in (rock, ref):
+        proc, total, count, prev, order_error = view_lines(path), 0, 0, None, None
+        for line in proc.stdout:
+            total += int.from_bytes(hashlib.blake2b(line, digest_size=8).digest(), "little")
+            count += 1
+            if path == rock and order_error is None:
+                key = natural_key(line.split(b"\t", 1)[0])
+                if prev is not None and key < prev:
+                    order_error = f"record {count}: name out of order: {short(line)}"
+                prev = key
+        proc.wait()
+        digests.append((count, total % (1 << 64)))
+        if order_error:
+            return order_error, count
+    if digests[0] != digests[1]:
+        return (f"records differ as a multiset (count, digest): "
+                f"{digests[0]} vs {digests[1]}"), digests[0][0]
+    return None, digests[0][0]
+
+
+def verify(rock, ref, name_sort):
+    """A one-line verdict; a mismatch is shouted on stderr too."""
+    if not (os.path.exists(rock) and os.path.exists(ref)):
+        return "not checked (an output is missing)"
+    error, count = (same_multiset_name_sorted if name_sort else same_order)(rock, ref)
+    if error:
+        print(f"\nbench: MISMATCH between rocksort and samtools sort\n{error}\n", file=sys.stderr)
+        return "**MISMATCH** " + error.replace("\n", " ")
+    what = ("same records as a multiset, names in natural order (tie order not "
+            "checked: 1.16 and 1.24 differ)" if name_sort else "identical records, same order")
+    return f"{what}: {count:,} records; {header_note(rock, ref)}"
+
+
+# -- cases ----------------------------------------------------------------
+
+def sort_jobs(cfg, mem, extra=(), rate=0.0):
+    """rocksort and samtools sort with the same options; IN_PATH/OUT_PATH
+    are filled in per run."""
+    level = ["-u"] if "-u" in extra else ["-l", str(cfg.level)]
+    opts = ["-@", str(cfg.threads), "-m", mem] + level + [e for e in extra if e != "-u"]
+    src = "-" if rate else "IN_PATH"
+    return [Job("rocksort", cfg.rocksort + opts +
+                ["-T", os.path.join(TMP, "rs"), "-o", "OUT_PATH", src], rate),
+            Job("samtools sort", [SAMTOOLS, "sort"] + opts +
+                ["-T", os.path.join(TMP, "st"), "-o", "OUT_PATH", src], rate)]
+
+
+def floor_job(cfg, uncompressed=False):
+    # `view -l` selects a library, not a level: the level goes through -O.
+    level = ["-u"] if uncompressed else ["-O", f"bam,level={cfg.level}"]
+    return Job("floor", [SAMTOOLS, "view", "-@", str(cfg.threads)] + level +
+               ["-o", "OUT_PATH", "IN_PATH"])
+
+
+CASES = {
+    "a": ("spilling, -m {mem}", lambda cfg: sort_jobs(cfg, cfg.mem) + [floor_job(cfg)]),
+    "b": ("in memory, -m {inmem}", lambda cfg: sort_jobs(cfg, cfg.inmem) + [floor_job(cfg)]),
+    "c": ("-u output, spilling, -m {mem}",
+          lambda cfg: sort_jobs(cfg, cfg.mem, ["-u"]) + [floor_job(cfg, True)]),
+    "g": ("name sort -n, -m {mem}", lambda cfg: sort_jobs(cfg, cfg.mem, ["-n"]) + [floor_job(cfg)]),
+}
+
+
+def run_case(key, title, jobs, inp, runs, check=True):
+    """Alternates the tools run by run; checks rocksort after the first round."""
+    cr = CaseResult(key, title, inp)
+    for r in range(runs):
+        for job in jobs:
+            tag = f"{key}-{job.tool.replace(' ', '_')}"
+            out = os.path.join(OUT, "res", f"{tag}.bam")
+            os.makedirs(os.path.dirname(out), exist_ok=True)
+            print(f"bench: {key} run {r + 1}/{runs}: {job.tool}", file=sys.stderr, flush=True)
+            res = run_job(job, inp["path"], out, os.path.join(LOGS, f"{tag}-{r + 1}.err"))
+            cr.results.setdefault(job.tool, []).append(res)
+        if r == 0 and check:
+            name_sort = "-n" in jobs[0].argv
+            cr.check = verify(*(os.path.join(OUT, "res", f"{key}-{t}.bam")
+                                for t in ("rocksort", "samtools_sort")), name_sort)
+    return cr
+
+
+def median(results, attr="seconds"):
+    ok = [getattr(r, attr) for r in results if not r.failed]
+    return statistics.median(ok) if ok else None
+
+
+def stream_case(cfg, inp, floor_seconds):
+    rate = inp["compressed"] / (STREAM_SLOWDOWN * floor_seconds)
+    cr = run_case("f", f"streaming at {rate / 2**20:.1f} MiB/s, -m {cfg.mem}: "
+                  "s after input ends",
+                  sort_jobs(cfg, cfg.mem, rate=rate), inp, cfg.runs)
+    return cr
+
+
+def scaling_cases(cfg, inp, done):
+    """Case a's tools at 1x (case a's runs when there are) and SCALE x the
+    input; the s/GiB column compares them."""
+    jobs = sort_jobs(cfg, cfg.mem) + [floor_job(cfg)]
+    a = next((c for c in done if c.case == "a"), None)
+    one = CaseResult("e", f"scaling: 1x input, -m {cfg.mem}", inp,
+                     a.results if a else run_case("e", "", jobs, inp, cfg.runs, False).results,
+                     "see a)" if a else "")
+    size = make_input.parse_size(cfg.size) * cfg.scale
+    big = ensure_input(f"{size // 2**20}M", cfg.seed)
+    return [one, run_case("e", f"scaling: {cfg.scale}x input, -m {cfg.mem}", jobs, big, cfg.runs)]
+
+
+def scaling_lines(cases):
+    """Seconds per GiB at SCALE x over 1x, per tool: 1.00 is linear."""
+    rows = [c for c in cases if c.case == "e"]
+    if len(rows) != 2:
+        return []
+    lines = []
+    for tool in rows[0].results:
+        per_gib = [median(c.results.get(tool, [])) for c in rows]
+        if None in per_gib:
+            continue
+        one, big = (s / (c.input["compressed"] / 2**30) for s, c in zip(per_gib, rows))
+        lines.append(f"- e) {tool}: {one:.1f} s/GiB at 1x, {big:.1f} s/GiB at "
+                     f"{rows[1].title.split()[1]} (x{big / one:.2f})")
+    return lines
+
+
+# -- report ---------------------------------------------------------------
+
+def machine():
+    cpu = "?"
+    with open("/proc/cpuinfo") as f:
+        for line in f:
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    with open("/proc/meminfo") as f:
+        mem_gib = int(f.readline().split()[1]) / 2**20
+    rev = subprocess.run(["git", "-C", ROOT, "describe", "--always", "--dirty"],
+                         stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True).stdout.strip()
+    st = subprocess.run([SAMTOOLS, "--version"], stdout=subprocess.PIPE, text=True,
+                        errors="replace").stdout.split("\n")
+    return (f"{os.cpu_count()} cores ({cpu}), {mem_gib:.0f} GiB, {platform.release()}, "
+            f"{datetime.datetime.now().isoformat(timespec='seconds')}; "
+            f"load average {LOAD_AT_START:.2f} at start, {os.getloadavg()[0]:.2f} at end; "
+            f"reference {st[0]} ({st[1]}); rocksort at {rev or 'no commit'}")
+
+
+def fmt(x, pat="{:.1f}"):
+    return "–" if x is None else pat.format(x)
+
+
+def table(cases):
+    rows = ["| case | tool | median s | min–max | × floor | × samtools sort | peak RSS MB | s/GiB in |",
+            "|---|---|---|---|---|---|---|---|"]
+    for cr in cases:
+        floor = median(cr.results.get("floor", []))
+        ref = median(cr.results.get("samtools sort", []))
+        gib = cr.input["compressed"] / 2**30
+        for tool, results in cr.results.items():
+            med = median(results)
+            ok = [r.seconds for r in results if not r.failed]
+            span = f"{min(ok):.1f}–{max(ok):.1f}" if ok else "FAILED"
+            rss = max((r.rss_mb for r in results if not r.failed), default=None)
+            rows.append(
+                f"| {cr.case}) {cr.title} | {tool} | {fmt(med)} | {span} | "
+                f"{fmt(med / floor if med and floor and cr.case != 'f' else None, '{:.2f}')} | "
+                f"{fmt(med / ref if med and ref else None, '{:.2f}')} | {fmt(rss, '{:.0f}')} | "
+                f"{fmt(med / gib if med and cr.case != 'f' else None)} |")
+    return rows
+
+
+def rss_table(cr, cfg):
+    rows = [f"| tool (-@ {cfg.threads}, -m {cfg.mem}) | peak RSS MB, max over runs | median |",
+            "|---|---|---|"]
+    for tool, results in cr.results.items():
+        rows.append(f"| {tool} | {fmt(max((r.rss_mb for r in results), default=None), '{:.0f}')} "
+                    f"| {fmt(median(results, 'rss_mb'), '{:.0f}')} |")
+    return rows
+
+
+def phase_lines(stderr):
+    """rocksort -v's phase times; the format is not fixed, so keep any line
+    that names a phase or has a colon, raw."""
+    return [l for l in stderr.splitlines() if "phase" in l.lower() or ":" in l][:40]
+
+
+def save_raw(cfg, inp, cases):
+    """Every run's numbers, for a later look (bench/out/latest.json)."""
+    raw = {"input": inp, "options": {k: v for k, v in vars(cfg).items()},
+           "cases": [{"case": c.case, "title": c.title, "check": c.check,
+                      "results": {t: [vars(r) for r in rs] for t, rs in c.results.items()}}
+                     for c in cases]}
+    with open(os.path.join(OUT, "latest.json"), "w") as f:
+        json.dump(raw, f, indent=1)
+
+
+def report(cfg, inp, cases, rss_case):
+    md = [f"# rocksort benchmark", "",
+          f"- input: {inp['records']:,} records, {inp['compressed'] / 2**20:.0f} MiB BAM, "
+          f"{inp['uncompressed'] / 2**20:.0f} MiB uncompressed (ratio {inp['ratio']}), "
+          f"generated by bench/make_input.py (seed {inp['seed']})",
+          f"- options: -@ {cfg.threads}, -m {cfg.mem} (spilling) / {cfg.inmem} (in memory), "
+          f"-l {cfg.level}; {cfg.runs} run(s) per tool, alternating",
+          f"- rocksort: `{' '.join(cfg.rocksort)}`; samtools sort: `{SAMTOOLS} sort`; "
+          f"floor: `{SAMTOOLS} view -b` (no sort)",
+          f"- machine: {machine()}", ""]
+    md += table(cases)
+    md += ["", "Streaming (f): the median is the time from the end of input to the finished "
+           "output; the feed itself takes ~1.5x the floor's time." if any(c.case == "f" for c in cases) else ""]
+    for cr in cases:
+        if cr.case == "f":
+            for tool, results in cr.results.items():
+                md.append(f"- f) {tool}: feed {fmt(median(results, 'fed_seconds'))} s, "
+                          f"total {fmt(median(results, 'total_seconds'))} s")
+    md += scaling_lines(cases)
+    if rss_case:
+        md += ["", "## d) peak RSS at the same -m/-@", ""] + rss_table(rss_case, cfg)
+    md += ["", "## Correctness (rocksort vs samtools sort, first run of each case)", ""]
+    md += [f"- {cr.case}) {cr.check or 'not checked'}" for cr in cases]
+    failures = [(cr.case, t, r.failed) for cr in cases for t, rs in cr.results.items()
+                for r in rs if r.failed]
+    if failures:
+        md += ["", "## Failures", ""] + [f"- {c}) {t}: `{f}`" for c, t, f in failures]
+    md += ["", "<details><summary>rocksort -v output (phase times, raw)</summary>", ""]
+    for cr in cases:
+        for i, r in enumerate(cr.results.get("rocksort", []), 1):
+            md += [f"{cr.case}) run {i}, {r.seconds:.1f} s:", "```"] + \
+                  (phase_lines(r.stderr) or ["(nothing)"]) + ["```"]
+    md += ["", "</details>", ""]
+    return "\n".join(md)
+
+
+# -- main -----------------------------------------------------------------
+
+def parse_args():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                 formatter_class=argparse.RawDescriptionHelpFormatter,
+                                 epilog=__doc__.split("\n\n", 2)[2])
+    ap.add_argument("--size", help="input BAM size [1G; --quick: 50M]")
+    ap.add_argument("--runs", type=int, help="runs per tool [3; --quick: 1]")
+    ap.add_argument("--threads", type=int, default=2, help="-@ for every tool [2]")
+    ap.add_argument("--mem", help="-m for the spilling cases [256M; --quick: 32M]")
+    ap.add_argument("--inmem", default="6G", help="-m for the in-memory case b [6G]")
+    ap.add_argument("--level", type=int, default=6, help="-l for every tool [6]")
+    ap.add_argument("--cases", default=DEFAULT_CASES, help=f"from {ALL_CASES} [{DEFAULT_CASES}]")
+    ap.add_argument("--scale", type=int, default=4, help="input multiple for case e [4]")
+    ap.add_argument("--seed", type=int, default=1, help="input generator seed [1]")
+    ap.add_argument("--rocksort", help=f"rocksort command prefix [$ROCKSORT_CMD or '{DEFAULT_ROCKSORT}']")
+    ap.add_argument("--quick", action="store_true", help="50M input, 1 run: a smoke test")
+    cfg = ap.parse_args()
+    cfg.size = cfg.size or ("50M" if cfg.quick else "1G")
+    cfg.runs = cfg.runs or (1 if cfg.quick else 3)
+    cfg.mem = cfg.mem or ("32M" if cfg.quick else "256M")
+    cfg.cases = [c for c in cfg.cases.replace(",", "") if c in ALL_CASES]
+    cfg.explicit_rocksort = bool(cfg.rocksort or os.environ.get("ROCKSORT_CMD"))
+    cfg.rocksort = rocksort_command(cfg.rocksort)
+    return cfg
+
+
+def main():
+    cfg = parse_args()
+    for d in (OUT, LOGS):
+        os.makedirs(d, exist_ok=True)
+    ensure_samtools()
+    build_rocksort(cfg.rocksort, cfg.explicit_rocksort)
+    inp = ensure_input(cfg.size, cfg.seed)
+    fmt_args = {"mem": cfg.mem, "inmem": cfg.inmem}
+    cases, rss_case = [], None
+    for key in cfg.cases:
+        if key in CASES:
+            title, jobs = CASES[key]
+            cases.append(run_case(key, title.format(**fmt_args), jobs(cfg), inp, cfg.runs))
+        elif key == "d":
+            rss_case = next((c for c in cases if c.case == "a"), None) or run_case(
+                "d", f"-m {cfg.mem}", CASES["a"][1](cfg), inp, 1, check=False)
+        elif key == "e":
+            cases += scaling_cases(cfg, inp, cases)
+        elif key == "f":
+            a = next((c for c in cases if c.case == "a"), None)
+            floor = median(a.results["floor"]) if a else None
+            if floor is None:  # the feed rate is set from the floor's time
+                floor = run_case("f0", "floor", [floor_job(cfg)], inp, 1, False).results["floor"][0].seconds
+            cases.append(stream_case(cfg, inp, floor))
+    save_raw(cfg, inp, cases)
+    text = report(cfg, inp, cases, rss_case)
+    with open(os.path.join(OUT, "latest.md"), "w") as f:
+        f.write(text)
+    print(text)
+    if any(cr.check.startswith("**MISMATCH") for cr in cases):
+        sys.exit("bench: rocksort's output differs from samtools sort's (see Correctness)")
+
+
+if __name__ == "__main__":
+    main()
