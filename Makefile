@@ -13,7 +13,7 @@ PYTHON    = .venv/bin/python
 OBJS = bamtk.o bam_rocksort.o sort_pipeline.o bam_sort.o sort_batch.o \
        record_codec.o rocks_store.o output_file.o cleanup.o
 
-.PHONY: all demo test deps test-deps clean install bench asan test-asan test-valgrind
+.PHONY: all demo test deps test-deps clean install bench asan test-asan test-valgrind fuzz fuzz-run
 
 all: samtools
 
@@ -42,7 +42,7 @@ demo: deps
 	./samtools view example/example.sorted.bam | cut -f 1-6 | head -20
 
 test: test-deps
-	$(MAKE) samtools test/test_keys
+	$(MAKE) samtools test/test_keys fuzz/replay_record fuzz/replay_input
 	$(PYTHON) test/run_tests.py
 
 bench: test-deps
@@ -73,10 +73,43 @@ test-valgrind: test-deps
 	$(MAKE) samtools test/test_keys
 	$(PYTHON) test/run_tests.py --valgrind
 
+# Fuzzing (clang + libFuzzer): `make fuzz-run FUZZ_SECONDS=900` runs each
+# target that long; findings land in fuzz/findings/.  The seeds and every
+# reproducer kept in fuzz/regressions/ are replayed by `make test` through
+# fuzz/replay.c, which needs no clang.
+FUZZ_CC      = clang
+FUZZ_FLAGS   = -g -O1 -fsanitize=address,undefined -fno-sanitize-recover=undefined
+FUZZ_SECONDS = 900
+ENGINE_SRCS  = sort_pipeline.c bam_sort.c sort_batch.c record_codec.c rocks_store.c \
+               output_file.c cleanup.c
+RECORD_SRCS  = bam_sort.c record_codec.c
+
+fuzz/fuzz_record: fuzz/fuzz_record.c $(RECORD_SRCS)
+	$(FUZZ_CC) $(FUZZ_FLAGS) -fsanitize=fuzzer $(CPPFLAGS) -I. -Itest -o $@ $^ $(LDLIBS)
+
+fuzz/fuzz_input: fuzz/fuzz_input.c $(ENGINE_SRCS)
+	$(FUZZ_CC) $(FUZZ_FLAGS) -fsanitize=fuzzer $(CPPFLAGS) -I. -o $@ $^ $(LDLIBS)
+
+fuzz/replay_record: fuzz/replay.c fuzz/fuzz_record.c $(RECORD_SRCS)
+	$(CC) $(CFLAGS) $(CPPFLAGS) -I. -Itest -o $@ $^ $(LDLIBS)
+
+fuzz/replay_input: fuzz/replay.c fuzz/fuzz_input.c $(ENGINE_SRCS)
+	$(CC) $(CFLAGS) $(CPPFLAGS) -I. -o $@ $^ $(LDLIBS)
+
+fuzz: fuzz/fuzz_record fuzz/fuzz_input
+
+fuzz-run: fuzz
+	mkdir -p fuzz/work/record fuzz/work/input fuzz/findings
+	./fuzz/fuzz_record -max_total_time=$(FUZZ_SECONDS) -artifact_prefix=fuzz/findings/record- \
+	    fuzz/work/record fuzz/corpus/record
+	./fuzz/fuzz_input -max_total_time=$(FUZZ_SECONDS) -max_len=65536 -rss_limit_mb=4096 \
+	    -artifact_prefix=fuzz/findings/input- fuzz/work/input fuzz/corpus/input
+
 install: samtools
 	install -d $(DESTDIR)$(PREFIX)/bin
 	install -m 755 samtools $(DESTDIR)$(PREFIX)/bin/samtools
 
 clean:
 	rm -f samtools $(OBJS) $(OBJS:.o=.d) test/test_keys
+	rm -f fuzz/fuzz_record fuzz/fuzz_input fuzz/replay_record fuzz/replay_input
 	rm -rf build

@@ -25,7 +25,7 @@
 
 enum {
     OPT_NO_PG = 1000, OPT_REFERENCE, OPT_IN_FMT_OPT, OPT_OUT_FMT_OPT,
-    OPT_IN_FMT, OPT_VERBOSITY, OPT_TEMP_COMPRESSION
+    OPT_IN_FMT, OPT_VERBOSITY, OPT_TEMP_COMPRESSION, OPT_VERIFY
 };
 
 static const struct option long_opts[] = {
@@ -39,6 +39,7 @@ static const struct option long_opts[] = {
     { "verbosity", required_argument, NULL, OPT_VERBOSITY },
     { "threads", required_argument, NULL, '@' },
     { "temp-compression", required_argument, NULL, OPT_TEMP_COMPRESSION },
+    { "verify", no_argument, NULL, OPT_VERIFY },
     { NULL, 0, NULL, 0 }
 };
 
@@ -73,6 +74,8 @@ static void usage(FILE *fp)
 "             sorted runs, T = SIZE / memory budget\n"
 "  -k         Keep the temporary database and print its path\n"
 "  -v         Print phase times, runs merged, temp bytes and peak memory\n"
+"  --verify   Check an order-independent checksum of all records read\n"
+"             against one of all records written, and report it\n"
 "  --temp-compression none|lz4|snappy|zstd\n"
 "             Compression of the temporary data [none]\n"
 "  --no-PG    Do not add a PG line\n"
@@ -231,6 +234,7 @@ static int apply_option(cli_state *c, int ch, const char *arg)
     case 'T': r->tmp_prefix = arg; break;
     case 'k': r->keep_db = 1; break;
     case 'v': r->verbose = 1; break;
+    case OPT_VERIFY: r->verify = 1; break;
     case OPT_NO_PG: r->pg_cmdline = NULL; break;
     case OPT_REFERENCE: r->reference = arg; break;
     case OPT_IN_FMT_OPT:

@@ -30,4 +30,8 @@ int record_value_view(const uint8_t *val, size_t len, bam1_t *view);
  * runs out. */
 int record_value_unpack(const uint8_t *val, size_t len, bam1_t *b);
 
+/* A 64-bit hash of the record's core and data.  Sums of these over a set of
+ * records do not depend on their order, which --verify relies on. */
+uint64_t record_digest(const bam1_t *b);
+
 #endif

@@ -45,6 +45,7 @@ typedef struct {
     pthread_t spiller;
     int spiller_started;
     uint64_t records_in, records_out, bytes_in;
+    uint64_t digest_in, digest_out;     /* --verify sums */
     int input_lacks_eof;
     sort_batch *tail;           /* the last, unspilled batch, sorted */
     double t_load, t_settle, t_readout;
@@ -336,6 +337,7 @@ static int load(sort_job *j)
         }
         j->records_in++;
         j->bytes_in += (uint64_t)b->l_data + 36;
+        if (j->o->verify) j->digest_in += record_digest(b);
     }
     if (r < -1) {
         char after[48];
@@ -412,6 +414,7 @@ static int write_value(sort_job *j, const uint8_t *v, size_t vlen, bam1_t *owned
         if (record_value_unpack(v, vlen, owned) < 0) return -2;
         b = owned;
     }
+    if (j->o->verify) j->digest_out += record_digest(b);
     return sam_write1(j->out.fp, j->hdr, b) < 0 ? -1 : 0;
 }
 
@@ -455,15 +458,31 @@ static int readout(sort_job *j)
     return ret;
 }
 
-static int finish_output(sort_job *j)
+/* Records in and out must match in number and, with --verify, in content. */
+static int check_accounting(const sort_job *j)
 {
+    char in[64], out[64];
+    snprintf(in, sizeof in, "%llu", (unsigned long long)j->records_in);
+    snprintf(out, sizeof out, "%llu", (unsigned long long)j->records_out);
     if (j->records_out != j->records_in) {
-        char in[32], out[32];
-        snprintf(in, sizeof in, "%llu", (unsigned long long)j->records_in);
-        snprintf(out, sizeof out, "%llu", (unsigned long long)j->records_out);
         fail("record count mismatch: %s read, %s written", in, out);
         return -1;
     }
+    if (!j->o->verify) return 0;
+    int same = j->digest_in == j->digest_out;
+    fprintf(stderr, "[rocksort] verify: %s records in, %s out; checksum in %016llx, out %016llx: %s\n",
+            in, out, (unsigned long long)j->digest_in, (unsigned long long)j->digest_out,
+            same ? "OK" : "MISMATCH");
+    if (!same) {
+        fail("verify failed: the records written differ from the records read%s%s", "", "");
+        return -1;
+    }
+    return 0;
+}
+
+static int finish_output(sort_job *j)
+{
+    if (check_accounting(j) < 0) return -1;
     char *err = NULL;
     if (output_commit(&j->out, &err) < 0) {
         fail("%s%s", err ? err : "error closing output", "");
@@ -530,12 +549,12 @@ int rocksort_run(const rocksort_opts *o)
     if (!o->htslib_verbosity_set) hts_verbose = 0;
     int ok = open_input(&j) == 0 && prepare_header(&j) == 0 && open_output(&j) == 0
           && open_store(&j) == 0 && start_spiller(&j) == 0 && load(&j) == 0;
-    hts_verbose = verbosity;
     if (ok) {
         j.t_settle = store_settle(j.store);
         ok = readout(&j) == 0 && finish_output(&j) == 0;
     }
     if (o->verbose && j.store) report(&j);
     cleanup(&j, !ok);
+    hts_verbose = verbosity;
     return ok ? 0 : -1;
 }

@@ -30,6 +30,7 @@ typedef struct {
     int temp_compression;       /* rocksdb compression type */
     int keep_db;                /* -k */
     int verbose;                /* -v */
+    int verify;                 /* --verify: checksum records in and out */
     int htslib_verbosity_set;   /* --verbosity given: let htslib speak */
     const char *pg_cmdline;     /* NULL with --no-PG */
 } rocksort_opts;
