@@ -432,6 +432,7 @@ static int readout(sort_job *j)
     size_t vlen;
     rocksdb_iter_seek_to_first(m.it);
     while ((v = merge_next(&m, &vlen)) != NULL) {
+        errno = 0;
         int r = write_value(j, v, vlen, owned);
         if (r == -2) {
             fail("corrupt record in the temporary database '%s'%s", store_path(j->store), "");
@@ -439,7 +440,8 @@ static int readout(sort_job *j)
             break;
         }
         if (r < 0) {
-            fail("error writing to '%s': %s", j->o->out_fn, strerror(errno));
+            fail("error writing to '%s': %s", j->o->out_fn,
+                 errno ? strerror(errno) : "htslib could not write the record (e.g. a position BAM cannot hold)");
             ret = -1;
             break;
         }

@@ -712,6 +712,11 @@ def test_wrapper_passes_view_on(case):
                       tail(result.stderr))
 
 
+# Signals, full disks, damaged input and the like: test/robustness.py.
+import robustness  # noqa: E402
+robustness.register(test, sys.modules[__name__])
+
+
 # --- the harness -----------------------------------------------------------
 
 def all_tests():
