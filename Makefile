@@ -13,7 +13,7 @@ PYTHON    = .venv/bin/python
 OBJS = bamtk.o bam_rocksort.o sort_pipeline.o bam_sort.o sort_batch.o \
        record_codec.o rocks_store.o output_file.o cleanup.o
 
-.PHONY: all demo test deps test-deps clean install bench asan test-asan test-valgrind fuzz fuzz-run
+.PHONY: all demo test deps test-deps clean install bench asan test-asan fuzz fuzz-run
 
 all: samtools
 
@@ -67,11 +67,6 @@ test-asan: test-deps
 	$(MAKE) $(ASAN_DIR)/samtools test/test_keys
 	ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
 	  $(PYTHON) test/run_tests.py --binary $(ASAN_DIR)/samtools
-
-# A subset under valgrind (slow): the fast cases of each kind.
-test-valgrind: test-deps
-	$(MAKE) samtools test/test_keys
-	$(PYTHON) test/run_tests.py --valgrind
 
 # Fuzzing (clang + libFuzzer): `make fuzz-run FUZZ_SECONDS=900` runs each
 # target that long; findings land in fuzz/findings/.  The seeds and every
