@@ -15,6 +15,7 @@
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static char *paths[MAX_PATHS];
 static volatile sig_atomic_t interrupted;
+static int finished;    /* the output is in place: the run has succeeded */
 
 int cleanup_interrupted(void) { return interrupted; }
 
@@ -82,15 +83,47 @@ static void fill_fatal_set(sigset_t *set)
     sigaddset(set, SIGHUP);
 }
 
+int cleanup_commit_rename(const char *from, const char *to)
+{
+    pthread_mutex_lock(&lock);
+    int ret = rename(from, to);
+    if (ret == 0) finished = 1;
+    pthread_mutex_unlock(&lock);
+    return ret;
+}
+
+void cleanup_mark_finished(void)
+{
+    pthread_mutex_lock(&lock);
+    finished = 1;
+    pthread_mutex_unlock(&lock);
+}
+
+/* Once the output is complete, undoing the run would lose a good result and
+ * exiting 128+sig would report a failure that did not happen: a late signal
+ * is noted and the few remaining steps (removing temp data) finish normally.
+ * Returns holding the lock, with the first signal that came in time. */
+static int wait_for_timely_signal(const sigset_t *set)
+{
+    int sig = 0;
+    for (;;) {
+        if (sigwait(set, &sig) != 0) return -1;
+        pthread_mutex_lock(&lock);
+        if (!finished) return sig;
+        pthread_mutex_unlock(&lock);
+        fprintf(stderr, "samtools rocksort: signal %d (%s) arrived after the output was "
+                "complete; finishing normally\n", sig, strsignal(sig));
+    }
+}
+
 static void *signal_waiter(void *arg)
 {
     (void)arg;
     sigset_t set;
     fill_fatal_set(&set);
-    int sig = 0;
-    if (sigwait(&set, &sig) != 0) return NULL;
+    int sig = wait_for_timely_signal(&set);
+    if (sig < 0) return NULL;
     interrupted = 1;
-    pthread_mutex_lock(&lock);
     for (int i = 0; i < MAX_PATHS; i++)
         if (paths[i]) cleanup_remove_path(paths[i]);
     fprintf(stderr, "samtools rocksort: interrupted by signal %d (%s); temporary data removed\n",

@@ -16,6 +16,15 @@ int cleanup_start(void);
 void cleanup_add(const char *path);
 void cleanup_forget(const char *path);
 
+/* The commit point of a run.  cleanup_commit_rename() renames the finished
+ * output into place atomically with respect to signal handling, and
+ * cleanup_mark_finished() does the same for output already flushed to
+ * stdout.  A signal before the commit undoes the run (128 + signal); one
+ * after it is reported and the run ends normally, since its output is
+ * complete.  Returns rename()'s result. */
+int cleanup_commit_rename(const char *from, const char *to);
+void cleanup_mark_finished(void);
+
 /* True once a fatal signal is being handled: errors caused by the cleanup
  * itself are then not worth reporting. */
 int cleanup_interrupted(void);

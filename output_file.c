@@ -76,7 +76,9 @@ int output_commit(output_file *o, char **err)
         output_abort(o);
         return -1;
     }
-    if (o->final_path && rename(o->tmp_path, o->final_path) < 0) {
+    if (!o->final_path) {
+        cleanup_mark_finished();
+    } else if (cleanup_commit_rename(o->tmp_path, o->final_path) < 0) {
         *err = errmsg("cannot rename the finished output to", o->final_path);
         output_abort(o);
         return -1;

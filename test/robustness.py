@@ -536,6 +536,47 @@ def register(test, h):
         case.expect_no_temp_left()
         case.expect_only_files(case.out_dir, [])
 
+    @test
+    def test_signal_any_moment_all_or_nothing(case):
+        """SIGTERM at many moments, most of them near the end (the rename
+        and the removal of the temp database): every run must end either
+        with status 0 and the complete output, or with 143 and nothing at
+        all.  A finished output with status 143 is the bug this catches."""
+        src = case.input("bulk.bam")
+        expected = case.session.expected("bulk.bam", [])
+        out = case.out("out.bam")
+        args = [*case.session.rocksort_cmd, *h.SPILL, "-T", case.temp_prefix,
+                "-o", out, src]
+        env = dict(case.session.env, TMPDIR=case.tmp)
+
+        def start():
+            return subprocess.Popen(args, stdout=subprocess.DEVNULL,
+                                    stderr=subprocess.PIPE, env=env, cwd=case.out_dir)
+        t0 = time.monotonic()
+        start().communicate(timeout=WAIT)
+        clean = time.monotonic() - t0
+        rng = random.Random(7)
+        outcomes = {0: 0, 128 + signal.SIGTERM: 0}
+        for attempt in range(60):
+            if os.path.exists(out):
+                os.unlink(out)
+            proc = start()
+            time.sleep(clean * rng.uniform(0.8, 1.05) if attempt % 4 else
+                       clean * rng.uniform(0.0, 0.6))
+            proc.send_signal(signal.SIGTERM)
+            _, err = proc.communicate(timeout=WAIT)
+            status = proc.returncode
+            case.expect_no_temp_left()
+            if status == 0:
+                case.expect_same(out, expected)
+            elif status == 128 + signal.SIGTERM or status == -signal.SIGTERM:
+                case.expect_only_files(case.out_dir, [])
+            else:
+                raise Failure(f"exit status {status} after SIGTERM", h.tail(err))
+            outcomes[max(status, 128 + signal.SIGTERM) if status else 0] += 1
+        if not all(outcomes.values()):
+            raise Failure(f"the signals never hit both sides of the commit: {outcomes}")
+
     # 4. A closed output pipe --------------------------------------------------------
 
     def reader_goes_away(case, args):
