@@ -312,6 +312,28 @@ static int spill_error(sort_job *j)
     return -1;
 }
 
+static int reference_given(const rocksort_opts *o)
+{
+    if (o->reference) return 1;
+    for (const hts_opt *p = o->in_opts; p; p = p->next)
+        if (p->opt == CRAM_OPT_REFERENCE) return 1;
+    return 0;
+}
+
+/* A CRAM slice fails to decode most often because its reference was not
+ * found (moved FASTA, empty REF_PATH); htslib's own message says so, but it
+ * is silenced, so say it here. */
+static void report_read_error(const sort_job *j)
+{
+    char after[48];
+    snprintf(after, sizeof after, "after %llu records", (unsigned long long)j->records_in);
+    if (j->in->format.format == cram && !reference_given(j->o))
+        fail("cannot decode CRAM '%s' (%s): reference sequence not found, or corrupt "
+             "data; give --reference FILE or set REF_PATH", j->o->in_fn, after);
+    else
+        fail("'%s' is truncated or corrupt (%s)", j->o->in_fn, after);
+}
+
 static int load(sort_job *j)
 {
     double t0 = now_seconds();
@@ -340,9 +362,7 @@ static int load(sort_job *j)
         if (j->o->verify) j->digest_in += record_digest(b);
     }
     if (r < -1) {
-        char after[48];
-        snprintf(after, sizeof after, "after %llu records", (unsigned long long)j->records_in);
-        fail("'%s' is truncated or corrupt (%s)", j->o->in_fn, after);
+        report_read_error(j);
         ret = -1;
         goto done;
     }

@@ -766,7 +766,9 @@ def register(test, h):
         out = case.out("out.bam")
         result = h.run([*case.session.rocksort_cmd, "-T", case.temp_prefix, "-o", out,
                         src], cwd=case.out_dir, env=dict(env, TMPDIR=case.tmp))
-        h.expect_error(case, result, ["no_ref.cram"], out)
+        line = h.expect_error(case, result, ["no_ref.cram"], out)
+        if "reference" not in line:
+            raise Failure("the error does not say the reference is missing", [line])
         case.expect_only_files(case.out_dir, [])
 
     # 7. The temporary database ------------------------------------------------------

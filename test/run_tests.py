@@ -564,7 +564,7 @@ def test_help(case):
 
 def expect_error(case, result, mentions, output):
     """Exit status 1, one line on stderr naming one of `mentions`, no file
-    at `output`, nothing left in the temp dir."""
+    at `output`, nothing left in the temp dir.  -> the line"""
     if result.returncode != 1:
         raise Failure(f"exit status {result.returncode}, expected 1",
                       tail(result.stderr))
@@ -577,6 +577,7 @@ def expect_error(case, result, mentions, output):
     if output and os.path.lexists(output):
         raise Failure("output file created despite the error")
     case.expect_no_temp_left()
+    return lines[0]
 
 
 def expect_same_outcome(case, source, shared, stdin=None):
