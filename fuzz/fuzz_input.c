@@ -15,7 +15,7 @@
 #include "sort_pipeline.h"
 #include "rocks_store.h"
 
-static char work_dir[64];
+static char work_dir[128];
 
 static int dir_is_empty(const char *path)
 {
@@ -29,23 +29,35 @@ static int dir_is_empty(const char *path)
     return n == 0;
 }
 
+static void remove_work_dir(void)
+{
+    static const char *const parts[] = { "out", "tmp", "in", "" };
+    char path[192];
+    for (size_t i = 0; i < sizeof parts / sizeof *parts; i++) {
+        snprintf(path, sizeof path, "%s/%s", work_dir, parts[i]);
+        remove(path);
+    }
+}
+
 static void make_work_dir(void)
 {
     if (work_dir[0]) return;
-    strcpy(work_dir, "/tmp/rocksort-fuzz.XXXXXX");
+    const char *tmp = getenv("TMPDIR");
+    snprintf(work_dir, sizeof work_dir, "%s/rocksort-fuzz.XXXXXX", tmp && *tmp ? tmp : "/tmp");
     if (!mkdtemp(work_dir)) abort();
+    atexit(remove_work_dir);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     if (size < 1) return 0;
     make_work_dir();
-    char in_fn[128], out_fn[128], tmp_dir[128];
+    char in_fn[192], out_fn[192], tmp_dir[192];
     snprintf(in_fn, sizeof in_fn, "%s/in", work_dir);
     snprintf(out_fn, sizeof out_fn, "%s/out/out.bam", work_dir);
     snprintf(tmp_dir, sizeof tmp_dir, "%s/tmp", work_dir);
     mkdir(tmp_dir, 0700);
-    char out_dir[128];
+    char out_dir[192];
     snprintf(out_dir, sizeof out_dir, "%s/out", work_dir);
     mkdir(out_dir, 0700);
 

@@ -771,6 +771,32 @@ def register(test, h):
             raise Failure("the error does not say the reference is missing", [line])
         case.expect_only_files(case.out_dir, [])
 
+    # Fuzzing: seeds, the corpus kept from fuzz runs, and every reproducer of a
+    # past finding go through the fuzz targets again (fuzz/replay.c, any compiler).
+
+    def replay(case, target):
+        binary = os.path.join(h.REPO, "fuzz", f"replay_{target}")
+        dirs = [os.path.join(h.REPO, "fuzz", d, target) for d in ("corpus", "regressions")]
+        files = sum(len(os.listdir(d)) for d in dirs if os.path.isdir(d))
+        if files == 0:
+            raise Failure(f"no fuzz inputs for {target}: fuzz/corpus/{target} is empty")
+        result = h.run([binary, *dirs], env=dict(case.session.env, TMPDIR=case.tmp))
+        if result.returncode != 0:
+            raise Failure(f"replay_{target} failed with status {result.returncode}",
+                          h.tail(result.stderr))
+        replayed = re.search(rb"replayed (\d+) inputs", result.stdout)
+        if not replayed or int(replayed[1]) != files:
+            raise Failure(f"replayed {replayed and int(replayed[1])} of {files} inputs")
+        case.expect_no_temp_left()
+
+    @test
+    def test_fuzz_replay_record(case):
+        replay(case, "record")
+
+    @test
+    def test_fuzz_replay_input(case):
+        replay(case, "input")
+
     # 7. The temporary database ------------------------------------------------------
 
     def kept_database(case, prefix):
