@@ -25,7 +25,8 @@
 
 enum {
     OPT_NO_PG = 1000, OPT_REFERENCE, OPT_IN_FMT_OPT, OPT_OUT_FMT_OPT,
-    OPT_IN_FMT, OPT_VERBOSITY, OPT_TEMP_COMPRESSION, OPT_VERIFY
+    OPT_IN_FMT, OPT_VERBOSITY, OPT_TEMP_COMPRESSION, OPT_VERIFY,
+    OPT_WRITE_INDEX, OPT_PROGRESS, OPT_MAX_MEMORY
 };
 
 static const struct option long_opts[] = {
@@ -40,6 +41,9 @@ static const struct option long_opts[] = {
     { "threads", required_argument, NULL, '@' },
     { "temp-compression", required_argument, NULL, OPT_TEMP_COMPRESSION },
     { "verify", no_argument, NULL, OPT_VERIFY },
+    { "write-index", no_argument, NULL, OPT_WRITE_INDEX },
+    { "progress", no_argument, NULL, OPT_PROGRESS },
+    { "max-memory", required_argument, NULL, OPT_MAX_MEMORY },
     { NULL, 0, NULL, 0 }
 };
 
@@ -74,6 +78,11 @@ static void usage(FILE *fp)
 "             sorted runs, T = SIZE / memory budget\n"
 "  -k         Keep the temporary database and print its path\n"
 "  -v         Print phase times, runs merged, temp bytes and peak memory\n"
+"  --max-memory SIZE\n"
+"             Total memory for all threads (instead of -m per thread)\n"
+"  --write-index\n"
+"             Automatically index the output files [off]\n"
+"  --progress Show progress on stderr even when it is not a terminal\n"
 "  --verify   Check an order-independent checksum of all records read\n"
 "             against one of all records written, and report it\n"
 "  --temp-compression none|lz4|snappy|zstd\n"
@@ -187,6 +196,9 @@ typedef struct {
     htsFormat in_format;
     int have_in_format;
     char *legacy_out;
+    int write_index, mem_given;
+    uint64_t max_memory;
+    char *out_path, *index_path;    /* "out.bam##idx##out.bai" split in two */
 } cli_state;
 
 static int bad_value(const char *opt, const char *val)
@@ -214,7 +226,14 @@ static int apply_option(cli_state *c, int ch, const char *arg)
             size = MIN_MEM_PER_THREAD;
         }
         r->mem_per_thread = (size_t)size;
+        c->mem_given = 1;
         break;
+    case OPT_MAX_MEMORY:
+        if (parse_size(arg, &size) < 0 || size == 0) return bad_value("--max-memory", arg);
+        c->max_memory = size;
+        break;
+    case OPT_WRITE_INDEX: c->write_index = 1; break;
+    case OPT_PROGRESS: r->progress = 1; break;
     case 's':
         if (parse_size(arg, &size) < 0) return bad_value("-s", arg);
         r->size_hint = size;
@@ -302,6 +321,63 @@ static int needs_reference_check(const cli_state *c)
     return getenv("REF_PATH") == NULL && getenv("REF_CACHE") == NULL;
 }
 
+/* samtools' convention: CSI beside the output (CRAI for CRAM), or the name
+ * after "##idx##", a BAI if it ends in .bai. */
+static int setup_index(cli_state *c)
+{
+    rocksort_opts *r = &c->run;
+    if (!c->write_index) return 0;
+    if (!strcmp(c->out_fn, "-")) {
+        fprintf(stderr, "samtools rocksort: --write-index needs an output file, not standard output\n");
+        return -1;
+    }
+    if (!strpbrk(r->out_mode + 1, "bc")) {
+        fprintf(stderr, "samtools rocksort: --write-index: cannot index SAM output '%s'\n", c->out_fn);
+        return -1;
+    }
+    if (r->order != ORDER_COORDINATE) {
+        fprintf(stderr, "samtools rocksort: warning: --write-index ignored: only "
+                "coordinate-sorted output can be indexed\n");
+        return 0;
+    }
+    const char *delim = strstr(c->out_fn, HTS_IDX_DELIM);
+    int cram = strchr(r->out_mode + 1, 'c') != NULL;
+    if (delim) {
+        c->out_path = strndup(c->out_fn, (size_t)(delim - c->out_fn));
+        c->index_path = strdup(delim + strlen(HTS_IDX_DELIM));
+    } else {
+        c->out_path = strdup(c->out_fn);
+        if (asprintf(&c->index_path, "%s%s", c->out_fn, cram ? ".crai" : ".csi") < 0)
+            c->index_path = NULL;
+    }
+    if (!c->out_path || !c->index_path) return -1;
+    size_t n = strlen(c->index_path);
+    int bai = n >= 4 && !strcasecmp(c->index_path + n - 4, ".bai");
+    r->out_fn = c->out_path;
+    r->index_fn = c->index_path;
+    r->index_min_shift = bai || cram ? 0 : 14;
+    return 0;
+}
+
+/* --max-memory is a total; the engine budgets per thread, as -m does. */
+static int setup_memory(cli_state *c)
+{
+    rocksort_opts *r = &c->run;
+    if (!c->max_memory) return 0;
+    if (c->mem_given) {
+        fprintf(stderr, "samtools rocksort: give either -m (per thread) or --max-memory (total), not both\n");
+        return -1;
+    }
+    uint64_t per = c->max_memory / (uint64_t)(r->threads > 1 ? r->threads : 1);
+    if (per < MIN_MEM_PER_THREAD) {
+        fprintf(stderr, "samtools rocksort: --max-memory is below the minimum of 1M per thread; "
+                "using 1M per thread\n");
+        per = MIN_MEM_PER_THREAD;
+    }
+    r->mem_per_thread = (size_t)per;
+    return 0;
+}
+
 static char *join_cmdline(int argc, char **argv)
 {
     size_t len = strlen("samtools") + 1;
@@ -356,7 +432,7 @@ static int parse_args(cli_state *c, int argc, char **argv)
     if (finish_positionals(c, argc, argv) < 0) return -1;
     c->run.out_fn = c->out_fn;
     if (c->have_in_format) c->run.in_format = &c->in_format;
-    if (choose_output_mode(c) < 0) return -1;
+    if (choose_output_mode(c) < 0 || setup_index(c) < 0 || setup_memory(c) < 0) return -1;
     if (needs_reference_check(c)) {
         fprintf(stderr, "samtools rocksort: CRAM output to '%s' needs a reference: use "
                 "--reference FILE (or --output-fmt-option embed_ref=2)\n", c->out_fn);
@@ -387,6 +463,8 @@ int bam_rocksort(int argc, char *argv[])
     hts_opt_free(c.run.out_opts);
     hts_opt_free((hts_opt *)c.in_format.specific);
     free(c.legacy_out);
+    free(c.out_path);
+    free(c.index_path);
     free(cmdline);
     return ret;
 }

@@ -37,6 +37,23 @@ static char *temp_name_beside(const char *path)
     return tmpl;
 }
 
+/* A fresh, private name beside path, created empty; registered for cleanup. */
+static char *reserve_temp_beside(const char *path, char **err)
+{
+    char *tmp = temp_name_beside(path);
+    if (!tmp) { *err = strdup("out of memory"); return NULL; }
+    int fd = mkstemp(tmp);
+    if (fd < 0) {
+        *err = errmsg("cannot create a file in the directory of", path);
+        free(tmp);
+        return NULL;
+    }
+    cleanup_add(tmp);
+    apply_umask(fd);
+    close(fd);
+    return tmp;
+}
+
 int output_open(output_file *o, const char *fn, const char *mode, char **err)
 {
     memset(o, 0, sizeof *o);
@@ -46,18 +63,12 @@ int output_open(output_file *o, const char *fn, const char *mode, char **err)
         return 0;
     }
     o->final_path = strdup(fn);
-    o->tmp_path = temp_name_beside(fn);
-    if (!o->final_path || !o->tmp_path) { *err = strdup("out of memory"); return -1; }
-    int fd = mkstemp(o->tmp_path);
-    if (fd < 0) {
-        *err = errmsg("cannot create output file in the directory of", fn);
-        free(o->tmp_path);
-        o->tmp_path = NULL;
+    if (!o->final_path) { *err = strdup("out of memory"); return -1; }
+    o->tmp_path = reserve_temp_beside(fn, err);
+    if (!o->tmp_path) {
+        output_abort(o);
         return -1;
     }
-    cleanup_add(o->tmp_path);
-    apply_umask(fd);
-    close(fd);
     o->fp = sam_open(o->tmp_path, mode);
     if (!o->fp) {
         *err = errmsg("cannot open output file", fn);
@@ -67,8 +78,34 @@ int output_open(output_file *o, const char *fn, const char *mode, char **err)
     return 0;
 }
 
+int output_index_begin(output_file *o, sam_hdr_t *h, const char *idx_fn, int min_shift,
+                       char **err)
+{
+    o->idx_final_path = strdup(idx_fn);
+    if (!o->idx_final_path) { *err = strdup("out of memory"); return -1; }
+    o->idx_tmp_path = reserve_temp_beside(idx_fn, err);
+    if (!o->idx_tmp_path) return -1;
+    if (sam_idx_init(o->fp, h, min_shift, o->idx_tmp_path) < 0) {
+        *err = errmsg("cannot start the index", idx_fn);
+        return -1;
+    }
+    return 0;
+}
+
+static void forget_temp(char **tmp_path)
+{
+    cleanup_forget(*tmp_path);
+    free(*tmp_path);
+    *tmp_path = NULL;
+}
+
 int output_commit(output_file *o, char **err)
 {
+    if (o->idx_tmp_path && sam_idx_save(o->fp) < 0) {
+        *err = errmsg("error writing the index", o->idx_final_path);
+        output_abort(o);
+        return -1;
+    }
     int ret = sam_close(o->fp);
     o->fp = NULL;
     if (ret < 0) {
@@ -83,10 +120,18 @@ int output_commit(output_file *o, char **err)
         output_abort(o);
         return -1;
     }
-    cleanup_forget(o->tmp_path);
-    free(o->tmp_path);
+    forget_temp(&o->tmp_path);
+    /* Past the commit point (signals no longer undo the run), so the index
+     * can follow its output. */
+    if (o->idx_tmp_path && rename(o->idx_tmp_path, o->idx_final_path) < 0) {
+        *err = errmsg("cannot rename the finished index to", o->idx_final_path);
+        output_abort(o);
+        return -1;
+    }
+    if (o->idx_tmp_path) forget_temp(&o->idx_tmp_path);
     free(o->final_path);
-    o->tmp_path = o->final_path = NULL;
+    free(o->idx_final_path);
+    o->final_path = o->idx_final_path = NULL;
     return 0;
 }
 
@@ -105,11 +150,13 @@ void output_abort(output_file *o)
         sam_close(o->fp);
         o->fp = NULL;
     }
-    if (o->tmp_path) {
-        unlink(o->tmp_path);
-        cleanup_forget(o->tmp_path);
-    }
-    free(o->tmp_path);
+    char **temps[] = { &o->tmp_path, &o->idx_tmp_path };
+    for (size_t i = 0; i < sizeof temps / sizeof *temps; i++)
+        if (*temps[i]) {
+            unlink(*temps[i]);
+            forget_temp(temps[i]);
+        }
     free(o->final_path);
-    o->tmp_path = o->final_path = NULL;
+    free(o->idx_final_path);
+    o->final_path = o->idx_final_path = NULL;
 }

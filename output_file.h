@@ -4,7 +4,8 @@
  * destination's directory (or to stdout for "-"); output_commit() closes it
  * and renames it into place only when every write and the close succeeded,
  * so a failed run never leaves a truncated file that looks finished.
- * output_abort() removes the temporary file; on stdout it diverts the BGZF
+ * An index, if asked for, follows the same rule.
+ * output_abort() removes the temporary files; on stdout it diverts the BGZF
  * EOF marker to /dev/null, so a reader sees the stream as truncated.
  */
 #ifndef OUTPUT_FILE_H
@@ -15,12 +16,21 @@
 typedef struct {
     char *final_path;   /* NULL for stdout */
     char *tmp_path;
+    char *idx_final_path, *idx_tmp_path;    /* NULL: no index */
     samFile *fp;
 } output_file;
 
 /* mode is an htslib mode ("wb6", "w", "wc"...).  Returns 0, or -1 with a
  * message in *err. */
 int output_open(output_file *o, const char *fn, const char *mode, char **err);
+
+/* Builds an index while the records are written: call it after the header
+ * and before the first record.  The index is written under a temporary name
+ * too and renamed to idx_fn right after the output.  min_shift 0 makes a
+ * BAI, 14 a CSI; CRAM always gets a CRAI. */
+int output_index_begin(output_file *o, sam_hdr_t *h, const char *idx_fn, int min_shift,
+                       char **err);
+
 int output_commit(output_file *o, char **err);
 void output_abort(output_file *o);
 

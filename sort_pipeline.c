@@ -446,6 +446,13 @@ static int readout(sort_job *j)
         fail("cannot write the header to '%s'%s", j->o->out_fn, "");
         return -1;
     }
+    char *err = NULL;
+    if (j->o->index_fn && output_index_begin(&j->out, j->hdr, j->o->index_fn,
+                                             j->o->index_min_shift, &err) < 0) {
+        fail("%s%s", err ? err : "cannot start the index", "");
+        free(err);
+        return -1;
+    }
     merge_cursor m = { store_iter(j->store, 2 << 20), j->tail, 0, 0 };
     bam1_t *owned = bam_init1();
     const uint8_t *v;
@@ -467,7 +474,6 @@ static int readout(sort_job *j)
         }
         j->records_out++;
     }
-    char *err = NULL;
     rocksdb_iter_get_error(m.it, &err);
     if (err && ret == 0) {
         fail("error reading the temporary database: %s%s", err, "");

@@ -33,6 +33,9 @@ typedef struct {
     int verify;                 /* --verify: checksum records in and out */
     int htslib_verbosity_set;   /* --verbosity given: let htslib speak */
     const char *pg_cmdline;     /* NULL with --no-PG */
+    const char *index_fn;       /* --write-index: the index's name, or NULL */
+    int index_min_shift;        /* 0: BAI, 14: CSI */
+    int progress;               /* --progress: report even if stderr is no tty */
 } rocksort_opts;
 
 int rocksort_run(const rocksort_opts *opts);

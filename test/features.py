@@ -1,0 +1,163 @@
+"""Tests of rocksort's extras beyond the sort itself, registered by
+test/run_tests.py: --write-index, --max-memory, progress reports and the
+compaction sizing made without -s.
+
+As in robustness.py, register(test, harness) defines the tests with the
+harness's decorator; `harness` is the run_tests module.  To run only these:
+    run_tests.py -k 'write_index_*' -k 'max_memory_*' -k 'progress_*' -k 'sizing_*'
+"""
+
+import os
+import re
+import shutil
+
+Failure = Exception  # the harness's Failure, once register() has run
+
+# Regions that cross bin boundaries, hit the tie hot spot at chr1:1234, ask
+# for a whole reference, a reference with few reads, and the unplaced reads.
+BULK_REGIONS = ["chr1", "chr1:1-1300", "chr1:1234-1234", "chr2:100000-2500000",
+                "chr3:2999000-3000000", "chrM", "chr2:1-10", "*"]
+MIXED_REGIONS = ["c1", "c2:1000-5000", "c3:18000-20000", "c1:1-1", "*"]
+
+
+def register(test, h):
+    global Failure
+    Failure = h.Failure
+
+    def query(case, path, index, region, reference=None):
+        args = ["-X", path, index, region]
+        if reference:
+            args[:0] = ["--reference", reference]
+        return case.session.oracle_ok("view", args).stdout
+
+    def expect_same_queries(case, ours, our_index, theirs, their_index, regions,
+                            reference=None):
+        """Each region gives the same records through our index as through
+        the index samtools builds for the same data, and some give some."""
+        hits = 0
+        for region in regions:
+            got = query(case, ours, our_index, region, reference)
+            want = query(case, theirs, their_index, region, reference)
+            if got != want:
+                raise Failure(f"region {region}: {len(got.splitlines())} records "
+                              f"through our index, {len(want.splitlines())} through "
+                              "samtools'")
+            hits += bool(want)
+        if hits < len(regions) // 2:
+            raise Failure(f"test is wrong: only {hits} of {len(regions)} regions "
+                          "return records")
+
+    def indexed_sort(case, source, out_name, index_name, index_flags, regions,
+                     extra=(), reference=None):
+        """Sorts with --write-index and checks: the output is the oracle's,
+        the index sits at index_name, region queries agree with samtools
+        index's own index of the same file, nothing else is left."""
+        out = case.out(out_name)
+        spec = out if index_name == out_name + ".csi" or index_name.endswith(".crai") \
+            else f"{out}##idx##{case.out(index_name)}"
+        shared = ["--reference", reference] if reference else []
+        case.rocksort_ok(["--write-index", *shared, *extra, "-T", case.temp_prefix,
+                          "-o", spec, case.input(source)])
+        expected = case.session.expected(source, shared, out_name)
+        case.expect_same(out, expected, reference)
+        case.expect_only_files(case.out_dir, [out_name, index_name])
+        case.expect_no_temp_left()
+        theirs = os.path.join(case.dir, "theirs" + os.path.splitext(out_name)[1])
+        shutil.copy(out, theirs)
+        their_index = theirs + os.path.splitext(index_name)[1]
+        case.session.oracle_ok("index", [*index_flags, "-o", their_index, theirs])
+        expect_same_queries(case, out, case.out(index_name), theirs, their_index,
+                            regions, reference)
+
+    @test
+    def test_write_index_csi_spilled(case):
+        indexed_sort(case, "bulk.bam", "out.bam", "out.bam.csi", ["-c"],
+                     BULK_REGIONS, extra=h.SPILL)
+
+    @test
+    def test_write_index_bai_named(case):
+        indexed_sort(case, "bulk.bam", "out.bam", "sorted.bai", ["-b"],
+                     BULK_REGIONS, extra=["-@", "2"])
+
+    @test
+    def test_write_index_cram(case):
+        indexed_sort(case, "mixed.bam", "out.cram", "out.cram.crai", [],
+                     MIXED_REGIONS, reference=case.input("mixed.fa"))
+
+    @test
+    def test_write_index_refused_for_stdout_and_sam(case):
+        for args, mention in ((["-o", "-"], "standard output"),
+                              (["-O", "sam", "-o", case.out("out.sam")], "SAM")):
+            result = h.run([*case.session.rocksort_cmd, "--write-index", *args,
+                            case.input("mixed.bam")], cwd=case.out_dir,
+                           env=case.session.env)
+            h.expect_error(case, result, [mention], None)
+            if result.stdout:
+                raise Failure(f"{len(result.stdout)} bytes on stdout after the error")
+        case.expect_only_files(case.out_dir, [])
+
+    @test
+    def test_write_index_name_order_warns_and_skips(case):
+        """samtools writes no index for an order it cannot index; we say so."""
+        out = case.out("out.bam")
+        result = case.rocksort_ok(["--write-index", "-n", "-T", case.temp_prefix,
+                                   "-o", out, case.input("mixed.bam")])
+        if b"--write-index" not in result.stderr:
+            raise Failure("no warning that the index was not written",
+                          h.tail(result.stderr))
+        case.expect_same(out, case.session.expected("mixed.bam", ["-n"]))
+        case.expect_only_files(case.out_dir, ["out.bam"])
+
+    @test
+    def test_write_index_failure_leaves_nothing(case):
+        """An index whose directory does not exist: no output, no index, no
+        temp files, the old output untouched."""
+        out = case.out("out.bam")
+        h.write_bytes(out, b"old")
+        result = h.run([*case.session.rocksort_cmd, "--write-index", "-T",
+                        case.temp_prefix, "-o",
+                        f"{out}##idx##{case.out('missing/x.bai')}",
+                        case.input("mixed.bam")], cwd=case.out_dir,
+                       env=case.session.env)
+        h.expect_error(case, result, ["missing"], None)
+        with open(out, "rb") as f:
+            if f.read() != b"old":
+                raise Failure("the existing output was changed")
+        case.expect_only_files(case.out_dir, ["out.bam"])
+
+    # --max-memory ------------------------------------------------------------------
+
+    def runs_written(stderr):
+        found = re.search(rb"runs: (\d+) written", stderr)
+        if not found:
+            raise Failure("no 'runs: N written' in the -v report", h.tail(stderr))
+        return int(found[1])
+
+    def sort_verbose(case, args, source="bulk.bam", shared=()):
+        out = case.out("out.bam")
+        result = case.rocksort_ok(["-v", *shared, *args, "-T", case.temp_prefix,
+                                   "-o", out, case.input(source)])
+        case.expect_same(out, case.session.expected(source, list(shared)))
+        case.expect_no_temp_left()
+        os.remove(out)
+        return result.stderr
+
+    @test
+    def test_max_memory_is_a_total(case):
+        """--max-memory 4M with 4 threads spills like -m 1M with 4 threads
+        (the same total), and far more than -m 4M with 4 threads (16M)."""
+        total = runs_written(sort_verbose(case, ["--max-memory", "4M", "-@", "4"]))
+        quarter = runs_written(sort_verbose(case, ["-m", "1M", "-@", "4"]))
+        whole = runs_written(sort_verbose(case, ["-m", "4M", "-@", "4"]))
+        if total != quarter:
+            raise Failure(f"--max-memory 4M -@4 wrote {total} runs, -m 1M -@4 {quarter}")
+        if total < 3 * max(whole, 1):
+            raise Failure(f"runs: {total} with --max-memory 4M, {whole} with -m 4M: "
+                          "the total was not shared out between the threads")
+
+    @test
+    def test_max_memory_with_m_is_an_error(case):
+        result = h.run([*case.session.rocksort_cmd, "-m", "1M", "--max-memory", "4M",
+                        "-o", case.out("out.bam"), case.input("mixed.bam")],
+                       cwd=case.out_dir, env=case.session.env)
+        h.expect_error(case, result, ["--max-memory"], case.out("out.bam"))
