@@ -42,7 +42,7 @@ static const struct option long_opts[] = {
     { "temp-compression", required_argument, NULL, OPT_TEMP_COMPRESSION },
     { "verify", no_argument, NULL, OPT_VERIFY },
     { "write-index", no_argument, NULL, OPT_WRITE_INDEX },
-    { "progress", no_argument, NULL, OPT_PROGRESS },
+    { "progress", optional_argument, NULL, OPT_PROGRESS },
     { "max-memory", required_argument, NULL, OPT_MAX_MEMORY },
     { NULL, 0, NULL, 0 }
 };
@@ -82,7 +82,9 @@ static void usage(FILE *fp)
 "             Total memory for all threads (instead of -m per thread)\n"
 "  --write-index\n"
 "             Automatically index the output files [off]\n"
-"  --progress Show progress on stderr even when it is not a terminal\n"
+"  --progress[=SECONDS]\n"
+"             Show progress on stderr even when it is not a terminal, as a\n"
+"             line every SECONDS [30] (on a terminal: one line, redrawn)\n"
 "  --verify   Check an order-independent checksum of all records read\n"
 "             against one of all records written, and report it\n"
 "  --temp-compression none|lz4|snappy|zstd\n"
@@ -233,7 +235,11 @@ static int apply_option(cli_state *c, int ch, const char *arg)
         c->max_memory = size;
         break;
     case OPT_WRITE_INDEX: c->write_index = 1; break;
-    case OPT_PROGRESS: r->progress = 1; break;
+    case OPT_PROGRESS:
+        r->progress = 1;
+        if (arg && ((r->progress_interval = strtod(arg, &end)) <= 0 || *end))
+            return bad_value("--progress", arg);
+        break;
     case 's':
         if (parse_size(arg, &size) < 0) return bad_value("-s", arg);
         r->size_hint = size;

@@ -11,8 +11,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <htslib/bgzf.h>
+#include <htslib/hfile.h>
 #include <htslib/thread_pool.h>
 #include "sort_pipeline.h"
 #include "sort_batch.h"
@@ -20,6 +22,7 @@
 #include "record_codec.h"
 #include "output_file.h"
 #include "cleanup.h"
+#include "progress.h"
 
 #define ROCKSORT_VERSION_PG "rocksort-0.1.0"
 
@@ -31,6 +34,7 @@ typedef struct {
     int finished;           /* no more batches will come */
     char *error;            /* first spill error */
     rocks_store *store;
+    progress *prog;
     double sort_seconds, write_seconds;
 } spill_queue;
 
@@ -49,6 +53,8 @@ typedef struct {
     int input_lacks_eof;
     sort_batch *tail;           /* the last, unspilled batch, sorted */
     double t_load, t_settle, t_readout;
+    progress *prog;
+    uint64_t in_file_size;      /* 0: not a regular file */
 } sort_job;
 
 static double now_seconds(void)
@@ -102,6 +108,7 @@ static void *spill_main(void *arg)
         double t1 = now_seconds();
         char *err = q->error ? NULL : write_run(q->store, sb);
         double t2 = now_seconds();
+        progress_set_temp(q->prog, store_bytes_written(q->store));
         batch_clear(sb);
 
         pthread_mutex_lock(&q->mu);
@@ -174,6 +181,9 @@ static int open_input(sort_job *j)
         fail("failed to read the header of '%s'%s", o->in_fn, "");
         return -1;
     }
+    struct stat st;
+    if (strcmp(o->in_fn, "-") && stat(o->in_fn, &st) == 0 && S_ISREG(st.st_mode))
+        j->in_file_size = (uint64_t)st.st_size;
     if (j->in->format.format == bam)
         j->input_lacks_eof = bgzf_check_EOF(j->in->fp.bgzf) == 0;
     return 0;
@@ -312,6 +322,27 @@ static int spill_error(sort_job *j)
     return -1;
 }
 
+/* Counters reach the progress thread every this many records, plus one. */
+#define PROGRESS_EVERY 4095
+
+/* How far into a regular input file we are, in permille; -1 if unknown. */
+static int input_permille(const sort_job *j)
+{
+    if (!j->in_file_size) return -1;
+    int64_t at = -1;
+    if (j->in->format.compression == bgzf) at = bgzf_tell(j->in->fp.bgzf) >> 16;
+    else if (j->in->format.format == sam && j->in->format.compression == no_compression)
+        at = htell(j->in->fp.hfile);
+    if (at < 0) return -1;
+    uint64_t pm = (uint64_t)at * 1000 / j->in_file_size;
+    return pm > 1000 ? 1000 : (int)pm;
+}
+
+static void report_reading(const sort_job *j)
+{
+    if (j->prog) progress_set_read(j->prog, j->records_in, j->bytes_in, input_permille(j));
+}
+
 static int reference_given(const rocksort_opts *o)
 {
     if (o->reference) return 1;
@@ -360,7 +391,9 @@ static int load(sort_job *j)
         j->records_in++;
         j->bytes_in += (uint64_t)b->l_data + 36;
         if (j->o->verify) j->digest_in += record_digest(b);
+        if ((j->records_in & PROGRESS_EVERY) == 0) report_reading(j);
     }
+    report_reading(j);
     if (r < -1) {
         report_read_error(j);
         ret = -1;
@@ -472,7 +505,8 @@ static int readout(sort_job *j)
             ret = -1;
             break;
         }
-        j->records_out++;
+        if ((++j->records_out & PROGRESS_EVERY) == 0)
+            progress_set_written(j->prog, j->records_out);
     }
     rocksdb_iter_get_error(m.it, &err);
     if (err && ret == 0) {
@@ -575,12 +609,16 @@ int rocksort_run(const rocksort_opts *o)
      * cause once.  --verbosity restores its voice. */
     int verbosity = hts_verbose;
     if (!o->htslib_verbosity_set) hts_verbose = 0;
+    j.prog = j.q.prog = progress_start(o->progress, o->progress_interval);
     int ok = open_input(&j) == 0 && prepare_header(&j) == 0 && open_output(&j) == 0
           && open_store(&j) == 0 && start_spiller(&j) == 0 && load(&j) == 0;
     if (ok) {
+        progress_set_phase(j.prog, PHASE_SETTLE);
         j.t_settle = store_settle(j.store);
+        progress_set_phase(j.prog, PHASE_READOUT);
         ok = readout(&j) == 0 && finish_output(&j) == 0;
     }
+    progress_stop(j.prog, ok);
     if (o->verbose && j.store) report(&j);
     cleanup(&j, !ok);
     hts_verbose = verbosity;

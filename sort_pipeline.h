@@ -36,6 +36,7 @@ typedef struct {
     const char *index_fn;       /* --write-index: the index's name, or NULL */
     int index_min_shift;        /* 0: BAI, 14: CSI */
     int progress;               /* --progress: report even if stderr is no tty */
+    double progress_interval;   /* seconds between plain progress lines */
 } rocksort_opts;
 
 int rocksort_run(const rocksort_opts *opts);

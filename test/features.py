@@ -161,3 +161,79 @@ def register(test, h):
                         "-o", case.out("out.bam"), case.input("mixed.bam")],
                        cwd=case.out_dir, env=case.session.env)
         h.expect_error(case, result, ["--max-memory"], case.out("out.bam"))
+
+    # Progress -------------------------------------------------------------------------
+
+    def progress_run(case, args, stderr_tty=False):
+        """Sorts bulk.bam (spilled) to stdout -> (stdout bytes, stderr text).
+        With stderr_tty, stderr is a pseudo-terminal."""
+        cmd = [*case.session.rocksort_cmd, *args, *h.SPILL, "-T", case.temp_prefix,
+               case.input("bulk.bam")]
+        env = dict(case.session.env, TMPDIR=case.tmp)
+        if not stderr_tty:
+            result = h.run(cmd, cwd=case.out_dir, env=env)
+            if result.returncode != 0:
+                raise Failure(f"exit status {result.returncode}", h.tail(result.stderr))
+            return result.stdout, result.stderr.decode(errors="replace")
+        import pty
+        import subprocess
+        leader, follower = pty.openpty()
+        with open(os.path.join(case.dir, "stdout.bam"), "wb") as out:
+            proc = subprocess.Popen(cmd, stdout=out, stderr=follower, cwd=case.out_dir,
+                                    env=env)
+        os.close(follower)
+        seen = b""
+        while True:
+            try:
+                chunk = os.read(leader, 4096)
+            except OSError:   # EIO: the terminal's last writer is gone
+                break
+            if not chunk:
+                break
+            seen += chunk
+        os.close(leader)
+        if proc.wait(timeout=h.TIMEOUT) != 0:
+            raise Failure(f"exit status {proc.returncode}", [seen.decode(errors="replace")])
+        with open(os.path.join(case.dir, "stdout.bam"), "rb") as f:
+            return f.read(), seen.decode(errors="replace")
+
+    def expect_sorted_stdout(case, data):
+        path = os.path.join(case.dir, "got.bam")
+        h.write_bytes(path, data)
+        case.expect_same(path, case.session.expected("bulk.bam", [], to_stdout=True))
+        case.expect_no_temp_left()
+
+    @test
+    def test_progress_forced_plain_lines(case):
+        """--progress=SECONDS with stderr a pipe: plain lines (no carriage
+        returns) during the run, a summary last, the output untouched."""
+        out, err = progress_run(case, ["--progress=0.05", "-@", "2"])
+        expect_sorted_stdout(case, out)
+        lines = err.splitlines()
+        if "\r" in err or not lines:
+            raise Failure("expected plain lines on stderr", lines[:5])
+        if not all(l.startswith("[rocksort] ") for l in lines):
+            raise Failure("stray lines on stderr", lines[:5])
+        if not re.match(r"\[rocksort\] done: 40\.0k records", lines[-1]):
+            raise Failure("the last line is not the summary", lines[-3:])
+        phases = {l.split(":")[0][len("[rocksort] "):] for l in lines[:-1]}
+        if not phases & {"load", "readout"}:
+            raise Failure("no line during the run at a 0.05 s interval", lines)
+
+    @test
+    def test_progress_off_when_stderr_is_not_a_terminal(case):
+        out, err = progress_run(case, [])
+        expect_sorted_stdout(case, out)
+        if err:
+            raise Failure("stderr is not empty", err.splitlines()[:5])
+
+    @test
+    def test_progress_on_a_terminal(case):
+        """stderr a terminal: one line redrawn in place (CR, erase), ending
+        with the summary; stdout, a file, holds only the sorted BAM."""
+        out, err = progress_run(case, [], stderr_tty=True)
+        expect_sorted_stdout(case, out)
+        if "\r\x1b[K" not in err:
+            raise Failure("no line redrawn in place", [repr(err[:200])])
+        if not re.search(r"\[rocksort\] done: 40\.0k records[^\n]*\r?\n$", err):
+            raise Failure("no summary line at the end", [repr(err[-200:])])
