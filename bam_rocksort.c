@@ -187,6 +187,8 @@ static int is_legacy_form(int argc, char **argv)
     if (n_flag != 2) return 0;
     if (n_arg == 2) return 1;
     const char *in = as_flag[0], *prefix = as_flag[1];
+    /* `-o out.bam -` reads stdin, whether or not out.bam exists yet. */
+    if (!strcmp(prefix, "-")) return 0;
     int in_readable = !strcmp(in, "-") || access(in, R_OK) == 0;
     return in_readable && access(prefix, R_OK) != 0 && !has_alignment_suffix(prefix);
 }

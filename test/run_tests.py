@@ -424,6 +424,14 @@ def test_overwrites_existing_output(case):
 
 
 @test
+def test_stdin_dash_overwrites_existing_output(case):
+    """`-o out.bam -` reads stdin even when out.bam exists (a rerun): the
+    two non-option words must not be taken for the legacy IN OUT.prefix."""
+    write_bytes(case.out("out"), b"from an earlier run\n")
+    run_sort_case(case, SortCase("o", "mixed.bam", stdin="-"))
+
+
+@test
 def test_no_pg_keeps_header_exactly(case):
     """With --no-PG the header, @PG lines included, is the oracle's."""
     expected = case.session.expected("mixed.sam", SAM_OUT)
