@@ -26,6 +26,7 @@ struct rocks_store {
     uint64_t runs, bytes_written;
     int run_limit;              /* level-0 runs allowed before merging */
     int compaction_forced;
+    uint64_t run_bytes;         /* expected size of one run */
 };
 
 static char *msg(const char *fmt, const char *a, const char *b)
@@ -75,11 +76,27 @@ static char *make_temp_dir(const char *prefix, char **err)
  * k fresh ones: about 2*sqrt(T), and each byte is rewritten only once.
  * Without a hint compaction stays off, unless the runs would need more open
  * files than the process may have (see store_run_end). */
+static uint64_t runs_for(const rocks_store *st, uint64_t size)
+{
+    return st->run_bytes ? (size + st->run_bytes - 1) / st->run_bytes : 1;
+}
+
+/* k = sqrt(T) runs per merge, widened if T/k merged runs would not fit in
+ * the levels (each merged run takes one). */
+static int merge_width(uint64_t t, int levels)
+{
+    int k = (int)ceil(sqrt((double)t));
+    uint64_t fit = (uint64_t)(levels > 8 ? levels - 4 : 4);
+    if (t / (uint64_t)(k > 1 ? k : 1) > fit) k = (int)(t / fit) + 1;
+    return k < 2 ? 2 : k;
+}
+
 static void configure_compaction(rocks_store *st, const store_options *o)
 {
     int k;
+    st->run_bytes = o->run_bytes;
     if (o->size_hint > 0) {
-        uint64_t t = o->run_bytes ? (o->size_hint + o->run_bytes - 1) / o->run_bytes : 1;
+        uint64_t t = runs_for(st, o->size_hint);
         k = (int)ceil(sqrt((double)t));
         rocksdb_options_set_num_levels(st->opts, (int)(t / (uint64_t)(k > 1 ? k : 1)) + 4);
     } else {
@@ -177,6 +194,26 @@ static void force_compaction(rocks_store *st)
 {
     st->compaction_forced = 1;
     set_auto_compaction(st, 1);
+}
+
+int store_plan_merges(rocks_store *st, uint64_t size_estimate)
+{
+    uint64_t t = runs_for(st, size_estimate);
+    if (t <= STORE_MERGE_MIN_RUNS) return 0;
+    int k = merge_width(t, rocksdb_options_get_num_levels(st->opts));
+    char trigger[24], universal[96];
+    snprintf(trigger, sizeof trigger, "%d", k);
+    snprintf(universal, sizeof universal, "{min_merge_width=%d;max_merge_width=%d;}", k, k);
+    const char *keys[] = { "level0_file_num_compaction_trigger", "compaction_options_universal",
+                           "disable_auto_compactions" };
+    const char *vals[] = { trigger, universal, "false" };
+    char *rerr = NULL;
+    rocksdb_set_options(st->db, 3, keys, vals, &rerr);
+    if (rerr) {
+        free(rerr);
+        return -1;
+    }
+    return k;
 }
 
 int store_run_begin(rocks_store *st, char **err)

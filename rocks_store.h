@@ -29,6 +29,14 @@ typedef struct rocks_store rocks_store;
 /* tmp_prefix: an existing directory, or a path prefix ("dir/name"). */
 rocks_store *store_open(const char *tmp_prefix, const store_options *opt, char **err);
 
+/* Without a size hint, the caller may still estimate the total (from the
+ * input file's size) once loading has begun: past STORE_MERGE_MIN_RUNS
+ * runs, merging starts as a hint would have set it up; below, the readout
+ * merges every run itself, which is cheaper than rewriting them.  Returns
+ * the runs per merge, 0 if none, -1 if RocksDB refused the change. */
+#define STORE_MERGE_MIN_RUNS 32
+int store_plan_merges(rocks_store *st, uint64_t size_estimate);
+
 int store_run_begin(rocks_store *st, char **err);
 int store_run_put(rocks_store *st, const uint8_t *key, size_t klen,
                   const uint8_t *val, size_t vlen, char **err);

@@ -55,6 +55,9 @@ typedef struct {
     double t_load, t_settle, t_readout;
     progress *prog;
     uint64_t in_file_size;      /* 0: not a regular file */
+    uint64_t size_estimate;     /* without -s: from the input file, 0 if none */
+    int merge_width;            /* runs per background merge it led to */
+    int size_planned;
 } sort_job;
 
 static double now_seconds(void)
@@ -325,17 +328,36 @@ static int spill_error(sort_job *j)
 /* Counters reach the progress thread every this many records, plus one. */
 #define PROGRESS_EVERY 4095
 
-/* How far into a regular input file we are, in permille; -1 if unknown. */
-static int input_permille(const sort_job *j)
+/* Bytes of a regular input file consumed so far; -1 if unknown (CRAM). */
+static int64_t input_offset(const sort_job *j)
 {
     if (!j->in_file_size) return -1;
-    int64_t at = -1;
-    if (j->in->format.compression == bgzf) at = bgzf_tell(j->in->fp.bgzf) >> 16;
-    else if (j->in->format.format == sam && j->in->format.compression == no_compression)
-        at = htell(j->in->fp.hfile);
+    if (j->in->format.compression == bgzf) return bgzf_tell(j->in->fp.bgzf) >> 16;
+    if (j->in->format.format == sam && j->in->format.compression == no_compression)
+        return htell(j->in->fp.hfile);
+    return -1;
+}
+
+static int input_permille(const sort_job *j)
+{
+    int64_t at = input_offset(j);
     if (at < 0) return -1;
     uint64_t pm = (uint64_t)at * 1000 / j->in_file_size;
     return pm > 1000 ? 1000 : (int)pm;
+}
+
+/* Without -s, size the background merging from the input file: its size
+ * times the expansion seen over the first batch (BAM expands about 2.5x,
+ * but aux tags and read lengths move that).  Done once, at the first
+ * spill, when a whole batch has been decoded. */
+static void plan_merges_from_input(sort_job *j)
+{
+    j->size_planned = 1;
+    int64_t at = input_offset(j);
+    if (j->o->size_hint || at <= 0) return;
+    double expansion = (double)j->bytes_in / (double)at;
+    j->size_estimate = (uint64_t)(expansion * (double)j->in_file_size);
+    j->merge_width = store_plan_merges(j->store, j->size_estimate);
 }
 
 static void report_reading(const sort_job *j)
@@ -382,6 +404,7 @@ static int load(sort_job *j)
             sort_batch *next = swap_batches(&j->q, cur);
             if (!next) { cur = NULL; ret = spill_error(j); goto done; }
             cur = next;
+            if (!j->size_planned) plan_merges_from_input(j);
         }
         if (added < 0) {
             fail("out of memory reading '%s'%s", j->o->in_fn, "");
@@ -554,10 +577,26 @@ static int finish_output(sort_job *j)
     return 0;
 }
 
+static void report_sizing(const sort_job *j)
+{
+    if (j->o->size_hint)
+        fprintf(stderr, "[rocksort] size: %.1f MB given by -s\n", j->o->size_hint / 1e6);
+    else if (j->size_estimate && j->merge_width > 0)
+        fprintf(stderr, "[rocksort] size: %.1f MB estimated from the input file; "
+                "runs per background merge: %d\n", j->size_estimate / 1e6, j->merge_width);
+    else if (j->size_estimate)
+        fprintf(stderr, "[rocksort] size: %.1f MB estimated from the input file; "
+                "too few runs to merge in the background\n", j->size_estimate / 1e6);
+    else
+        fprintf(stderr, "[rocksort] size: unknown (no -s, %s)\n",
+                j->size_planned ? "input not a regular BAM/SAM file" : "fits in one batch");
+}
+
 static void report(const sort_job *j)
 {
     struct rusage ru;
     getrusage(RUSAGE_SELF, &ru);
+    report_sizing(j);
     fprintf(stderr,
             "[rocksort] records: %llu in, %llu out; %.1f MB decoded\n"
             "[rocksort] phase load: %.2f s (sort %.2f s, write runs %.2f s)\n"

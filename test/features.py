@@ -237,3 +237,62 @@ def register(test, h):
             raise Failure("no line redrawn in place", [repr(err[:200])])
         if not re.search(r"\[rocksort\] done: 40\.0k records[^\n]*\r?\n$", err):
             raise Failure("no summary line at the end", [repr(err[-200:])])
+
+    # Sizing without -s ----------------------------------------------------------------
+
+    def sizing_input(case):
+        """bulk.bam twice over (80k records, ~65 runs at -m 1M) and its
+        oracle-sorted form."""
+        big = os.path.join(case.dir, "big.bam")
+        case.session.oracle_ok("cat", ["-o", big, case.input("bulk.bam"),
+                                       case.input("bulk.bam")])
+        expected = os.path.join(case.dir, "expected.bam")
+        case.session.oracle_ok("sort", ["--no-PG", "-o", expected, big])
+        return big, expected
+
+    def sizing_run(case, big, expected, args, stdin=False):
+        out = case.out("out.bam")
+        cmd = ["-v", *h.SPILL, *args, "-T", case.temp_prefix, "-o", out]
+        result = case.rocksort_ok(cmd + ["-"], stdin=big) if stdin else \
+            case.rocksort_ok(cmd + [big])
+        case.expect_same(out, expected)
+        case.expect_no_temp_left()
+        os.remove(out)
+        err = result.stderr.decode(errors="replace")
+        runs = re.search(r"runs: (\d+) written, (\d+) merged", err)
+        size = re.search(r"\[rocksort\] size: (.*)", err)
+        decoded = re.search(r"([\d.]+) MB decoded", err)
+        if not (runs and size and decoded):
+            raise Failure("the -v report lacks runs, size or decoded bytes",
+                          err.splitlines()[:12])
+        return int(runs[1]), int(runs[2]), size[1], float(decoded[1])
+
+    @test
+    def test_sizing_from_input_file(case):
+        """A regular file and no -s: the size is estimated from the file
+        (close to the bytes actually decoded) and runs are merged in the
+        background, so the readout merges about 2*sqrt(T) of them."""
+        big, expected = sizing_input(case)
+        written, merged, size, decoded = sizing_run(case, big, expected, [])
+        estimate = re.match(r"([\d.]+) MB estimated from the input file; "
+                            r"runs per background merge: (\d+)", size)
+        if not estimate:
+            raise Failure(f"no estimate with merging: size: {size}")
+        if not 0.7 * decoded <= float(estimate[1]) <= 1.5 * decoded:
+            raise Failure(f"estimate {estimate[1]} MB, but {decoded} MB were decoded")
+        if merged > 2 * written ** 0.5 + 2:
+            raise Failure(f"{merged} of {written} runs merged at readout, more than "
+                          f"2*sqrt(T) = {2 * written ** 0.5:.0f}")
+
+    @test
+    def test_sizing_stdin_unknown_and_s_overrides(case):
+        """From a pipe there is nothing to estimate from: every run reaches
+        the readout.  -s overrides an estimate."""
+        big, expected = sizing_input(case)
+        written, merged, size, _ = sizing_run(case, big, expected, [], stdin=True)
+        if not size.startswith("unknown") or merged != written:
+            raise Failure(f"from stdin: size: {size}; {merged} of {written} runs "
+                          "merged at readout")
+        _, _, size, _ = sizing_run(case, big, expected, ["-s", "100M"])
+        if "given by -s" not in size:
+            raise Failure(f"-s did not override the estimate: size: {size}")
