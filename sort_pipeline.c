@@ -119,7 +119,11 @@ static void *spill_main(void *arg)
         q->write_seconds += t2 - t1;
         if (err && !q->error) q->error = err;
         else free(err);
-        q->empty = sb;
+        /* A batch spilled fast (after an error nothing is written) can come
+         * back before the loader took the previous one: never overwrite it. */
+        while (q->empty && !q->finished) pthread_cond_wait(&q->cv, &q->mu);
+        if (q->empty) batch_destroy(sb);
+        else q->empty = sb;
         pthread_cond_broadcast(&q->cv);
     }
     pthread_mutex_unlock(&q->mu);
@@ -136,6 +140,7 @@ static sort_batch *swap_batches(spill_queue *q, sort_batch *full)
     while (!q->empty) pthread_cond_wait(&q->cv, &q->mu);
     sort_batch *next = q->empty;
     q->empty = NULL;
+    pthread_cond_broadcast(&q->cv);     /* a spilled batch may wait for room */
     int failed = q->error != NULL;
     pthread_mutex_unlock(&q->mu);
     if (failed) {
