@@ -37,4 +37,10 @@ if [ "$what" = test ]; then
         "$py" -m venv "$venv" 2>/dev/null || /usr/bin/python3 -m venv "$venv"
         "$venv/bin/pip" install -q --disable-pip-version-check 'pysam>=0.24' >&2
     fi
+    # The workflow engines that test/workflows.py runs the examples with.
+    if ! { [ -x "$venv/bin/snakemake" ] && [ -x "$venv/bin/cwltool" ] &&
+           "$venv/bin/python" -c 'import snakemake, cwltool' 2>/dev/null; }; then
+        echo "deps: installing snakemake and cwltool into $venv (workflow tests)" >&2
+        "$venv/bin/pip" install -q --disable-pip-version-check 'snakemake>=8' 'cwltool>=3.1' >&2
+    fi
 fi

@@ -724,6 +724,8 @@ def test_wrapper_passes_view_on(case):
 # Signals, full disks, damaged input and the like: test/robustness.py.
 import robustness  # noqa: E402
 robustness.register(test, sys.modules[__name__])
+import workflows  # noqa: E402  (Snakemake and CWL examples: test/workflows.py)
+workflows.register(test, sys.modules[__name__])
 # --write-index, --max-memory, progress, sizing: test/features.py.
 import features  # noqa: E402
 features.register(test, sys.modules[__name__])
