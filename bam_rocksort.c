@@ -6,7 +6,9 @@
  */
 #define _GNU_SOURCE
 #include <ctype.h>
+#include <errno.h>
 #include <getopt.h>
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -26,7 +28,7 @@
 enum {
     OPT_NO_PG = 1000, OPT_REFERENCE, OPT_IN_FMT_OPT, OPT_OUT_FMT_OPT,
     OPT_IN_FMT, OPT_VERBOSITY, OPT_TEMP_COMPRESSION, OPT_VERIFY,
-    OPT_WRITE_INDEX, OPT_PROGRESS, OPT_MAX_MEMORY
+    OPT_WRITE_INDEX, OPT_PROGRESS, OPT_MAX_MEMORY, OPT_TEMPLATE_COORDINATE, OPT_SHUFFLE
 };
 
 static const struct option long_opts[] = {
@@ -44,13 +46,15 @@ static const struct option long_opts[] = {
     { "write-index", no_argument, NULL, OPT_WRITE_INDEX },
     { "progress", optional_argument, NULL, OPT_PROGRESS },
     { "max-memory", required_argument, NULL, OPT_MAX_MEMORY },
+    { "template-coordinate", no_argument, NULL, OPT_TEMPLATE_COORDINATE },
+    { "shuffle", required_argument, NULL, OPT_SHUFFLE },
     { NULL, 0, NULL, 0 }
 };
 
 /* Short options taking an argument; 'o' does only in the modern form. */
-#define SHORT_WITH_ARG "lmOT@s"
-#define SHORT_OPTS_MODERN "l:m:o:O:T:@:s:nNuvkfh"
-#define SHORT_OPTS_LEGACY "l:m:oO:T:@:s:nNuvkfh"
+#define SHORT_WITH_ARG "lmOT@stIKw"
+#define SHORT_OPTS_MODERN "l:m:o:O:T:@:s:nNt:MI:K:Rw:Huvkfh"
+#define SHORT_OPTS_LEGACY "l:m:oO:T:@:s:nNt:MI:K:Rw:Huvkfh"
 
 static void usage(FILE *fp)
 {
@@ -64,6 +68,21 @@ static void usage(FILE *fp)
 "  -m INT     Set maximum memory per thread; suffix K/M/G recognized [768M]\n"
 "  -n         Sort by read name (natural order: digit runs compare as numbers)\n"
 "  -N         Sort by read name (plain ASCII order)\n"
+"  -t TAG     Sort by value of TAG. Uses position as secondary index (or read\n"
+"             name if -n/-N is set)\n"
+"  -M         Use minimiser for clustering unaligned/unplaced reads\n"
+"  -R         Do not use reverse strand (only compatible with -M)\n"
+"  -K INT     Kmer size to use for minimiser [20]\n"
+"  -I FILE    Order minimisers by their position in FILE FASTA\n"
+"  -w INT     Window size for minimiser indexing via -I ref.fa [100]\n"
+"  -H         Squash homopolymers when computing minimiser\n"
+"  --template-coordinate\n"
+"             Sort by template-coordinate (needs MC tags: samtools fixmate -m)\n"
+"  --shuffle SEED\n"
+"             Random order, the same for the same SEED and input (rocksort only)\n"
+"             (of -n, -N, -M, -I, --template-coordinate and --shuffle the last\n"
+"             one given wins, and after -N name order is ASCII; -t with any\n"
+"             but -n/-N sorts by TAG, then position)\n"
 "  -o FILE    Write final output to FILE rather than standard output\n"
 "             (legacy form: -o takes no argument and means standard output)\n"
 "  -f         Legacy form: OUT is the full output file name, not a prefix\n"
@@ -201,6 +220,7 @@ typedef struct {
     int have_in_format;
     char *legacy_out;
     int write_index, mem_given;
+    int ascii_names;                /* -N seen */
     uint64_t max_memory;
     char *out_path, *index_path;    /* "out.bam##idx##out.bai" split in two */
 } cli_state;
@@ -209,6 +229,16 @@ static int bad_value(const char *opt, const char *val)
 {
     fprintf(stderr, "samtools rocksort: invalid value '%s' for %s\n", val, opt);
     return -1;
+}
+
+/* A whole decimal int; out of range values saturate. */
+static int parse_int(const char *s, int *out)
+{
+    char *end;
+    long v = strtol(s, &end, 10);
+    if (end == s || *end) return -1;
+    *out = v > INT_MAX ? INT_MAX : v < INT_MIN ? INT_MIN : (int)v;
+    return 0;
 }
 
 static int apply_option(cli_state *c, int ch, const char *arg)
@@ -250,8 +280,36 @@ static int apply_option(cli_state *c, int ch, const char *arg)
         r->threads = (int)strtol(arg, &end, 10);
         if (*end || r->threads < 0) return bad_value("-@", arg);
         break;
-    case 'n': r->order = ORDER_NAME_NATURAL; break;
-    case 'N': r->order = ORDER_NAME_ASCII; break;
+    /* As in samtools: the last order option wins, -N also makes any name
+     * order plain ASCII, and -t turns the order into "TAG, then it". */
+    case 'n': r->sort.order = ORDER_NAME_NATURAL; break;
+    case 'N': r->sort.order = ORDER_NAME_NATURAL; c->ascii_names = 1; break;
+    case 't':
+        r->sort.by_tag = 1;
+        r->sort.tag[0] = arg[0];
+        r->sort.tag[1] = arg[0] ? arg[1] : '\0';
+        break;
+    case OPT_TEMPLATE_COORDINATE: r->sort.order = ORDER_TEMPLATE; break;
+    case 'M': r->sort.order = ORDER_MINIMISER; break;
+    case 'I':
+        r->sort.order = ORDER_MINIMISER;
+        r->sort.minimiser_ref = arg;
+        break;
+    case 'K':
+        if (parse_int(arg, &r->sort.kmer) < 0) return bad_value("-K", arg);
+        r->sort.kmer = r->sort.kmer < 1 ? 1 : r->sort.kmer > 31 ? 31 : r->sort.kmer;
+        break;
+    case 'w':
+        if (parse_int(arg, &r->sort.window) < 0) return bad_value("-w", arg);
+        break;
+    case 'R': r->sort.try_rev = 0; break;
+    case 'H': r->sort.squash = 1; break;
+    case OPT_SHUFFLE:
+        errno = 0;
+        r->sort.seed = strtoull(arg, &end, 10);
+        if (!isdigit((unsigned char)arg[0]) || *end || errno) return bad_value("--shuffle", arg);
+        r->sort.order = ORDER_SHUFFLE;
+        break;
     case 'o':
         if (c->legacy) c->legacy_stdout = 1;
         else c->out_fn = arg;
@@ -343,7 +401,8 @@ static int setup_index(cli_state *c)
         fprintf(stderr, "samtools rocksort: --write-index: cannot index SAM output '%s'\n", c->out_fn);
         return -1;
     }
-    if (r->order != ORDER_COORDINATE) {
+    if ((r->sort.order != ORDER_COORDINATE && r->sort.order != ORDER_MINIMISER)
+        || r->sort.by_tag) {
         fprintf(stderr, "samtools rocksort: warning: --write-index ignored: only "
                 "coordinate-sorted output can be indexed\n");
         return 0;
@@ -437,6 +496,10 @@ static int parse_args(cli_state *c, int argc, char **argv)
             return -1;
         }
     }
+    sort_spec *order = &c->run.sort;
+    if (c->ascii_names && order->order == ORDER_NAME_NATURAL) order->order = ORDER_NAME_ASCII;
+    if (order->by_tag && order->order != ORDER_NAME_NATURAL && order->order != ORDER_NAME_ASCII)
+        order->order = ORDER_COORDINATE;
     if (finish_positionals(c, argc, argv) < 0) return -1;
     c->run.out_fn = c->out_fn;
     if (c->have_in_format) c->run.in_format = &c->in_format;
@@ -456,6 +519,7 @@ int bam_rocksort(int argc, char *argv[])
     c.level = -1;
     c.out_fn = "-";
     c.run.mem_per_thread = DEFAULT_MEM_PER_THREAD;
+    sort_spec_init(&c.run.sort, ORDER_COORDINATE);
     c.run.temp_compression = store_parse_compression("none");
     char *cmdline = join_cmdline(argc, argv);
     c.run.pg_cmdline = cmdline;

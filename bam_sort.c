@@ -5,18 +5,41 @@
  * cannot inline, and it must re-parse both records each time.  An encoded key
  * is compared with memcmp by the built-in comparator, by our in-memory batch
  * sort and by RocksDB's merging iterator alike.
+ *
+ * Building blocks: unsigned integers big-endian; signed ones with the sign
+ * bit flipped; doubles with the sign bit flipped (negatives: all bits);
+ * strings NUL-terminated (SAM strings hold no NUL, and the NUL makes a
+ * prefix sort first, as strcmp does); the input number last.
  */
 #include <ctype.h>
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <htslib/kstring.h>
 #include "bam_sort.h"
+#include "minimiser.h"
 
-/* tid, pos+1, strand, seq */
-#define COORD_KEY_LEN (4 + 8 + 1 + 8)
-/* NUL after the name, flag rank, seq */
-#define NAME_KEY_TAIL (1 + 2 + 8)
+#define SEQ_LEN 8
+/* tid, pos+1, strand */
+#define COORD_BODY_LEN (4 + 8 + 1)
+/* NUL after the name, flag rank */
+#define NAME_BODY_TAIL (1 + 2)
+/* tid, key, tie, strand */
+#define MINIMISER_BODY_LEN (4 + 8 + 8 + 1)
+/* tid1, tid2, pos1, pos2, strand1, strand2, ..., upper-of-pair */
+#define TEMPLATE_FIXED_LEN (4 + 4 + 8 + 8 + 1 + 1 + 1)
 /* A digit run starts with this byte: any value in '0'..'9' keeps a run's
  * order against non-digit bytes, which is how samtools compares them. */
 #define DIGIT_RUN_MARK '0'
+
+struct sort_ctx {
+    char **rg_ids, **libraries;     /* @RG ID -> LB, sorted by ID */
+    size_t n_libraries, longest_library;
+    mm_index *minimiser_index;
+    int placed;                     /* a record with tid >= 0 was seen */
+};
 
 static uint8_t *put_be(uint8_t *p, uint64_t v, int nbytes)
 {
@@ -25,30 +48,165 @@ static uint8_t *put_be(uint8_t *p, uint64_t v, int nbytes)
     return p + nbytes;
 }
 
+static uint8_t *put_i32(uint8_t *p, int32_t v)
+{
+    return put_be(p, (uint32_t)v ^ 0x80000000u, 4);
+}
+
+static uint8_t *put_i64(uint8_t *p, int64_t v)
+{
+    return put_be(p, (uint64_t)v ^ (1ULL << 63), 8);
+}
+
+/* -0 equals +0, as with ==.  NaN goes after +inf: samtools has no place
+ * for it (its comparison says NaN > x and x > NaN). */
+static uint8_t *put_double(uint8_t *p, double v)
+{
+    uint64_t u;
+    if (v == 0) v = 0.0;
+    if (isnan(v)) v = NAN;
+    memcpy(&u, &v, sizeof u);
+    if (isnan(v)) u &= ~(1ULL << 63);
+    u = (u >> 63) ? ~u : u | (1ULL << 63);
+    return put_be(p, u, 8);
+}
+
+static uint8_t *put_string(uint8_t *p, const char *s, size_t n)
+{
+    memcpy(p, s, n);
+    p[n] = 0;
+    return p + n + 1;
+}
+
+static mm_params minimiser_params(const sort_spec *s)
+{
+    mm_params p = { s->kmer, s->window, s->squash, s->try_rev };
+    if (p.kmer < 1) p.kmer = 1;
+    if (p.kmer > 31) p.kmer = 31;
+    return p;
+}
+
+/* ---- the spec and its context ---- */
+
+void sort_spec_init(sort_spec *s, sort_order order)
+{
+    memset(s, 0, sizeof *s);
+    s->order = order;
+    s->kmer = 20;
+    s->window = 100;
+    s->try_rev = 1;
+}
+
+typedef struct {
+    char *id, *lb;
+    size_t line;
+} rg_library;
+
+static int by_id_then_line(const void *a, const void *b)
+{
+    const rg_library *x = a, *y = b;
+    int c = strcmp(x->id, y->id);
+    return c ? c : (x->line > y->line) - (x->line < y->line);
+}
+
+/* @RG ID -> LB.  samtools takes, for each ID, the first @RG line with that
+ * ID that has an LB tag. */
+static int load_libraries(sort_ctx *c, sam_hdr_t *h)
+{
+    int n = sam_hdr_count_lines(h, "RG");
+    rg_library *all = n > 0 ? calloc((size_t)n, sizeof *all) : NULL;
+    kstring_t lb = KS_INITIALIZE;
+    size_t kept = 0;
+    int ret = -1;
+    if (n < 0 || (n > 0 && !all)) goto done;
+    for (int i = 0; i < n; i++) {
+        const char *id = sam_hdr_line_name(h, "RG", i);
+        int r = sam_hdr_find_tag_pos(h, "RG", i, "LB", &lb);
+        if (!id || r < -1) goto done;
+        if (r < 0 || !lb.s) continue;
+        all[kept].id = strdup(id);
+        all[kept].lb = strdup(lb.s);
+        all[kept].line = (size_t)i;
+        if (!all[kept].id || !all[kept++].lb) goto done;
+    }
+    if (kept) qsort(all, kept, sizeof *all, by_id_then_line);
+    c->rg_ids = calloc(kept + 1, sizeof *c->rg_ids);
+    c->libraries = calloc(kept + 1, sizeof *c->libraries);
+    if (!c->rg_ids || !c->libraries) goto done;
+    for (size_t i = 0; i < kept; i++) {
+        if (c->n_libraries && !strcmp(c->rg_ids[c->n_libraries - 1], all[i].id)) continue;
+        c->rg_ids[c->n_libraries] = all[i].id;
+        c->libraries[c->n_libraries++] = all[i].lb;
+        all[i].id = all[i].lb = NULL;
+        size_t len = strlen(c->libraries[c->n_libraries - 1]);
+        if (len > c->longest_library) c->longest_library = len;
+    }
+    ret = 0;
+done:
+    for (size_t i = 0; i < kept; i++) {
+        free(all[i].id);
+        free(all[i].lb);
+    }
+    free(all);
+    free(lb.s);
+    return ret;
+}
+
+int sort_spec_prepare(sort_spec *s, sam_hdr_t *h, char *err, size_t errlen)
+{
+    sort_ctx *c = calloc(1, sizeof *c);
+    if (!c || (s->order == ORDER_TEMPLATE && load_libraries(c, h) < 0)) {
+        s->ctx = c;
+        snprintf(err, errlen, "out of memory preparing the sort order");
+        return -1;
+    }
+    s->ctx = c;
+    /* samtools builds the -I index whatever the final order is. */
+    if (s->minimiser_ref) {
+        mm_params p = minimiser_params(s);
+        errno = 0;
+        c->minimiser_index = mm_index_build(s->minimiser_ref, &p);
+        if (!c->minimiser_index) {
+            snprintf(err, errlen, "cannot read the minimiser reference '%s': %s",
+                     s->minimiser_ref, errno ? strerror(errno) : "not a sequence file");
+            return -1;
+        }
+    }
+    return 0;
+}
+
+void sort_spec_free(sort_spec *s)
+{
+    sort_ctx *c = s->ctx;
+    if (!c) return;
+    for (size_t i = 0; i < c->n_libraries; i++) {
+        free(c->rg_ids[i]);
+        free(c->libraries[i]);
+    }
+    free(c->rg_ids);
+    free(c->libraries);
+    mm_index_free(c->minimiser_index);
+    free(c);
+    s->ctx = NULL;
+}
+
+/* ---- coordinate and name ---- */
+
 unsigned sort_name_flag_rank(uint16_t flag)
 {
     return ((flag & BAM_FREAD1) << 8) | ((flag & BAM_FREAD2) << 8)
          | ((flag & BAM_FSECONDARY) << 3) | ((flag & BAM_FSUPPLEMENTARY) >> 3);
 }
 
-size_t sort_key_max_len(sort_order order, const bam1_t *b)
-{
-    if (order == ORDER_COORDINATE)
-        return COORD_KEY_LEN;
-    /* A one-digit run costs 3 bytes: mark, length, digit. */
-    return 3 * (size_t)b->core.l_qname + NAME_KEY_TAIL;
-}
-
 /* samtools compares tid as an unsigned 64-bit value after sign extension, so
  * tid -1 (unmapped) sorts last; as a 32-bit unsigned value it orders the same.
  * pos -1 becomes 0 after the +1. */
-static size_t coord_key(const bam1_t *b, uint64_t seq, uint8_t *out)
+static uint8_t *coord_body(const bam1_t *b, uint8_t *p)
 {
-    uint8_t *p = put_be(out, (uint32_t)b->core.tid, 4);
+    p = put_be(p, (uint32_t)b->core.tid, 4);
     p = put_be(p, (uint64_t)(b->core.pos + 1), 8);
     *p++ = bam_is_rev(b) ? 1 : 0;
-    p = put_be(p, seq, 8);
-    return (size_t)(p - out);
+    return p;
 }
 
 /* Natural order compares digit runs by numeric value, ignoring leading zeros
@@ -75,50 +233,384 @@ static uint8_t *natural_name(const char *name, uint8_t *p)
     return p;
 }
 
-static size_t name_key(const bam1_t *b, int natural, uint64_t seq, uint8_t *out)
+static uint8_t *name_body(const bam1_t *b, int natural, uint8_t *p)
 {
     const char *name = bam_get_qname(b);
-    uint8_t *p;
     if (natural) {
-        p = natural_name(name, out);
+        p = natural_name(name, p);
     } else {
         size_t n = strlen(name);
-        memcpy(out, name, n);
-        p = out + n;
+        memcpy(p, name, n);
+        p += n;
     }
     *p++ = 0;   /* end of name: a shorter name sorts first */
-    p = put_be(p, sort_name_flag_rank(b->core.flag), 2);
-    p = put_be(p, seq, 8);
+    return put_be(p, sort_name_flag_rank(b->core.flag), 2);
+}
+
+static size_t name_body_max_len(const bam1_t *b)
+{
+    /* A one-digit run costs 3 bytes: mark, length, digit. */
+    return 3 * (size_t)b->core.l_qname + NAME_BODY_TAIL;
+}
+
+/* What follows the tag with -t, or stands alone. */
+static uint8_t *plain_body(const sort_spec *s, const bam1_t *b, uint8_t *p)
+{
+    if (s->order == ORDER_NAME_NATURAL) return name_body(b, 1, p);
+    if (s->order == ORDER_NAME_ASCII) return name_body(b, 0, p);
+    return coord_body(b, p);
+}
+
+/* ---- -t TAG ----
+ * samtools: records without the tag first; then by type class, A < B <
+ * string (Z and H together) < number; numbers (any integer or float type)
+ * by value, strings by strcmp, A by its byte, B arrays all equal. */
+
+static uint8_t *tag_part(const sort_spec *s, const bam1_t *b, uint8_t *p)
+{
+    const uint8_t *aux = bam_aux_get(b, s->tag);
+    if (!aux) {
+        *p++ = 0;
+        return p;
+    }
+    switch (aux[0]) {
+    case 'c': case 'C': case 's': case 'S': case 'i': case 'I':
+        *p++ = 'c';
+        return put_double(p, (double)bam_aux2i(aux));
+    case 'f': case 'd':
+        *p++ = 'c';
+        return put_double(p, bam_aux2f(aux));
+    case 'A':
+        *p++ = 'A';
+        *p++ = aux[1];
+        return p;
+    case 'Z': case 'H': {
+        const uint8_t *str = aux + 1, *end = b->data + b->l_data;
+        const uint8_t *nul = memchr(str, 0, (size_t)(end - str));
+        *p++ = 'H';
+        return put_string(p, (const char *)str, (size_t)((nul ? nul : end) - str));
+    }
+    default:    /* B, or a type samtools does not know: the type alone */
+        *p++ = aux[0];
+        return p;
+    }
+}
+
+/* ---- --template-coordinate ----
+ * samtools: each read gets its own and its mate's unclipped 5' end (tid, pos,
+ * strand; unmapped ends are INT32_MAX/HTS_POS_MAX/forward), the lower end
+ * first; then the library of its read group, the MI tag (without a final
+ * "/X"), the name, and whether the read had the upper end.  "Unclipped"
+ * undoes soft clips only: 1.24 steps over hard clips without counting
+ * them. */
+
+static int is_clip(int op)
+{
+    return op == BAM_CSOFT_CLIP || op == BAM_CHARD_CLIP;
+}
+
+static hts_pos_t leading_soft_clips(const uint32_t *cigar, uint32_t n)
+{
+    hts_pos_t clipped = 0;
+    for (uint32_t i = 0; i < n && is_clip(bam_cigar_op(cigar[i])); i++)
+        if (bam_cigar_op(cigar[i]) == BAM_CSOFT_CLIP) clipped += bam_cigar_oplen(cigar[i]);
+    return clipped;
+}
+
+static hts_pos_t trailing_soft_clips(const uint32_t *cigar, uint32_t n)
+{
+    hts_pos_t clipped = 0;
+    for (uint32_t i = n; i-- > 0 && is_clip(bam_cigar_op(cigar[i])); )
+        if (bam_cigar_op(cigar[i]) == BAM_CSOFT_CLIP) clipped += bam_cigar_oplen(cigar[i]);
+    return clipped;
+}
+
+/* 1-based unclipped 5' ends, as samtools computes them. */
+static hts_pos_t own_five_prime(const bam1_t *b)
+{
+    const uint32_t *cigar = bam_get_cigar(b);
+    if (bam_is_rev(b)) return bam_endpos(b) + trailing_soft_clips(cigar, b->core.n_cigar);
+    return b->core.pos - leading_soft_clips(cigar, b->core.n_cigar) + 1;
+}
+
+/* The mate's, from its position and the CIGAR text of its MC tag: a
+ * forward mate starts at mpos minus its leading soft clips; a reverse mate
+ * ends at mpos plus its reference length and the soft clips after its
+ * first reference-consuming operation.  A count without an operation is 1. */
+static hts_pos_t mate_five_prime(const bam1_t *b, const char *cigar)
+{
+    hts_pos_t span = 0;
+    int reverse = bam_is_mrev(b), seen_ref = 0;
+    const char *c = cigar;
+    while (*c && *c != '*') {
+        long n = 1;
+        if (isdigit((unsigned char)*c)) {
+            char *end;
+            n = strtol(c, &end, 10);
+            c = end;
+            if (!*c) break;
+        }
+        if (!reverse) {
+            if (*c != 'S' && *c != 'H') break;
+            if (*c == 'S') span += n;
+        } else if (strchr("MDN=X", *c)) {
+            span += n;
+            seen_ref = 1;
+        } else if (*c == 'S' && seen_ref) {
+            span += n;
+        }
+        c++;
+    }
+    return reverse ? b->core.mpos + span : b->core.mpos - span + 1;
+}
+
+static const char *library_of(const sort_ctx *c, const bam1_t *b)
+{
+    const uint8_t *rg = bam_aux_get(b, "RG");
+    if (!c || !rg || rg[0] != 'Z') return "";
+    const char *id = (const char *)rg + 1;
+    size_t lo = 0, hi = c->n_libraries;
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        int cmp = strcmp(c->rg_ids[mid], id);
+        if (!cmp) return c->libraries[mid];
+        if (cmp < 0) lo = mid + 1;
+        else hi = mid;
+    }
+    return "";
+}
+
+/* MI compares as samtools does: by signed char, a prefix first.  Bytes map
+ * to 1..255 in that order, leaving 0 for the end. */
+static uint8_t *put_molecule_id(uint8_t *p, const char *mi)
+{
+    size_t n = strlen(mi);
+    if (n >= 2 && mi[n - 2] == '/') n -= 2;
+    for (size_t i = 0; i < n; i++) {
+        uint8_t v = (uint8_t)mi[i] ^ 0x80;
+        *p++ = v < 0x80 ? v + 1 : v;
+    }
+    *p++ = 0;
+    return p;
+}
+
+enum { TEMPLATE_OK, TEMPLATE_NO_MC, TEMPLATE_BAD_MC, TEMPLATE_BAD_MI };
+
+static int template_problem(const bam1_t *b, const char **mc, const char **mi)
+{
+    *mc = NULL;
+    *mi = "";
+    if ((b->core.flag & BAM_FPAIRED) && !(b->core.flag & BAM_FMUNMAP)) {
+        const uint8_t *tag = bam_aux_get(b, "MC");
+        if (!tag) return TEMPLATE_NO_MC;
+        if (!(*mc = bam_aux2Z(tag))) return TEMPLATE_BAD_MC;
+    }
+    const uint8_t *tag = bam_aux_get(b, "MI");
+    if (tag && !(*mi = bam_aux2Z(tag))) return TEMPLATE_BAD_MI;
+    return TEMPLATE_OK;
+}
+
+static uint8_t *template_body(const sort_spec *s, const bam1_t *b, uint8_t *p)
+{
+    const char *mc, *mi;
+    if (template_problem(b, &mc, &mi) != TEMPLATE_OK) return NULL;
+    int32_t tid[2] = { INT32_MAX, INT32_MAX };
+    hts_pos_t pos[2] = { HTS_POS_MAX, HTS_POS_MAX };
+    int neg[2] = { 0, 0 };
+    if (!(b->core.flag & BAM_FUNMAP)) {
+        tid[0] = b->core.tid;
+        neg[0] = bam_is_rev(b);
+        pos[0] = own_five_prime(b);
+    }
+    if (mc) {
+        tid[1] = b->core.mtid;
+        neg[1] = bam_is_mrev(b);
+        pos[1] = mate_five_prime(b, mc);
+    }
+    int upper = !(tid[0] < tid[1] || (tid[0] == tid[1] && pos[0] < pos[1])
+                  || (tid[0] == tid[1] && pos[0] == pos[1] && !neg[0]));
+    int lo = upper, hi = !upper;
+    p = put_i32(p, tid[lo]);
+    p = put_i32(p, tid[hi]);
+    p = put_i64(p, pos[lo]);
+    p = put_i64(p, pos[hi]);
+    *p++ = neg[lo] ? 0 : 1;     /* reverse strand first */
+    *p++ = neg[hi] ? 0 : 1;
+    const char *lib = library_of(s->ctx, b);
+    p = put_string(p, lib, strlen(lib));
+    p = put_molecule_id(p, mi);
+    const char *name = bam_get_qname(b);
+    p = put_string(p, name, strlen(name));
+    *p++ = (uint8_t)upper;
+    return p;
+}
+
+/* ---- -M ----
+ * samtools: records with a reference (tid >= 0) by coordinate; after them
+ * those with tid -1, by minimiser key, then the tie value (descending),
+ * then the strand they are written with. */
+
+static uint8_t *minimiser_body(const sort_spec *s, const bam1_t *b, uint8_t *p)
+{
+    if (b->core.tid != -1) return coord_body(b, p);
+    mm_params mp = minimiser_params(s);
+    mm_result r = mm_read_key(b, &mp, s->ctx ? s->ctx->minimiser_index : NULL);
+    p = put_be(p, 0xffffffffu, 4);
+    p = put_be(p, r.key, 8);
+    p = put_be(p, ~((uint64_t)r.tie ^ (1ULL << 63)), 8);
+    *p++ = (uint8_t)(bam_is_rev(b) ^ r.rev);
+    return p;
+}
+
+/* ---- --shuffle ---- */
+
+static uint64_t mix64(uint64_t x)
+{
+    x ^= x >> 30;
+    x *= 0xbf58476d1ce4e5b9ULL;
+    x ^= x >> 27;
+    x *= 0x94d049bb133111ebULL;
+    return x ^ (x >> 31);
+}
+
+static uint8_t *shuffle_body(const sort_spec *s, uint64_t seq, uint8_t *p)
+{
+    return put_be(p, mix64(mix64(s->seed) + seq * 0x9e3779b97f4a7c15ULL), 8);
+}
+
+/* ---- the key ---- */
+
+size_t sort_key_max_len(const sort_spec *s, const bam1_t *b)
+{
+    size_t body;
+    if (s->by_tag) {
+        body = 1 + (size_t)b->l_data + 1;   /* type and value; a string needs the most */
+        body += s->order == ORDER_NAME_NATURAL || s->order == ORDER_NAME_ASCII
+              ? name_body_max_len(b) : COORD_BODY_LEN;
+        return body + SEQ_LEN;
+    }
+    switch (s->order) {
+    case ORDER_NAME_NATURAL:
+    case ORDER_NAME_ASCII:
+        body = name_body_max_len(b);
+        break;
+    case ORDER_TEMPLATE:
+        body = TEMPLATE_FIXED_LEN + (s->ctx ? s->ctx->longest_library : 0) + 1
+             + (size_t)b->l_data + 1 + (size_t)b->core.l_qname + 1;
+        break;
+    case ORDER_MINIMISER:
+        body = MINIMISER_BODY_LEN;
+        break;
+    case ORDER_SHUFFLE:
+        body = 8;
+        break;
+    default:
+        body = COORD_BODY_LEN;
+    }
+    return body + SEQ_LEN;
+}
+
+size_t sort_key_encode(const sort_spec *s, const bam1_t *b, uint64_t seq, uint8_t *out)
+{
+    uint8_t *p = out;
+    if (s->by_tag) {
+        p = plain_body(s, b, tag_part(s, b, p));
+    } else {
+        switch (s->order) {
+        case ORDER_TEMPLATE:  p = template_body(s, b, p); break;
+        case ORDER_MINIMISER: p = minimiser_body(s, b, p); break;
+        case ORDER_SHUFFLE:   p = shuffle_body(s, seq, p); break;
+        default:              p = plain_body(s, b, p);
+        }
+    }
+    if (!p) return 0;
+    p = put_be(p, seq, SEQ_LEN);
     return (size_t)(p - out);
 }
 
-size_t sort_key_encode(sort_order order, const bam1_t *b, uint64_t seq, uint8_t *out)
+const char *sort_key_error(const sort_spec *s, const bam1_t *b)
 {
-    switch (order) {
-    case ORDER_NAME_NATURAL: return name_key(b, 1, seq, out);
-    case ORDER_NAME_ASCII:   return name_key(b, 0, seq, out);
-    default:                 return coord_key(b, seq, out);
+    const char *mc, *mi;
+    if (s->order == ORDER_TEMPLATE && !s->by_tag) {
+        switch (template_problem(b, &mc, &mi)) {
+        case TEMPLATE_NO_MC:
+            return "has no MC tag; --template-coordinate needs the mate's CIGAR "
+                   "(run samtools fixmate -m first)";
+        case TEMPLATE_BAD_MC:
+            return "has an MC tag that is not a string; --template-coordinate needs "
+                   "the one samtools fixmate -m writes";
+        case TEMPLATE_BAD_MI:
+            return "has an MI tag that is not a string";
+        }
     }
+    return "cannot be placed in this sort order";
 }
 
-int sort_order_set_hd_tags(sam_hdr_t *h, sort_order order)
+void sort_record_finish(const sort_spec *s, bam1_t *b)
 {
-    const char *so = order == ORDER_COORDINATE ? "coordinate" : "queryname";
-    const char *ss = order == ORDER_NAME_NATURAL ? "queryname:natural"
-                   : order == ORDER_NAME_ASCII ? "queryname:lexicographical" : NULL;
+    if (b->core.tid >= 0) {
+        if (s->ctx) s->ctx->placed = 1;
+        return;
+    }
+    if (s->order != ORDER_MINIMISER || s->by_tag || b->core.tid != -1) return;
+    /* samtools keeps the key in pos/mpos/isize while sorting, and clears
+     * them on output. */
+    mm_params mp = minimiser_params(s);
+    if (mm_read_key(b, &mp, s->ctx ? s->ctx->minimiser_index : NULL).rev)
+        mm_reverse_complement(b);
+    b->core.pos = -1;
+    b->core.mpos = -1;
+    b->core.isize = 0;
+}
 
+/* ---- @HD ---- */
+
+static int set_or_remove(sam_hdr_t *h, const char *key, const char *value)
+{
+    if (value) return sam_hdr_update_hd(h, key, value) < 0 ? -1 : 0;
+    sam_hdr_remove_tag_hd(h, key);
+    return 0;
+}
+
+int sort_order_set_hd_tags(sam_hdr_t *h, const sort_spec *s)
+{
+    const char *so = "coordinate", *go = NULL, *ss = NULL;
+    char tag_ss[64];
+    int placed = s->ctx && s->ctx->placed;
+    if (s->by_tag) {
+        /* "unsorted:TAG:<then>", cut at a NUL in the tag as samtools' own
+         * formatting cuts it. */
+        const char *then = s->order == ORDER_NAME_NATURAL ? "queryname:natural"
+                         : s->order == ORDER_NAME_ASCII ? "queryname:lexicographical"
+                         : "coordinate";
+        size_t n = !s->tag[0] ? 0 : !s->tag[1] ? 1 : 2;
+        snprintf(tag_ss, sizeof tag_ss, "unsorted:%.*s%s%s", (int)n, s->tag,
+                 n == 2 ? ":" : "", n == 2 ? then : "");
+        so = "unsorted";
+        ss = tag_ss;
+    } else {
+        switch (s->order) {
+        case ORDER_NAME_NATURAL: so = "queryname"; ss = "queryname:natural"; break;
+        case ORDER_NAME_ASCII:   so = "queryname"; ss = "queryname:lexicographical"; break;
+        case ORDER_TEMPLATE:
+            so = "unsorted";
+            go = "query";
+            ss = "unsorted:template-coordinate";
+            break;
+        case ORDER_MINIMISER:
+            so = placed ? "coordinate" : "unsorted";
+            ss = placed ? "coordinate:minhash" : "unsorted:minhash";
+            break;
+        case ORDER_SHUFFLE: so = "unsorted"; break;
+        default: break;
+        }
+    }
     if (sam_hdr_count_lines(h, "HD") <= 0) {
         if (sam_hdr_add_line(h, "HD", "VN", SAM_FORMAT_VERSION, NULL) < 0)
             return -1;
     }
-    if (sam_hdr_update_hd(h, "SO", so) < 0)
-        return -1;
-    if (ss) {
-        if (sam_hdr_update_hd(h, "SS", ss) < 0)
-            return -1;
-    } else {
-        sam_hdr_remove_tag_hd(h, "SS");
-    }
-    sam_hdr_remove_tag_hd(h, "GO");
+    if (sam_hdr_update_hd(h, "SO", so) < 0) return -1;
+    /* samtools sets them in this order: a tag not there yet goes last. */
+    if (set_or_remove(h, "GO", go) < 0 || set_or_remove(h, "SS", ss) < 0) return -1;
     return 0;
 }

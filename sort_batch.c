@@ -105,9 +105,9 @@ static size_t footprint(const sort_batch *sb, size_t extra_bytes, size_t extra_e
     return sb->used + extra_bytes + (sb->n + extra_entries) * 2 * sizeof(batch_entry);
 }
 
-int batch_add(sort_batch *sb, sort_order order, const bam1_t *b, uint64_t seq)
+int batch_add(sort_batch *sb, const sort_spec *spec, bam1_t *b, uint64_t seq)
 {
-    size_t need = sizeof(rec_header) + sort_key_max_len(order, b) + record_value_len(b);
+    size_t need = sizeof(rec_header) + sort_key_max_len(spec, b) + record_value_len(b);
     if (footprint(sb, need, 1) > sb->cap) {
         if (sb->n > 0) return 0;
         if (need > sb->cap && grow_arena_for_huge_record(sb, need) < 0) return -1;
@@ -117,7 +117,9 @@ int batch_add(sort_batch *sb, sort_order order, const bam1_t *b, uint64_t seq)
     uint8_t *rec = sb->arena + sb->used;
     uint8_t *key = rec + sizeof(rec_header);
     rec_header h;
-    h.key_len = (uint32_t)sort_key_encode(order, b, seq, key);
+    h.key_len = (uint32_t)sort_key_encode(spec, b, seq, key);
+    if (h.key_len == 0) return -2;
+    sort_record_finish(spec, b);     /* keeps the value's length */
     h.val_len = (uint32_t)record_value_len(b);
     memcpy(rec, &h, sizeof h);
     record_value_pack(b, key + h.key_len);

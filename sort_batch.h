@@ -20,8 +20,10 @@ sort_batch *batch_create(size_t capacity);
 void batch_destroy(sort_batch *sb);
 
 /* Returns 1 if added, 0 if the batch is full (the record was not added),
- * -1 when out of memory. */
-int batch_add(sort_batch *sb, sort_order order, const bam1_t *b, uint64_t seq);
+ * -1 when out of memory, -2 if the order cannot place b (sort_key_error()).
+ * Once added, b holds the record as it will be written (see
+ * sort_record_finish()). */
+int batch_add(sort_batch *sb, const sort_spec *spec, bam1_t *b, uint64_t seq);
 
 void batch_sort(sort_batch *sb);
 void batch_clear(sort_batch *sb);

@@ -58,6 +58,7 @@ typedef struct {
     uint64_t size_estimate;     /* without -s: from the input file, 0 if none */
     int merge_width;            /* runs per background merge it led to */
     int size_planned;
+    sort_spec sort;             /* o->sort, prepared with the input header */
 } sort_job;
 
 static double now_seconds(void)
@@ -199,8 +200,10 @@ static int open_input(sort_job *j)
 
 static int prepare_header(sort_job *j)
 {
-    if (sort_order_set_hd_tags(j->hdr, j->o->order) < 0) {
-        fail("failed to update the @HD line of '%s'%s", j->o->in_fn, "");
+    char why[512];
+    j->sort = j->o->sort;
+    if (sort_spec_prepare(&j->sort, j->hdr, why, sizeof why) < 0) {
+        fail("%s (sorting '%s')", why, j->o->in_fn);
         return -1;
     }
     if (j->o->pg_cmdline &&
@@ -405,11 +408,19 @@ static int load(sort_job *j)
     }
     while ((r = sam_read1(j->in, j->hdr, b)) >= 0) {
         int added;
-        while ((added = batch_add(cur, j->o->order, b, j->records_in)) == 0) {
+        while ((added = batch_add(cur, &j->sort, b, j->records_in)) == 0) {
             sort_batch *next = swap_batches(&j->q, cur);
             if (!next) { cur = NULL; ret = spill_error(j); goto done; }
             cur = next;
             if (!j->size_planned) plan_merges_from_input(j);
+        }
+        if (added == -2) {
+            char what[640];
+            snprintf(what, sizeof what, "read '%s' %s", bam_get_qname(b),
+                     sort_key_error(&j->sort, b));
+            fail("'%s': %s", j->o->in_fn, what);
+            ret = -1;
+            goto done;
         }
         if (added < 0) {
             fail("out of memory reading '%s'%s", j->o->in_fn, "");
@@ -503,6 +514,11 @@ static int readout(sort_job *j)
 {
     double t0 = now_seconds();
     int ret = 0;
+    /* Here, not before reading: -M's tags depend on the records. */
+    if (sort_order_set_hd_tags(j->hdr, &j->sort) < 0) {
+        fail("failed to update the @HD line of '%s'%s", j->o->in_fn, "");
+        return -1;
+    }
     if (sam_hdr_write(j->out.fp, j->hdr) < 0) {
         fail("cannot write the header to '%s'%s", j->o->out_fn, "");
         return -1;
@@ -630,6 +646,7 @@ static void cleanup(sort_job *j, int failed)
             fprintf(stderr, "[rocksort] kept the temporary database: %s\n", store_path(j->store));
         store_close(j->store, j->o->keep_db && !failed);
     }
+    sort_spec_free(&j->sort);
     if (j->hdr) sam_hdr_destroy(j->hdr);
     if (j->in) sam_close(j->in);
     if (j->pool.pool) hts_tpool_destroy(j->pool.pool);

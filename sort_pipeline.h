@@ -1,9 +1,10 @@
 /* sort_pipeline.h -- rocksort's engine: read, spill sorted runs, merge out.
  *
  * Contract: rocksort_run() sorts opts->in_fn into opts->out_fn.  The output
- * holds every input record exactly once, in samtools sort's order for
- * opts->order, under the input header with @HD updated (and @PG added unless
- * opts->pg_cmdline is NULL).  On any failure it prints one line naming the
+ * holds every input record exactly once (as samtools writes it: -M rewrites
+ * unplaced reads), in samtools sort's order for opts->sort, under the input
+ * header with @HD updated (and @PG added unless opts->pg_cmdline is
+ * NULL).  On any failure it prints one line naming the
  * file and the cause, leaves no temporary data and no output file, and
  * returns -1.
  */
@@ -22,7 +23,7 @@ typedef struct {
     const char *reference;      /* FASTA for CRAM, or NULL */
     hts_opt *in_opts, *out_opts;
     htsFormat *in_format;       /* NULL: detect */
-    sort_order order;
+    sort_spec sort;             /* the order; sort_spec_init() sets defaults */
     int threads;                /* -@: extra threads */
     size_t mem_per_thread;      /* -m */
     const char *tmp_prefix;     /* -T, or NULL for $TMPDIR */

@@ -71,7 +71,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     o.in_fn = in_fn;
     o.out_fn = out_fn;
     strcpy(o.out_mode, "wb1");
-    o.order = (sort_order)(data[0] % 3);
+    /* Every order; -t RG on top when bit 6 is set. */
+    sort_spec_init(&o.sort, (sort_order)(data[0] % (ORDER_SHUFFLE + 1)));
+    o.sort.seed = data[0];
+    o.sort.by_tag = (data[0] & 0x40) != 0;
+    memcpy(o.sort.tag, "RG", 2);
     o.mem_per_thread = data[0] & 0x80 ? (1u << 20) : (64u << 20);
     o.tmp_prefix = tmp_dir;
     o.temp_compression = store_parse_compression("none");

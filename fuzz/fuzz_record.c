@@ -10,6 +10,7 @@
 #include <string.h>
 #include <htslib/sam.h>
 #include "bam_sort.h"
+#include "minimiser.h"
 #include "record_codec.h"
 #include "order_rules.h"
 
@@ -71,17 +72,43 @@ static void check_round_trip(const bam1_t *b)
 
 static void check_orders(const bam1_t *a, const bam1_t *b)
 {
-    uint8_t key[1024];
-    static const sort_order orders[] = { ORDER_COORDINATE, ORDER_NAME_NATURAL, ORDER_NAME_ASCII };
-    for (size_t i = 0; i < sizeof orders / sizeof *orders; i++)
-        if (sort_key_encode(orders[i], a, 0, key) > sort_key_max_len(orders[i], a)) abort();
+    uint8_t key[2048];
+    for (int order = ORDER_COORDINATE; order <= ORDER_SHUFFLE; order++) {
+        sort_spec s = spec_of((sort_order)order);
+        for (s.by_tag = 0; s.by_tag < 2; s.by_tag++)
+            if (sort_key_encode(&s, a, 0, key) > sort_key_max_len(&s, a)) abort();
+    }
     const char *na = bam_get_qname(a), *nb = bam_get_qname(b);
     uint16_t fa = a->core.flag, fb = b->core.flag;
-    if (key_cmp(ORDER_NAME_NATURAL, a, 0, b, 1) != name_ref_cmp(1, na, fa, 0, nb, fb, 1)) abort();
-    if (key_cmp(ORDER_NAME_ASCII, a, 0, b, 1) != name_ref_cmp(0, na, fa, 0, nb, fb, 1)) abort();
+    sort_spec natural = spec_of(ORDER_NAME_NATURAL), ascii = spec_of(ORDER_NAME_ASCII);
+    sort_spec coord = spec_of(ORDER_COORDINATE), tag = coord;
+    tag.by_tag = 1;
+    memcpy(tag.tag, "XT", 2);   /* no record has it: the coordinate decides */
+    if (key_cmp(&natural, a, 0, b, 1) != name_ref_cmp(1, na, fa, 0, nb, fb, 1)) abort();
+    if (key_cmp(&ascii, a, 0, b, 1) != name_ref_cmp(0, na, fa, 0, nb, fb, 1)) abort();
     int want = coord_ref_cmp(a->core.tid, a->core.pos, bam_is_rev(a), 0,
                              b->core.tid, b->core.pos, bam_is_rev(b), 1);
-    if (key_cmp(ORDER_COORDINATE, a, 0, b, 1) != want) abort();
+    if (key_cmp(&coord, a, 0, b, 1) != want) abort();
+    if (key_cmp(&tag, a, 0, b, 1) != want) abort();
+    /* Template: decoded records have no MC, so paired ones with a mapped
+     * mate have no key; the others compare as the rules say. */
+    sort_spec tc = spec_of(ORDER_TEMPLATE);
+    template_fields ta, tb;
+    int bad_a = template_ref_fields(a, "", &ta) < 0, bad_b = template_ref_fields(b, "", &tb) < 0;
+    int got = key_cmp(&tc, a, 0, b, 1);
+    if (bad_a || bad_b) {
+        if (got != 2) abort();
+    } else {
+        int w = template_ref_cmp(&ta, &tb);
+        if (got != (w ? w : -1)) abort();
+    }
+    /* Minimiser hashes against the k-mer by k-mer scan. */
+    for (int k = 1; k <= 31; k += 6) {
+        mm_params p = { k, 100, k % 2, k % 3 != 0 };
+        mm_result r = mm_read_key(a, &p, NULL);
+        minimiser_ref m = minimiser_ref_key(a, p.kmer, p.squash, p.try_rev);
+        if (r.key != m.key || r.tie != m.tie || r.rev != m.rev) abort();
+    }
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)

@@ -393,6 +393,70 @@ SORT_CASES = [
     SortCase("bulk_threads4_name", "bulk.bam", ["-n"], ["-@", "4", *SPILL]),
     SortCase("bulk_spilled_stdin_sam_out_name", "bulk.bam", ["-n", *SAM_OUT],
              ["-@", "2", *SPILL, "--verbosity", "1"], stdin="-"),
+    # The other orders of samtools sort: -N, -t TAG (alone, with -n, with -N),
+    # --template-coordinate and -M (-K/-R/-H, -I FASTA with -w), each checked
+    # against 1.24's output, header included.  Also how 1.24 resolves several
+    # order options on one command line (the last wins; -t wins over -M).
+    SortCase("ascii_name_tricky", "names.sam", ["-N", *SAM_OUT]),
+    SortCase("ascii_name_bulk", "bulk.bam", ["-N"]),
+    SortCase("ascii_name_bulk_spilled", "bulk.bam", ["-N"], SPILL),
+    SortCase("ascii_name_tricky_spilled", "names_bulk.bam", ["-N"], SPILL),
+    SortCase("ascii_name_hd_replaced", "hd_go_ss.sam", ["-N", *SAM_OUT]),
+    SortCase("ascii_name_wins_over_later_n", "names.sam", ["-N", "-n", *SAM_OUT]),
+    SortCase("tag_int", "tagged.sam", ["-t", "XI", *SAM_OUT]),
+    SortCase("tag_int_name", "tagged.sam", ["-t", "XI", "-n", *SAM_OUT]),
+    SortCase("tag_int_ascii_name", "tagged.sam", ["-N", "-t", "XI", *SAM_OUT]),
+    SortCase("tag_string", "tagged.sam", ["-t", "CB", *SAM_OUT]),
+    SortCase("tag_string_name", "tagged.sam", ["-t", "CB", "-n", *SAM_OUT]),
+    SortCase("tag_string_ascii_name", "tagged.sam", ["-t", "CB", "-N", *SAM_OUT]),
+    SortCase("tag_float", "tagged.sam", ["-t", "XF", *SAM_OUT]),
+    SortCase("tag_float_name", "tagged.sam", ["-t", "XF", "-n", *SAM_OUT]),
+    SortCase("tag_mixed_types_missing", "tagged.sam", ["-t", "XM", *SAM_OUT]),
+    SortCase("tag_mixed_types_name", "tagged.sam", ["-n", "-t", "XM", *SAM_OUT]),
+    SortCase("tag_mixed_types_ascii_name", "tagged.sam", ["-t", "XM", "-N", *SAM_OUT]),
+    SortCase("tag_mixed_types_bam", "tagged.bam", ["-t", "XM"]),
+    SortCase("tag_absent_everywhere", "tagged.sam", ["-t", "ZZ", *SAM_OUT]),
+    SortCase("tag_one_letter", "tagged.sam", ["-t", "X", *SAM_OUT]),
+    SortCase("tag_read_group", "mixed.sam", ["-t", "RG", *SAM_OUT]),
+    SortCase("tag_hd_replaced", "hd_go_ss.sam", ["-t", "XN", *SAM_OUT]),
+    SortCase("tag_wins_over_minimiser", "tagged.sam", ["-t", "XI", "-M", *SAM_OUT]),
+    SortCase("tag_wins_over_template", "tagged.sam",
+             ["--template-coordinate", "-t", "CB", *SAM_OUT]),
+    SortCase("tag_int_spilled", "tagged_bulk.bam", ["-t", "XI"], SPILL),
+    SortCase("tag_mixed_name_spilled", "tagged_bulk.bam", ["-t", "XM", "-n"], SPILL),
+    SortCase("tag_string_ascii_name_spilled", "tagged_bulk.bam", ["-t", "CB", "-N"],
+             [*SPILL, "-@", "2"]),
+    SortCase("tag_float_spilled", "tagged_bulk.bam", ["-t", "XF"], SPILL),
+    SortCase("template_coordinate", "templates.sam", ["--template-coordinate", *SAM_OUT]),
+    SortCase("template_coordinate_bam", "templates.bam", ["--template-coordinate"]),
+    SortCase("template_coordinate_spilled", "templates_bulk.bam",
+             ["--template-coordinate"], SPILL),
+    SortCase("template_coordinate_spilled_threads", "templates_bulk.bam",
+             ["--template-coordinate"], [*SPILL, "-@", "2"]),
+    SortCase("template_coordinate_single_end_hd", "hd_go_ss.sam",
+             ["--template-coordinate", *SAM_OUT]),
+    SortCase("template_coordinate_no_hd", "no_hd.sam", ["--template-coordinate", *SAM_OUT]),
+    SortCase("template_coordinate_then_n", "templates.sam",
+             ["--template-coordinate", "-n", *SAM_OUT]),
+    SortCase("minimiser", "minimiser.sam", ["-M", *SAM_OUT]),
+    SortCase("minimiser_kmer_squash", "minimiser.sam", ["-M", "-K", "13", "-H", *SAM_OUT]),
+    SortCase("minimiser_forward_only", "minimiser.sam", ["-M", "-R", "-K", "25", *SAM_OUT]),
+    SortCase("minimiser_kmer_clamped_low", "minimiser.sam", ["-M", "-K", "0", *SAM_OUT]),
+    SortCase("minimiser_kmer_clamped_high", "minimiser.sam", ["-M", "-K", "99", *SAM_OUT]),
+    SortCase("minimiser_unplaced_only", "minimiser_unplaced.sam", ["-M", *SAM_OUT]),
+    SortCase("minimiser_header_only", "header_only.sam", ["-M", *SAM_OUT]),
+    SortCase("minimiser_index", "minimiser.sam", ["-I", MIXED_FA, *SAM_OUT]),
+    SortCase("minimiser_index_window", "minimiser.sam",
+             ["-M", "-I", MIXED_FA, "-w", "40", "-K", "15", *SAM_OUT]),
+    SortCase("minimiser_index_squash_forward", "minimiser.sam",
+             ["-I", MIXED_FA, "-H", "-R", *SAM_OUT]),
+    SortCase("minimiser_bam_threads", "minimiser.bam", ["-M"], ["-@", "2"]),
+    SortCase("minimiser_spilled", "minimiser_bulk.bam", ["-M"], SPILL),
+    SortCase("minimiser_index_spilled", "minimiser_bulk.bam", ["-I", MIXED_FA, "-K", "17"],
+             SPILL),
+    SortCase("minimiser_then_n", "minimiser.sam", ["-M", "-n", *SAM_OUT]),
+    SortCase("n_then_minimiser", "minimiser.sam", ["-n", "-M", *SAM_OUT]),
+    SortCase("index_then_n", "minimiser.sam", ["-I", MIXED_FA, "-n", *SAM_OUT]),
 ]
 
 
@@ -458,6 +522,108 @@ def test_cram_output_without_reference(case):
 def test_cram_output_embedded_reference(case):
     """Asking for samtools 1.24's behaviour explicitly gives its output."""
     expect_same_outcome(case, "mixed.bam", ["-O", "cram", "--output-fmt-option", "embed_ref=2"])
+
+
+# --- --shuffle (rocksort only, so no oracle) -------------------------------
+
+def shuffled(case, source, seed, extra=(), name="out.bam"):
+    out = case.out(name)
+    case.rocksort_ok(["--shuffle", str(seed), *extra, "-T", case.temp_prefix,
+                      "-o", out, case.input(source)])
+    case.expect_no_temp_left()
+    return case.load(out)
+
+
+@test
+def test_shuffle_same_seed_same_order(case):
+    """The order depends on the seed and the input alone, not on spilling
+    or threads."""
+    one = shuffled(case, "bulk.bam", 7, name="one.bam")
+    two = shuffled(case, "bulk.bam", 7, [*SPILL, "-@", "2"], name="two.bam")
+    if one.records != two.records:
+        raise Failure("--shuffle 7 gave two orders (the second run spilled)")
+
+
+@test
+def test_shuffle_other_seed_other_order(case):
+    one = shuffled(case, "mixed.bam", 1, name="one.bam")
+    two = shuffled(case, "mixed.bam", 2, name="two.bam")
+    if one.records == two.records:
+        raise Failure("--shuffle 1 and --shuffle 2 gave the same order")
+    if sorted(one.records) != sorted(two.records):
+        raise Failure("--shuffle 1 and --shuffle 2 wrote different records")
+
+
+@test
+def test_shuffle_keeps_every_record(case):
+    """Every input record, byte for byte, in an order that is neither the
+    input's nor a sorted one."""
+    source = case.load(case.input("bulk.bam"))
+    out = shuffled(case, "bulk.bam", 12345, SPILL)
+    if sorted(out.records) != sorted(source.records):
+        raise Failure(f"records differ from the input's ({len(out.records)} "
+                      f"written, {len(source.records)} read)")
+    if out.records == source.records:
+        raise Failure("--shuffle kept the input order")
+    for order in ([], ["-n"]):
+        if out.records == case.load(case.session.expected("bulk.bam", order)).records:
+            raise Failure(f"--shuffle wrote the sorted order {order}")
+
+
+@test
+def test_shuffle_header(case):
+    """@HD SO:unsorted without SS or GO; the rest of the header as it was."""
+    out = shuffled(case, "hd_go_ss.sam", 3, SAM_OUT, name="out.sam")
+    source = case.load(case.input("hd_go_ss.sam"))
+    hd = [line for line in out.header if line.startswith("@HD")]
+    if hd != ["@HD\tVN:1.4\tSO:unsorted"]:
+        raise Failure("wrong @HD line", hd)
+    rest = [line for line in alignments.without_pg(out.header) if not line.startswith("@HD")]
+    if rest != [line for line in source.header if not line.startswith("@HD")]:
+        raise Failure("header lines other than @HD changed")
+
+
+# --- errors of the other orders ------------------------------------------
+
+@test
+def test_error_template_coordinate_without_mc(case):
+    """mixed.sam's pairs have no MC tags: 1.24 refuses them, so must rocksort."""
+    expect_failure_like_oracle(case, case.input("mixed.sam"), case.out("out.bam"),
+                               "mixed.sam", extra=["--template-coordinate"])
+
+
+@test
+def test_error_template_coordinate_without_mc_spilled(case):
+    """The same after several sorted runs were written: they must go."""
+    expect_failure_like_oracle(case, case.input("bulk.bam"), case.out("out.bam"),
+                               "bulk.bam", extra=["--template-coordinate", *SPILL])
+
+
+@test
+def test_error_minimiser_reference_missing(case):
+    missing = os.path.join(case.dir, "no_such_ref.fa")
+    expect_failure_like_oracle(case, case.input("minimiser.sam"), case.out("out.bam"),
+                               "no_such_ref.fa", extra=["-I", missing])
+
+
+@test
+def test_error_bad_order_arguments(case):
+    """-K and -w take whole numbers (1.24: "Invalid kmer", "Invalid window"),
+    --shuffle an unsigned one: exit status 1, the option named, no output."""
+    out = case.out("out.bam")
+    for opt in (["-M", "-K", "12x"], ["-M", "-w", "many"], ["--shuffle", "-1"],
+                ["--shuffle", "1.5"]):
+        if opt[0] == "-M" and case.session.oracle(
+                "sort", [*opt, "-o", out, case.input("mixed.sam")]).returncode == 0:
+            raise Failure(f"test is wrong: the oracle accepted {opt}")
+        result = case.rocksort([*opt, "-T", case.temp_prefix, "-o", out,
+                                case.input("mixed.sam")])
+        text = result.stderr.decode(errors="replace")
+        if result.returncode != 1 or opt[-2] not in text or os.path.lexists(out):
+            raise Failure(f"{' '.join(opt)}: exit status {result.returncode}, "
+                          f"{'a' if os.path.lexists(out) else 'no'} output file",
+                          tail(text))
+    case.expect_no_temp_left()
 
 
 @test

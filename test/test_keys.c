@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "bam_sort.h"
+#include "minimiser.h"
 #include "order_rules.h"
 
 static int passed, failed, group_failures;
@@ -45,10 +46,10 @@ static bam1_t *make_record(const char *name, int tid, int64_t pos, uint16_t flag
 static void name_pair(int natural, const char *na, uint16_t fa, const char *nb, uint16_t fb)
 {
     bam1_t *a = make_record(na, -1, -1, fa), *b = make_record(nb, -1, -1, fb);
-    sort_order o = natural ? ORDER_NAME_NATURAL : ORDER_NAME_ASCII;
+    sort_spec o = spec_of(natural ? ORDER_NAME_NATURAL : ORDER_NAME_ASCII);
     for (uint64_t sa = 0; sa < 2; sa++) {
         int want = name_ref_cmp(natural, na, fa, sa, nb, fb, 1 - sa);
-        check(key_cmp(o, a, sa, b, 1 - sa) == want, natural ? "natural name" : "ascii name", na, nb);
+        check(key_cmp(&o, a, sa, b, 1 - sa) == want, natural ? "natural name" : "ascii name", na, nb);
     }
     bam_destroy1(a);
     bam_destroy1(b);
@@ -115,6 +116,7 @@ static void test_coordinates(void)
     static const int64_t poss[] = { -1, 0, 1, 255, 256, 65535, (1LL << 31) - 1, 1LL << 31, (1LL << 40) + 3 };
     size_t nt = sizeof tids / sizeof *tids, np = sizeof poss / sizeof *poss;
     char desc_a[64], desc_b[64];
+    sort_spec coord = spec_of(ORDER_COORDINATE);
     for (int i = 0; i < 100000; i++) {
         int ta = tids[rand() % nt], tb = tids[rand() % nt];
         int64_t pa = poss[rand() % np], pb = poss[rand() % np];
@@ -125,7 +127,7 @@ static void test_coordinates(void)
         bam1_t *b = make_record("b", tb, pb, rb ? BAM_FREVERSE : 0);
         snprintf(desc_a, sizeof desc_a, "%d:%lld:%d#%llu", ta, (long long)pa, ra, (unsigned long long)sa);
         snprintf(desc_b, sizeof desc_b, "%d:%lld:%d#%llu", tb, (long long)pb, rb, (unsigned long long)sb);
-        check(key_cmp(ORDER_COORDINATE, a, sa, b, sb) == coord_ref_cmp(ta, pa, ra, sa, tb, pb, rb, sb),
+        check(key_cmp(&coord, a, sa, b, sb) == coord_ref_cmp(ta, pa, ra, sa, tb, pb, rb, sb),
               "coordinate", desc_a, desc_b);
         bam_destroy1(a);
         bam_destroy1(b);
@@ -135,15 +137,350 @@ static void test_coordinates(void)
 static void test_key_bound(void)
 {
     char name[255];
+    sort_spec natural = spec_of(ORDER_NAME_NATURAL);
     for (int len = 1; len < 255; len += 7) {
         for (int i = 0; i < len; i++) name[i] = (char)(i % 2 ? 'x' : '1');
         name[len] = '\0';
         bam1_t *b = make_record(name, 0, 0, 0);
         uint8_t key[1024];
-        size_t n = sort_key_encode(ORDER_NAME_NATURAL, b, 7, key);
-        check(n <= sort_key_max_len(ORDER_NAME_NATURAL, b), "key length bound", name, "");
+        size_t n = sort_key_encode(&natural, b, 7, key);
+        check(n <= sort_key_max_len(&natural, b), "key length bound", name, "");
         bam_destroy1(b);
     }
+}
+
+/* ---- records with a CIGAR, a sequence and tags ---- */
+
+static bam1_t *make_full(const char *name, uint16_t flag, int tid, int64_t pos, const char *cigar,
+                         int mtid, int64_t mpos, const char *seq)
+{
+    uint32_t *ops = NULL;
+    size_t mem = 0;
+    ssize_t n_ops = cigar && *cigar ? sam_parse_cigar(cigar, NULL, &ops, &mem) : 0;
+    size_t l_seq = strlen(seq);
+    char *qual = malloc(l_seq + 1);
+    for (size_t i = 0; i < l_seq; i++) qual[i] = (char)(i % 40);
+    bam1_t *b = bam_init1();
+    if (n_ops < 0 || bam_set1(b, strlen(name), name, flag, tid, pos, 0, (size_t)n_ops, ops, mtid, mpos,
+                              0, l_seq, seq, qual, 256) < 0) {
+        fprintf(stderr, "cannot make record %s\n", name);
+        exit(2);
+    }
+    free(ops);
+    free(qual);
+    return b;
+}
+
+static void put_z(bam1_t *b, const char *tag, char type, const char *value)
+{
+    bam_aux_append(b, tag, type, (int)strlen(value) + 1, (const uint8_t *)value);
+}
+
+/* XT with a random type and value; equal numbers across types are common. */
+static void add_random_tag(bam1_t *b, char *desc, size_t len)
+{
+    static const char *strings[] = { "", "A", "AB", "ABC", "B", "a", "1AE3", "1AE", "~", "\x80x" };
+    static const char *hex[] = { "1AE3", "1AE301", "00", "FF", "AB" };
+    static const double floats[] = { -0.0, 0.0, 0.5, 1.0, 3.0, -3.0, 1e10, -1e10, 4294967295.0 };
+    static const int64_t ints[] = { -3, -1, 0, 1, 3, 127, 128, 255, 65535, -2147483648LL, 4294967295LL };
+    switch (rand() % 9) {
+    case 0:
+        snprintf(desc, len, "none");
+        return;
+    case 1: {
+        uint8_t c = (uint8_t)"aAz!~5\x90"[rand() % 7];
+        bam_aux_append(b, "XT", 'A', 1, &c);
+        snprintf(desc, len, "A:%c", c);
+        return;
+    }
+    case 2: {
+        const char *v = strings[rand() % 10];
+        put_z(b, "XT", 'Z', v);
+        snprintf(desc, len, "Z:%s", v);
+        return;
+    }
+    case 3: {
+        const char *v = hex[rand() % 5];
+        put_z(b, "XT", 'H', v);
+        snprintf(desc, len, "H:%s", v);
+        return;
+    }
+    case 4: {
+        int8_t arr[3] = { (int8_t)(rand() % 5), -1, 2 };
+        bam_aux_update_array(b, "XT", 'c', (uint32_t)(1 + rand() % 3), arr);
+        snprintf(desc, len, "B");
+        return;
+    }
+    case 5: case 6: {
+        double v = floats[rand() % 9];
+        if (rand() & 1) {
+            float f = (float)v;
+            bam_aux_append(b, "XT", 'f', 4, (const uint8_t *)&f);
+        } else {
+            bam_aux_append(b, "XT", 'd', 8, (const uint8_t *)&v);
+        }
+        snprintf(desc, len, "f:%g", v);
+        return;
+    }
+    default: {
+        int64_t v = ints[rand() % 11];
+        bam_aux_update_int(b, "XT", v);   /* the smallest type that holds v */
+        snprintf(desc, len, "i:%lld", (long long)v);
+        return;
+    }
+    }
+}
+
+static void test_tag_order(void)
+{
+    static const char *names[] = { "r1", "r2", "r10", "r01", "a" };
+    sort_spec specs[3];
+    for (int k = 0; k < 3; k++) {
+        specs[k] = spec_of(k == 0 ? ORDER_COORDINATE : k == 1 ? ORDER_NAME_NATURAL : ORDER_NAME_ASCII);
+        specs[k].by_tag = 1;
+        memcpy(specs[k].tag, "XT", 2);
+    }
+    char da[64], db[64];
+    for (int i = 0; i < 60000; i++) {
+        const char *na = names[rand() % 5], *nb = names[rand() % 5];
+        int ta = rand() % 3 - 1, tb = rand() % 3 - 1;
+        int64_t pa = rand() % 3, pb = rand() % 3;
+        uint16_t fa = (uint16_t)(rand() & 0x9d0), fb = (uint16_t)(rand() & 0x9d0);
+        bam1_t *a = make_full(na, fa, ta, pa, "", -1, -1, "");
+        bam1_t *b = make_full(nb, fb, tb, pb, "", -1, -1, "");
+        add_random_tag(a, da, sizeof da);
+        add_random_tag(b, db, sizeof db);
+        uint64_t sa = (uint64_t)(rand() % 3), sb = sa + 1;
+        if (rand() & 1) sb = sa, sa++;
+        int by_tag = tag_ref_cmp(a, b, "XT");
+        int want[3] = {
+            coord_ref_cmp(ta, pa, bam_is_rev(a), sa, tb, pb, bam_is_rev(b), sb),
+            name_ref_cmp(1, na, fa, sa, nb, fb, sb),
+            name_ref_cmp(0, na, fa, sa, nb, fb, sb),
+        };
+        for (int k = 0; k < 3; k++)
+            check(key_cmp(&specs[k], a, sa, b, sb) == (by_tag ? by_tag : want[k]),
+                  k == 0 ? "-t, then coordinate" : k == 1 ? "-t, then -n" : "-t, then -N", da, db);
+        bam_destroy1(a);
+        bam_destroy1(b);
+    }
+}
+
+static const char *template_library(const char *rg)
+{
+    if (!rg) return "";
+    if (!strcmp(rg, "rgA") || !strcmp(rg, "rgB")) return "libX";
+    if (!strcmp(rg, "rgC")) return "libY";
+    return "";      /* rgD has no LB; rgZ is not in the header */
+}
+
+static void test_template_order(void)
+{
+    static const char header[] =
+        "@HD\tVN:1.6\n@SQ\tSN:a\tLN:1000\n@SQ\tSN:b\tLN:1000\n"
+        "@RG\tID:rgA\tLB:libX\n@RG\tID:rgB\tLB:libX\n@RG\tID:rgC\tLB:libY\n@RG\tID:rgD\n";
+    static const char *cigars[] = { "10M", "2S8M", "8M2S", "1H2S8M", "8M2S1H", "3H10M", "4M2I4M",
+                                    "3M20D7M", "2S3M10N3M2S" };
+    static const char *mcs[] = { "10M", "2S8M", "8M2S", "1H2S7M", "7M2S1H", "3M5S2M", "*", "4N3",
+                                 "5=2X3M", NULL };
+    static const char *rgs[] = { "rgA", "rgB", "rgC", "rgD", "rgZ", NULL };
+    static const char *mis[] = { NULL, NULL, "1", "1/A", "1/B", "1/", "/A", "12", "\x80", "~", "" };
+    static const char *names[] = { "t1", "t2", "t10" };
+    static const uint16_t flags[] = { 0, BAM_FREVERSE, BAM_FUNMAP, 0x63, 0x93, 0x53, 0xa3, 0x49, 0x89,
+                                      0x45, 0x4d, 0x163, 0x883, 0x73 };
+    sam_hdr_t *h = sam_hdr_parse(sizeof header - 1, header);
+    sort_spec spec = spec_of(ORDER_TEMPLATE);
+    char err[256];
+    if (!h || sort_spec_prepare(&spec, h, err, sizeof err) < 0) {
+        check(0, "template: prepare", err, "");
+        return;
+    }
+    char da[96], db[96];
+    for (int i = 0; i < 80000; i++) {
+        bam1_t *r[2];
+        const char *rg[2];
+        for (int k = 0; k < 2; k++) {
+            uint16_t flag = flags[rand() % 14];
+            int unmapped = flag & BAM_FUNMAP;
+            r[k] = make_full(names[rand() % 3], flag, rand() % 2, 10 + rand() % 12,
+                             unmapped ? "" : cigars[rand() % 9], rand() % 2, 10 + rand() % 12, "ACGTACGTAC");
+            const char *mc = mcs[rand() % 10], *mi = mis[rand() % 11];
+            rg[k] = rgs[rand() % 6];
+            if (mc) put_z(r[k], "MC", 'Z', mc);
+            else if (rand() % 4 == 0) bam_aux_update_int(r[k], "MC", 5);
+            if (mi) put_z(r[k], "MI", 'Z', mi);
+            else if (rand() % 8 == 0) bam_aux_update_int(r[k], "MI", 5);
+            if (rg[k]) put_z(r[k], "RG", 'Z', rg[k]);
+        }
+        snprintf(da, sizeof da, "%s flag %d", bam_get_qname(r[0]), r[0]->core.flag);
+        snprintf(db, sizeof db, "%s flag %d", bam_get_qname(r[1]), r[1]->core.flag);
+        template_fields fa, fb;
+        int bad_a = template_ref_fields(r[0], template_library(rg[0]), &fa) < 0;
+        int bad_b = template_ref_fields(r[1], template_library(rg[1]), &fb) < 0;
+        int bad = bad_a || bad_b;
+        int got = key_cmp(&spec, r[0], 5, r[1], 6);
+        if (bad) {
+            check(got == 2, "template: records samtools refuses get no key", da, db);
+        } else {
+            int want = template_ref_cmp(&fa, &fb);
+            check(got == (want ? want : -1), "template-coordinate", da, db);
+        }
+        bam_destroy1(r[0]);
+        bam_destroy1(r[1]);
+    }
+    sort_spec_free(&spec);
+    sam_hdr_destroy(h);
+}
+
+static void random_bases(char *s, int len, const char *alphabet)
+{
+    size_t n = strlen(alphabet);
+    for (int i = 0; i < len; i++) s[i] = alphabet[(size_t)rand() % n];
+    s[len] = '\0';
+}
+
+/* samtools' complement, as a character table: Y stays Y and = becomes N. */
+static char samtools_complement(char c)
+{
+    const char *from = "=ACMGRSVTWYHKDBN", *to = "NTGKCYSBAWYDMHVN";
+    const char *p = strchr(from, c);
+    return p ? to[p - from] : 'N';
+}
+
+static void test_minimiser_keys(void)
+{
+    static const int kmers[] = { 1, 2, 3, 5, 11, 20, 31 };
+    static const char *alphabets[] = { "ACGT", "AAAAACCGT", "ACGTNRYKMSWBDHV=" };
+    char seq[80], back[80], desc[128];
+    for (int i = 0; i < 30000; i++) {
+        mm_params p = { kmers[rand() % 7], 100, rand() % 2, rand() % 2 };
+        int len = rand() % 3 == 0 ? rand() % 8 : rand() % 70;
+        random_bases(seq, len, alphabets[rand() % 3]);
+        bam1_t *b = make_full("m", BAM_FUNMAP | (rand() % 2 ? BAM_FREVERSE : 0), -1, -1, "", -1, 7, seq);
+        mm_result got = mm_read_key(b, &p, NULL);
+        minimiser_ref want = minimiser_ref_key(b, p.kmer, p.squash, p.try_rev);
+        snprintf(desc, sizeof desc, "k=%d squash=%d rev=%d %s", p.kmer, p.squash, p.try_rev, seq);
+        check(got.key == want.key && got.tie == want.tie && got.rev == want.rev,
+              "minimiser against a k-mer by k-mer scan", desc, "");
+        /* sort_record_finish writes the read as samtools does. */
+        sort_spec s = spec_of(ORDER_MINIMISER);
+        s.kmer = p.kmer;
+        s.squash = p.squash;
+        s.try_rev = p.try_rev;
+        uint16_t flag = b->core.flag;
+        sort_record_finish(&s, b);
+        for (int j = 0; j < len; j++) back[j] = seq_nt16_str[bam_seqi(bam_get_seq(b), j)];
+        back[len] = '\0';
+        int ok = b->core.pos == -1 && b->core.mpos == -1 && b->core.isize == 0
+              && b->core.flag == (want.rev ? flag ^ BAM_FREVERSE : flag);
+        for (int j = 0; j < len && ok; j++) {
+            char expect = want.rev ? samtools_complement(seq[len - 1 - j]) : seq[j];
+            if (seq_nt16_str[seq_nt16_table[(unsigned char)expect]] != back[j]) ok = 0;
+            if (bam_get_qual(b)[j] != (want.rev ? (len - 1 - j) % 40 : j % 40)) ok = 0;
+        }
+        check(ok, "minimiser: the record as written", desc, back);
+        bam_destroy1(b);
+    }
+}
+
+/* Key order under -M: placed records by coordinate, then the rest by key,
+ * tie (bigger first), the strand they are written with, input order. */
+static void test_minimiser_order(void)
+{
+    sort_spec s = spec_of(ORDER_MINIMISER);
+    s.kmer = 3;
+    char sa_[16], sb_[16];
+    for (int i = 0; i < 50000; i++) {
+        random_bases(sa_, rand() % 6, "ACGT");
+        random_bases(sb_, rand() % 6, "ACGT");
+        int ta = rand() % 4 ? -1 : rand() % 2, tb = rand() % 4 ? -1 : rand() % 2;
+        uint16_t fa = BAM_FUNMAP | (rand() % 2 ? BAM_FREVERSE : 0), fb = BAM_FUNMAP | (rand() % 2 ? BAM_FREVERSE : 0);
+        bam1_t *a = make_full("a", fa, ta, ta < 0 ? -1 : rand() % 3, "", -1, -1, sa_);
+        bam1_t *b = make_full("b", fb, tb, tb < 0 ? -1 : rand() % 3, "", -1, -1, sb_);
+        int want;
+        if (ta != -1 || tb != -1) {
+            want = coord_ref_cmp(ta, a->core.pos, bam_is_rev(a), 1, tb, b->core.pos, bam_is_rev(b), 2);
+        } else {
+            minimiser_ref x = minimiser_ref_key(a, 3, 0, 1), y = minimiser_ref_key(b, 3, 0, 1);
+            int xr = bam_is_rev(a) ^ x.rev, yr = bam_is_rev(b) ^ y.rev;
+            want = x.key != y.key ? (x.key < y.key ? -1 : 1)
+                 : x.tie != y.tie ? (x.tie > y.tie ? -1 : 1)
+                 : xr != yr ? (xr < yr ? -1 : 1) : -1;
+        }
+        check(key_cmp(&s, a, 1, b, 2) == want, "minimiser order", sa_, sb_);
+        bam_destroy1(a);
+        bam_destroy1(b);
+    }
+}
+
+/* --shuffle: a permutation of the input numbers that only the seed picks. */
+static void test_shuffle(void)
+{
+    enum { N = 2000 };
+    static uint64_t first[N], other[N];
+    sort_spec s = spec_of(ORDER_SHUFFLE);
+    uint8_t key[64];
+    bam1_t *a = make_record("a", 0, 5, 0), *b = make_record("zzz", 3, 9, BAM_FREVERSE);
+    int same_order = 1, in_order = 1, distinct = 1;
+    for (int pass = 0; pass < 2; pass++) {
+        s.seed = pass ? 43 : 42;
+        for (uint64_t i = 0; i < N; i++) {
+            size_t n = sort_key_encode(&s, i % 2 ? a : b, i, key);
+            uint64_t v = 0;
+            for (int j = 0; j < 8; j++) v = v << 8 | key[j];
+            check(n == 16 && n <= sort_key_max_len(&s, a), "shuffle key length", "", "");
+            (pass ? other : first)[i] = v;
+        }
+    }
+    for (int i = 1; i < N; i++) {
+        if (first[i] < first[i - 1]) in_order = 0;
+        if ((first[i] < first[i - 1]) != (other[i] < other[i - 1])) same_order = 0;
+        for (int j = 0; j < i && distinct; j++)
+            if (first[i] == first[j]) distinct = 0;
+    }
+    s.seed = 42;
+    size_t n1 = sort_key_encode(&s, a, 17, key);
+    uint8_t again[64];
+    size_t n2 = sort_key_encode(&s, b, 17, again);
+    check(n1 == n2 && !memcmp(key, again, n1), "shuffle: the key depends on seed and input number only", "", "");
+    check(distinct, "shuffle: distinct keys", "", "");
+    check(!in_order, "shuffle: not the input order", "", "");
+    check(!same_order, "shuffle: seeds 42 and 43 give different orders", "", "");
+    bam_destroy1(a);
+    bam_destroy1(b);
+}
+
+/* Every order's key fits sort_key_max_len(), tags and long names included. */
+static void test_all_key_bounds(void)
+{
+    static const char header[] = "@HD\tVN:1.6\n@SQ\tSN:a\tLN:1000\n@RG\tID:g\tLB:a-long-library-name\n";
+    sam_hdr_t *h = sam_hdr_parse(sizeof header - 1, header);
+    char name[256], value[300], err[128];
+    for (int order = ORDER_COORDINATE; order <= ORDER_SHUFFLE; order++) {
+        for (int by_tag = 0; by_tag < 2; by_tag++) {
+            sort_spec s = spec_of((sort_order)order);
+            s.by_tag = by_tag;
+            memcpy(s.tag, "XT", 2);
+            if (sort_spec_prepare(&s, h, err, sizeof err) < 0) check(0, "prepare", err, "");
+            for (int i = 0; i < 400; i++) {
+                random_bases(name, 1 + rand() % 250, "0123456789ab");
+                bam1_t *b = make_full(name, (uint16_t)(rand() & 0xfff), rand() % 2 - 1, rand() % 100,
+                                      "5M", 0, 3, "ACGTA");
+                random_bases(value, rand() % 300, "09azAZ");
+                put_z(b, "XT", 'Z', value);
+                put_z(b, "MC", 'Z', "5M");
+                put_z(b, "RG", 'Z', "g");
+                put_z(b, "MI", 'Z', value);
+                uint8_t *key = malloc(sort_key_max_len(&s, b));
+                size_t n = sort_key_encode(&s, b, UINT64_MAX, key);
+                check(n > 0 && n <= sort_key_max_len(&s, b), "key length bound (every order)", name, "");
+                free(key);
+                bam_destroy1(b);
+            }
+            sort_spec_free(&s);
+        }
+    }
+    sam_hdr_destroy(h);
 }
 
 int main(void)
@@ -153,6 +490,15 @@ int main(void)
     run_group("keys: 200k random name pairs against the rules", test_random_names);
     run_group("keys: coordinate order (tid -1 last, pos -1, 2^31+, strand, input order)", test_coordinates);
     run_group("keys: natural key length bound", test_key_bound);
+    run_group("keys: -t TAG (missing, A < B < string < number, int vs float; then coordinate, -n or -N)",
+              test_tag_order);
+    run_group("keys: --template-coordinate (soft-clipped 5' ends from CIGAR and MC, library, MI, name)",
+              test_template_order);
+    run_group("keys: -M minimiser against a k-mer by k-mer scan (-K, -H, -R), and the record written",
+              test_minimiser_keys);
+    run_group("keys: -M order (placed by coordinate, then key, tie, strand)", test_minimiser_order);
+    run_group("keys: --shuffle is a seeded permutation", test_shuffle);
+    run_group("keys: every order's key length bound", test_all_key_bounds);
     printf("%d passed, %d failed\n", passed, failed);
     return failed ? 1 : 0;
 }
