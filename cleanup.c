@@ -13,22 +13,41 @@
 #define MAX_PATHS 8
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+/* Taken before lock, by the signal thread and by cleanup_hold_signals(). */
+static pthread_mutex_t setup = PTHREAD_MUTEX_INITIALIZER;
 static char *paths[MAX_PATHS];
 static volatile sig_atomic_t interrupted;
 static int finished;    /* the output is in place: the run has succeeded */
 
 int cleanup_interrupted(void) { return interrupted; }
 
-void cleanup_add(const char *path)
+static void add_locked(const char *path)
 {
-    if (!path) return;
-    pthread_mutex_lock(&lock);
     for (int i = 0; i < MAX_PATHS; i++)
         if (!paths[i]) {
             paths[i] = strdup(path);
             break;
         }
+}
+
+/* The signal thread takes the lock before it removes anything, so holding
+ * it from creation to registration closes the window between the two. */
+char *cleanup_mkdtemp(char *tmpl)
+{
+    pthread_mutex_lock(&lock);
+    char *dir = mkdtemp(tmpl);
+    if (dir) add_locked(dir);
     pthread_mutex_unlock(&lock);
+    return dir;
+}
+
+int cleanup_mkstemp(char *tmpl)
+{
+    pthread_mutex_lock(&lock);
+    int fd = mkstemp(tmpl);
+    if (fd >= 0) add_locked(tmpl);
+    pthread_mutex_unlock(&lock);
+    return fd;
 }
 
 void cleanup_forget(const char *path)
@@ -83,6 +102,9 @@ static void fill_fatal_set(sigset_t *set)
     sigaddset(set, SIGHUP);
 }
 
+void cleanup_hold_signals(void) { pthread_mutex_lock(&setup); }
+void cleanup_release_signals(void) { pthread_mutex_unlock(&setup); }
+
 int cleanup_commit_rename(const char *from, const char *to)
 {
     pthread_mutex_lock(&lock);
@@ -108,9 +130,11 @@ static int wait_for_timely_signal(const sigset_t *set)
     int sig = 0;
     for (;;) {
         if (sigwait(set, &sig) != 0) return -1;
+        pthread_mutex_lock(&setup);
         pthread_mutex_lock(&lock);
         if (!finished) return sig;
         pthread_mutex_unlock(&lock);
+        pthread_mutex_unlock(&setup);
         fprintf(stderr, "samtools rocksort: signal %d (%s) arrived after the output was "
                 "complete; finishing normally\n", sig, strsignal(sig));
     }

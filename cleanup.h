@@ -12,9 +12,18 @@
 
 int cleanup_start(void);
 
-/* Register or forget a path; the string is copied. */
-void cleanup_add(const char *path);
+/* mkdtemp() and mkstemp() whose result is registered for removal in the
+ * same step, so a signal never finds the path created but not registered.
+ * cleanup_forget() drops a path (once it is removed or committed). */
+char *cleanup_mkdtemp(char *tmpl);
+int cleanup_mkstemp(char *tmpl);
 void cleanup_forget(const char *path);
+
+/* Defers signal handling while temp data is being set up.  RocksDB's open
+ * recreates its directory if it is missing, so a removal running alongside
+ * it could be undone; around the open, a signal waits instead. */
+void cleanup_hold_signals(void);
+void cleanup_release_signals(void);
 
 /* The commit point of a run.  cleanup_commit_rename() renames the finished
  * output into place atomically with respect to signal handling, and

@@ -42,13 +42,12 @@ static char *reserve_temp_beside(const char *path, char **err)
 {
     char *tmp = temp_name_beside(path);
     if (!tmp) { *err = strdup("out of memory"); return NULL; }
-    int fd = mkstemp(tmp);
+    int fd = cleanup_mkstemp(tmp);
     if (fd < 0) {
         *err = errmsg("cannot create a file in the directory of", path);
         free(tmp);
         return NULL;
     }
-    cleanup_add(tmp);
     apply_umask(fd);
     close(fd);
     return tmp;
@@ -64,12 +63,15 @@ int output_open(output_file *o, const char *fn, const char *mode, char **err)
     }
     o->final_path = strdup(fn);
     if (!o->final_path) { *err = strdup("out of memory"); return -1; }
+    /* sam_open() recreates a name removed under it: no signal in between. */
+    cleanup_hold_signals();
     o->tmp_path = reserve_temp_beside(fn, err);
+    o->fp = o->tmp_path ? sam_open(o->tmp_path, mode) : NULL;
+    cleanup_release_signals();
     if (!o->tmp_path) {
         output_abort(o);
         return -1;
     }
-    o->fp = sam_open(o->tmp_path, mode);
     if (!o->fp) {
         *err = errmsg("cannot open output file", fn);
         output_abort(o);
@@ -101,7 +103,10 @@ static void forget_temp(char **tmp_path)
 
 int output_commit(output_file *o, char **err)
 {
-    if (o->idx_tmp_path && sam_idx_save(o->fp) < 0) {
+    cleanup_hold_signals();     /* sam_idx_save() creates the index by name */
+    int idx_failed = o->idx_tmp_path && sam_idx_save(o->fp) < 0;
+    cleanup_release_signals();
+    if (idx_failed) {
         *err = errmsg("error writing the index", o->idx_final_path);
         output_abort(o);
         return -1;

@@ -61,12 +61,11 @@ static char *make_temp_dir(const char *prefix, char **err)
     if (asprintf(&tmpl, is_dir ? "%s/samtools-rocksort.XXXXXX" : "%s.rocksort.XXXXXX",
                  prefix) < 0)
         return NULL;
-    if (!mkdtemp(tmpl)) {
+    if (!cleanup_mkdtemp(tmpl)) {
         *err = msg("cannot create temporary directory '%s': %s", tmpl, strerror(errno));
         free(tmpl);
         return NULL;
     }
-    cleanup_add(tmpl);
     return tmpl;
 }
 
@@ -156,14 +155,17 @@ rocks_store *store_open(const char *tmp_prefix, const store_options *o, char **e
     *err = NULL;
     rocks_store *st = calloc(1, sizeof *st);
     if (!st) return NULL;
+    cleanup_hold_signals();
     st->dir = make_temp_dir(tmp_prefix, err);
     if (!st->dir) {
+        cleanup_release_signals();
         free(st);
         return NULL;
     }
     configure(st, o);
     char *rerr = NULL;
     st->db = rocksdb_open(st->opts, st->dir, &rerr);
+    cleanup_release_signals();
     if (rerr) {
         *err = wrap_rocks_error(st->dir, rerr);
         store_close(st, 0);
