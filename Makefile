@@ -6,13 +6,13 @@ PKGS      = htslib rocksdb
 VERSION   = 0.1.0
 CPPFLAGS += $(shell pkg-config --cflags $(PKGS)) -DROCKSORT_VERSION='"$(VERSION)"' \
             -DROCKSDB_VERSION_STR='"$(shell pkg-config --modversion rocksdb)"'
-LDLIBS   += $(shell pkg-config --libs $(PKGS)) -lm -lpthread
+LDLIBS   += $(shell pkg-config --libs $(PKGS)) -lm -lpthread -ldl
 PREFIX   ?= /usr/local
 MANDIR   ?= $(PREFIX)/share/man
 PYTHON    = .venv/bin/python
 
 OBJS = bamtk.o bam_rocksort.o sort_pipeline.o bam_sort.o minimiser.o sort_batch.o \
-       record_codec.o rocks_store.o output_file.o cleanup.o progress.o
+       record_codec.o rocks_store.o output_file.o cleanup.o progress.o page_cache.o
 
 .PHONY: all demo test deps test-deps clean install bench asan test-asan test-valgrind fuzz fuzz-run
 
