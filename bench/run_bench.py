@@ -368,7 +368,36 @@ def scaling_cases(cfg, inp, done):
                      "see a)" if a else "")
     size = make_input.parse_size(cfg.size) * cfg.scale
     big = ensure_input(f"{size // 2**20}M", cfg.seed)
-    return [one, run_case("e", f"scaling: {cfg.scale}x input, -m {cfg.mem}", jobs, big, cfg.runs)]
+    return [one, run_case("e", f"scaling: {cfg.scale}x input, -m {cfg.mem}",
+                          with_size_hint(jobs, big), big, cfg.runs)]
+
+
+def with_size_hint(jobs, inp):
+    """rocksort gets -s (the input's uncompressed size), as the issue's case e
+    asks: background merges leave the readout about 2*sqrt(T) runs."""
+    def hinted(argv):
+        at = argv.index("-T")      # sort_jobs() puts -T after the shared options
+        return argv[:at] + ["-s", str(inp["uncompressed"])] + argv[at:]
+    return [Job(j.tool, hinted(j.argv), j.feed_rate) if j.tool == "rocksort" else j
+            for j in jobs]
+
+
+RUNS_LINE = re.compile(r"runs: (\d+) written, (\d+) merged at readout")
+
+
+def merge_lines(cases):
+    """Case e's rocksort runs: sorted runs written (T) and merged at readout."""
+    lines = []
+    for cr in cases:
+        if cr.case != "e":
+            continue
+        for i, r in enumerate(cr.results.get("rocksort", []), 1):
+            m = RUNS_LINE.search(r.stderr)
+            if m:
+                t, merged = int(m[1]), int(m[2])
+                lines.append(f"- e) {cr.title}, rocksort run {i}: readout merged {merged} of "
+                             f"T = {t} runs (2·√T = {2 * t ** 0.5:.1f})")
+    return lines
 
 
 def scaling_lines(cases):
@@ -475,7 +504,7 @@ def report(cfg, inp, cases, rss_case):
             for tool, results in cr.results.items():
                 md.append(f"- f) {tool}: feed {fmt(median(results, 'fed_seconds'))} s, "
                           f"total {fmt(median(results, 'total_seconds'))} s")
-    md += scaling_lines(cases)
+    md += scaling_lines(cases) + merge_lines(cases)
     if rss_case:
         md += ["", "## d) peak RSS at the same -m/-@", ""] + rss_table(rss_case, cfg)
     md += ["", "## Correctness (rocksort vs samtools sort, first run of each case)", ""]
