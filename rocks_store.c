@@ -11,6 +11,9 @@
 #include "rocks_store.h"
 #include "cleanup.h"
 
+/* Percent by which neighbouring runs may differ and still be merged. */
+#define MERGE_SIZE_RATIO 10
+
 struct rocks_store {
     char *dir;
     rocksdb_t *db;
@@ -69,51 +72,52 @@ static char *make_temp_dir(const char *prefix, char **err)
     return tmpl;
 }
 
-/* Universal compaction treats each ingested file as a sorted run and merges
- * the newest k similar-sized runs once k of them exist.  With a size hint
- * and k = sqrt(T), the readout sees at most T/k merged runs plus fewer than
- * k fresh ones: about 2*sqrt(T), and each byte is rewritten only once.
- * Without a hint compaction stays off, unless the runs would need more open
- * files than the process may have (see store_run_end). */
+/* Universal compaction merges sorted runs in the background so that the
+ * readout merges at most a budget of B = k + T/k runs, k = sqrt(T): about
+ * 2*sqrt(T) for T runs in all.  It counts merged and fresh runs alike
+ * against its trigger, so the trigger is B, and a merge takes every fresh
+ * run at once (at least k, at most B).  Similar-size picking keeps merged
+ * runs, each many times a fresh one, out of later merges: each byte is
+ * rewritten once.  Without a size hint compaction stays off, unless the
+ * runs would need more open files than the process may have (see
+ * store_run_end). */
+typedef struct {
+    int min_width, budget;
+} merge_plan;
+
 static uint64_t runs_for(const rocks_store *st, uint64_t size)
 {
     return st->run_bytes ? (size + st->run_bytes - 1) / st->run_bytes : 1;
 }
 
-/* k = sqrt(T) runs per merge, widened if T/k merged runs would not fit in
- * the levels (each merged run takes one). */
-static int merge_width(uint64_t t, int levels)
+static merge_plan plan_for(uint64_t t)
 {
     int k = (int)ceil(sqrt((double)t));
-    uint64_t fit = (uint64_t)(levels > 8 ? levels - 4 : 4);
-    if (t / (uint64_t)(k > 1 ? k : 1) > fit) k = (int)(t / fit) + 1;
-    return k < 2 ? 2 : k;
+    if (k < 2) k = 2;
+    merge_plan p = { k, k + (int)((t + (uint64_t)k - 1) / (uint64_t)k) };
+    return p;
 }
 
 static void configure_compaction(rocks_store *st, const store_options *o)
 {
-    int k;
+    merge_plan p = { st->run_limit / 2, st->run_limit / 2 };
     st->run_bytes = o->run_bytes;
-    if (o->size_hint > 0) {
-        uint64_t t = runs_for(st, o->size_hint);
-        k = (int)ceil(sqrt((double)t));
-        rocksdb_options_set_num_levels(st->opts, (int)(t / (uint64_t)(k > 1 ? k : 1)) + 4);
-    } else {
-        k = st->run_limit / 2;
-        rocksdb_options_set_num_levels(st->opts, 64);
-        rocksdb_options_set_disable_auto_compactions(st->opts, 1);
-    }
-    if (k < 2) k = 2;
+    if (o->size_hint > 0) p = plan_for(runs_for(st, o->size_hint));
+    else rocksdb_options_set_disable_auto_compactions(st->opts, 1);
+    if (p.min_width < 2) p.min_width = p.budget = 2;
+    /* Merged runs stay in level 0 next to fresh ones. */
+    rocksdb_options_set_num_levels(st->opts, 1);
     st->universal = rocksdb_universal_compaction_options_create();
-    rocksdb_universal_compaction_options_set_min_merge_width(st->universal, k);
-    rocksdb_universal_compaction_options_set_max_merge_width(st->universal, k);
-    /* Merge only runs of similar size: a merged run is not re-merged soon. */
-    rocksdb_universal_compaction_options_set_size_ratio(st->universal, 1);
+    rocksdb_universal_compaction_options_set_min_merge_width(st->universal, p.min_width);
+    rocksdb_universal_compaction_options_set_max_merge_width(st->universal, p.budget);
+    rocksdb_universal_compaction_options_set_size_ratio(st->universal, MERGE_SIZE_RATIO);
+    rocksdb_universal_compaction_options_set_stop_style(st->universal,
+                                                        rocksdb_similar_size_compaction_stop_style);
     /* Never rewrite everything to bound space: temp data is short-lived. */
     rocksdb_universal_compaction_options_set_max_size_amplification_percent(st->universal, 1 << 30);
     rocksdb_options_set_compaction_style(st->opts, rocksdb_universal_compaction);
     rocksdb_options_set_universal_compaction_options(st->opts, st->universal);
-    rocksdb_options_set_level0_file_num_compaction_trigger(st->opts, k);
+    rocksdb_options_set_level0_file_num_compaction_trigger(st->opts, p.budget);
 }
 
 static void configure(rocks_store *st, const store_options *o)
@@ -202,10 +206,11 @@ int store_plan_merges(rocks_store *st, uint64_t size_estimate)
 {
     uint64_t t = runs_for(st, size_estimate);
     if (t <= STORE_MERGE_MIN_RUNS) return 0;
-    int k = merge_width(t, rocksdb_options_get_num_levels(st->opts));
-    char trigger[24], universal[96];
-    snprintf(trigger, sizeof trigger, "%d", k);
-    snprintf(universal, sizeof universal, "{min_merge_width=%d;max_merge_width=%d;}", k, k);
+    merge_plan p = plan_for(t);
+    char trigger[24], universal[128];
+    snprintf(trigger, sizeof trigger, "%d", p.budget);
+    snprintf(universal, sizeof universal, "{min_merge_width=%d;max_merge_width=%d;}",
+             p.min_width, p.budget);
     const char *keys[] = { "level0_file_num_compaction_trigger", "compaction_options_universal",
                            "disable_auto_compactions" };
     const char *vals[] = { trigger, universal, "false" };
@@ -215,7 +220,7 @@ int store_plan_merges(rocks_store *st, uint64_t size_estimate)
         free(rerr);
         return -1;
     }
-    return k;
+    return p.min_width;
 }
 
 int store_run_begin(rocks_store *st, char **err)
