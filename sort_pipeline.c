@@ -2,7 +2,10 @@
  *
  * Two batches alternate: the main thread decodes records into one while a
  * spill thread sorts the other and bulk-loads it into RocksDB as one run.
- * Then one iterator merges the runs in key order into the output.
+ * When the whole input is expected to fit in the memory budget, the spill
+ * thread keeps the sorted batches in memory instead, and nothing is written
+ * to temp.  Then one merge reads the runs and the batches in key order into
+ * the output.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -20,6 +23,7 @@
 #include "sort_batch.h"
 #include "rocks_store.h"
 #include "record_codec.h"
+#include "run_merge.h"
 #include "output_file.h"
 #include "cleanup.h"
 #include "progress.h"
@@ -33,6 +37,10 @@ typedef struct {
     sort_batch *empty;      /* spilled, ready to refill */
     int finished;           /* no more batches will come */
     char *error;            /* first spill error */
+    sort_batch **held;      /* sorted batches kept in memory, not spilled */
+    int n_held, max_held;   /* max_held 0: spill every batch */
+    int hold_abandoned;     /* the input outgrew the batches planned to hold */
+    size_t batch_cap;
     rocks_store *store;
     progress *prog;
     double sort_seconds, write_seconds;
@@ -95,6 +103,51 @@ static char *write_run(rocks_store *st, sort_batch *sb)
     return err;
 }
 
+/* Keeps a sorted batch in memory if the plan allows; the loader then needs
+ * a new one, which is returned.  NULL: sb must be spilled. */
+static sort_batch *try_hold(spill_queue *q, sort_batch *sb)
+{
+    if (q->n_held >= q->max_held) return NULL;
+    sort_batch *fresh = batch_create(q->batch_cap);
+    if (!fresh) return NULL;
+    q->held[q->n_held++] = sb;
+    return fresh;
+}
+
+/* The input outgrew the estimate: held batches become runs like the rest. */
+static char *spill_held(spill_queue *q)
+{
+    char *err = NULL;
+    if (q->max_held) q->hold_abandoned = 1;
+    for (int i = 0; i < q->n_held && !err; i++) err = write_run(q->store, q->held[i]);
+    for (int i = 0; i < q->n_held; i++) batch_destroy(q->held[i]);
+    q->n_held = q->max_held = 0;
+    return err;
+}
+
+/* Sorts a full batch, then holds or spills it; returns the batch the loader
+ * gets back, and sets *err on a write error. */
+static sort_batch *settle_batch(spill_queue *q, sort_batch *sb, char **err)
+{
+    double t0 = now_seconds();
+    batch_sort(sb);
+    double t1 = now_seconds();
+    sort_batch *back = q->error ? NULL : try_hold(q, sb);
+    if (!back) {
+        if (!q->error) *err = spill_held(q);
+        if (!q->error && !*err) *err = write_run(q->store, sb);
+        batch_clear(sb);
+        back = sb;
+    }
+    double t2 = now_seconds();
+    progress_set_temp(q->prog, store_bytes_written(q->store));
+    pthread_mutex_lock(&q->mu);
+    q->sort_seconds += t1 - t0;
+    q->write_seconds += t2 - t1;
+    pthread_mutex_unlock(&q->mu);
+    return back;
+}
+
 static void *spill_main(void *arg)
 {
     spill_queue *q = arg;
@@ -107,24 +160,17 @@ static void *spill_main(void *arg)
         pthread_cond_broadcast(&q->cv);
         pthread_mutex_unlock(&q->mu);
 
-        double t0 = now_seconds();
-        batch_sort(sb);
-        double t1 = now_seconds();
-        char *err = q->error ? NULL : write_run(q->store, sb);
-        double t2 = now_seconds();
-        progress_set_temp(q->prog, store_bytes_written(q->store));
-        batch_clear(sb);
+        char *err = NULL;
+        sort_batch *back = settle_batch(q, sb, &err);
 
         pthread_mutex_lock(&q->mu);
-        q->sort_seconds += t1 - t0;
-        q->write_seconds += t2 - t1;
         if (err && !q->error) q->error = err;
         else free(err);
         /* A batch spilled fast (after an error nothing is written) can come
          * back before the loader took the previous one: never overwrite it. */
         while (q->empty && !q->finished) pthread_cond_wait(&q->cv, &q->mu);
-        if (q->empty) batch_destroy(sb);
-        else q->empty = sb;
+        if (q->empty) batch_destroy(back);
+        else q->empty = back;
         pthread_cond_broadcast(&q->cv);
     }
     pthread_mutex_unlock(&q->mu);
@@ -312,7 +358,8 @@ static int open_store(sort_job *j)
 
 static int start_spiller(sort_job *j)
 {
-    j->q.empty = batch_create(batch_bytes_for(j->o));
+    j->q.batch_cap = batch_bytes_for(j->o);
+    j->q.empty = batch_create(j->q.batch_cap);
     if (!j->q.empty) {
         fail("out of memory for a %s-byte batch%s", "sort", "");
         return -1;
@@ -354,15 +401,35 @@ static int input_permille(const sort_job *j)
     return pm > 1000 ? 1000 : (int)pm;
 }
 
-/* Without -s, size the background merging from the input file: its size
- * times the expansion seen over the first batch (BAM expands about 2.5x,
- * but aux tags and read lengths move that).  Done once, at the first
- * spill, when a whole batch has been decoded. */
-static void plan_merges_from_input(sort_job *j)
+/* Slack on the batch count expected from the input file's size, for
+ * records further on that expand more than the first batch's did. */
+#define HOLD_SLACK 1.1
+
+/* If every batch of the input is expected to fit in the memory budget,
+ * the spill thread keeps them (the loader's batch is the last one, the
+ * tail); writing runs would only cost time.  If the input still outgrows
+ * the budget, the held batches are spilled then. */
+static void plan_holding(sort_job *j, double input_batches)
+{
+    size_t cap = j->q.batch_cap;
+    int fit = (int)(total_memory(j->o) / cap);
+    if (fit < 2 || input_batches * HOLD_SLACK > fit) return;
+    j->q.held = calloc((size_t)fit - 1, sizeof *j->q.held);
+    if (j->q.held) j->q.max_held = fit - 1;
+}
+
+/* Size the background merging and in-memory holding from the input file:
+ * its size times the expansion seen over the first batch (BAM expands
+ * about 2.5x, but aux tags and read lengths move that).  Done once, when
+ * the first batch is full, before the spill thread gets it.  -s overrides
+ * the estimate for merging. */
+static void plan_from_input(sort_job *j)
 {
     j->size_planned = 1;
     int64_t at = input_offset(j);
-    if (j->o->size_hint || at <= 0) return;
+    if (at <= 0) return;
+    plan_holding(j, (double)j->in_file_size / (double)at);
+    if (j->o->size_hint) return;
     double expansion = (double)j->bytes_in / (double)at;
     j->size_estimate = (uint64_t)(expansion * (double)j->in_file_size);
     j->merge_width = store_plan_merges(j->store, j->size_estimate);
@@ -409,10 +476,10 @@ static int load(sort_job *j)
     while ((r = sam_read1(j->in, j->hdr, b)) >= 0) {
         int added;
         while ((added = batch_add(cur, &j->sort, b, j->records_in)) == 0) {
+            if (!j->size_planned) plan_from_input(j);
             sort_batch *next = swap_batches(&j->q, cur);
             if (!next) { cur = NULL; ret = spill_error(j); goto done; }
             cur = next;
-            if (!j->size_planned) plan_merges_from_input(j);
         }
         if (added == -2) {
             char what[640];
@@ -457,44 +524,6 @@ done:
     return ret;
 }
 
-/* Two sorted sources, merged by key: the runs in RocksDB and the tail batch. */
-typedef struct {
-    rocksdb_iterator_t *it;
-    const sort_batch *tail;
-    size_t tail_pos;
-    int db_consumed;    /* the iterator's value was handed out: step on first */
-} merge_cursor;
-
-static int key_less(const uint8_t *a, size_t la, const uint8_t *b, size_t lb)
-{
-    int c = memcmp(a, b, la < lb ? la : lb);
-    return c ? c < 0 : la < lb;
-}
-
-/* The next value in key order, or NULL at the end; advances the cursor. */
-static const uint8_t *merge_next(merge_cursor *m, size_t *vlen)
-{
-    /* A value from the iterator lives only until it moves, so it moves here,
-     * once the caller is done with the previous value. */
-    if (m->db_consumed) {
-        rocksdb_iter_next(m->it);
-        m->db_consumed = 0;
-    }
-    int db_valid = rocksdb_iter_valid(m->it);
-    int tail_valid = m->tail_pos < batch_count(m->tail);
-    if (!db_valid && !tail_valid) return NULL;
-    int from_db = db_valid;
-    if (db_valid && tail_valid) {
-        size_t kl, tl;
-        const uint8_t *k = (const uint8_t *)rocksdb_iter_key(m->it, &kl);
-        const uint8_t *t = batch_key(m->tail, m->tail_pos, &tl);
-        from_db = key_less(k, kl, t, tl);
-    }
-    if (!from_db) return batch_value(m->tail, m->tail_pos++, vlen);
-    m->db_consumed = 1;
-    return (const uint8_t *)rocksdb_iter_value(m->it, vlen);
-}
-
 /* BAM output copies record bytes as they are, so it can take a view of the
  * stored value; other formats parse the CIGAR, which must be aligned. */
 static int write_value(sort_job *j, const uint8_t *v, size_t vlen, bam1_t *owned)
@@ -508,6 +537,19 @@ static int write_value(sort_job *j, const uint8_t *v, size_t vlen, bam1_t *owned
     }
     if (j->o->verify) j->digest_out += record_digest(b);
     return sam_write1(j->out.fp, j->hdr, b) < 0 ? -1 : 0;
+}
+
+/* The spilled runs, the batches held in memory and the tail, by key. */
+static run_merge *open_merge(sort_job *j, rocksdb_iterator_t *it)
+{
+    int n = j->q.n_held + 1;
+    sort_batch **batches = malloc((size_t)n * sizeof *batches);
+    if (!batches) return NULL;
+    for (int i = 0; i < j->q.n_held; i++) batches[i] = j->q.held[i];
+    batches[n - 1] = j->tail;
+    run_merge *m = merge_open(it, batches, n);
+    free(batches);
+    return m;
 }
 
 static int readout(sort_job *j)
@@ -530,12 +572,16 @@ static int readout(sort_job *j)
         free(err);
         return -1;
     }
-    merge_cursor m = { store_iter(j->store, 2 << 20), j->tail, 0, 0 };
+    rocksdb_iterator_t *it = store_iter(j->store, 2 << 20);
+    run_merge *m = open_merge(j, it);
     bam1_t *owned = bam_init1();
     const uint8_t *v;
     size_t vlen;
-    rocksdb_iter_seek_to_first(m.it);
-    while ((v = merge_next(&m, &vlen)) != NULL) {
+    if (!m || !owned) {
+        fail("out of memory for the final merge of '%s'%s", j->o->in_fn, "");
+        ret = -1;
+    }
+    while (ret == 0 && (v = merge_next(m, &vlen)) != NULL) {
         errno = 0;
         int r = write_value(j, v, vlen, owned);
         if (r == -2) {
@@ -552,13 +598,14 @@ static int readout(sort_job *j)
         if ((++j->records_out & PROGRESS_EVERY) == 0)
             progress_set_written(j->prog, j->records_out);
     }
-    rocksdb_iter_get_error(m.it, &err);
+    rocksdb_iter_get_error(it, &err);
     if (err && ret == 0) {
         fail("error reading the temporary database: %s%s", err, "");
         ret = -1;
     }
     free(err);
-    rocksdb_iter_destroy(m.it);
+    merge_close(m);
+    rocksdb_iter_destroy(it);
     bam_destroy1(owned);
     j->t_readout = now_seconds() - t0;
     return ret;
@@ -613,23 +660,33 @@ static void report_sizing(const sort_job *j)
                 j->size_planned ? "input not a regular BAM/SAM file" : "fits in one batch");
 }
 
+static const char *memory_use(const sort_job *j)
+{
+    if (j->q.hold_abandoned) return "planned to hold every batch, but the input outgrew "
+                                    "the memory budget: spilled";
+    if (j->q.n_held) return "every batch held in memory, nothing spilled";
+    if (!store_runs_ingested(j->store)) return "one batch, nothing spilled";
+    return "spilled (the input is larger than the memory budget, or of unknown size)";
+}
+
 static void report(const sort_job *j)
 {
     struct rusage ru;
     getrusage(RUSAGE_SELF, &ru);
     report_sizing(j);
+    fprintf(stderr, "[rocksort] memory: %s\n", memory_use(j));
     fprintf(stderr,
             "[rocksort] records: %llu in, %llu out; %.1f MB decoded\n"
             "[rocksort] phase load: %.2f s (sort %.2f s, write runs %.2f s)\n"
             "[rocksort] phase compaction wait: %.2f s\n"
             "[rocksort] phase readout: %.2f s\n"
-            "[rocksort] runs: %llu written, %d merged at readout (+1 in memory); temp bytes written: %llu\n"
+            "[rocksort] runs: %llu written, %d merged at readout (+%d in memory); temp bytes written: %llu\n"
             "[rocksort] peak RSS: %.1f MB\n",
             (unsigned long long)j->records_in, (unsigned long long)j->records_out,
             j->bytes_in / 1e6, j->t_load, j->q.sort_seconds, j->q.write_seconds,
             j->t_settle, j->t_readout,
             (unsigned long long)store_runs_ingested(j->store),
-            j->store ? store_sorted_runs(j->store) : 0,
+            j->store ? store_sorted_runs(j->store) : 0, j->q.n_held + 1,
             (unsigned long long)store_bytes_written(j->store), ru.ru_maxrss / 1024.0);
 }
 
@@ -640,6 +697,8 @@ static void cleanup(sort_job *j, int failed)
     batch_destroy(j->q.empty);
     batch_destroy(j->q.full);
     batch_destroy(j->tail);
+    for (int i = 0; i < j->q.n_held; i++) batch_destroy(j->q.held[i]);
+    free(j->q.held);
     if (failed && (j->out.fp || j->out.tmp_path)) output_abort(&j->out);
     if (j->store) {
         if (j->o->keep_db && !failed)

@@ -1,10 +1,12 @@
 """Tests of rocksort's extras beyond the sort itself, registered by
-test/run_tests.py: --write-index, --max-memory, progress reports and the
-compaction sizing made without -s.
+test/run_tests.py: --write-index, --max-memory, progress reports, the
+compaction sizing made without -s, and holding an input that fits in
+memory.
 
 As in robustness.py, register(test, harness) defines the tests with the
 harness's decorator; `harness` is the run_tests module.  To run only these:
-    run_tests.py -k 'write_index_*' -k 'max_memory_*' -k 'progress_*' -k 'sizing_*'
+    run_tests.py -k 'write_index_*' -k 'max_memory_*' -k 'progress_*' -k 'sizing_*' \
+        -k 'memory_*'
 """
 
 import os
@@ -300,3 +302,46 @@ def register(test, h):
         _, _, size, _ = sizing_run(case, big, expected, ["-s", "100M"])
         if "given by -s" not in size:
             raise Failure(f"-s did not override the estimate: size: {size}")
+
+    # Holding every batch in memory ------------------------------------------------------
+
+    def memory_run(case, source, order, args):
+        """Sorts source with -v, the order's flags and args, and checks the
+        output against the oracle -> (the -v memory line, runs written,
+        sorted batches merged from memory)."""
+        out = case.out("out.bam")
+        result = case.rocksort_ok(["-v", *order, *args, "-T", case.temp_prefix, "-o", out,
+                                   case.input(source)])
+        case.expect_same(out, case.session.expected(source, list(order)))
+        case.expect_no_temp_left()
+        os.remove(out)
+        err = result.stderr.decode(errors="replace")
+        memory = re.search(r"\[rocksort\] memory: (.*)", err)
+        runs = re.search(r"runs: (\d+) written, \d+ merged at readout \(\+(\d+) in memory\)",
+                         err)
+        if not (memory and runs):
+            raise Failure("the -v report lacks the memory or runs line", err.splitlines()[:12])
+        return memory[1], int(runs[1]), int(runs[2])
+
+    @test
+    def test_memory_holds_an_input_that_fits(case):
+        """bulk.bam fits in -m 16M as three batches: nothing is written to
+        temp and the sorted batches are merged from memory, in coordinate
+        and name order, and with threads sharing the same total."""
+        for order, args in [([], ["-m", "16M"]), (["-n"], ["-m", "16M"]),
+                            ([], ["-m", "8M", "-@", "2"])]:
+            memory, written, in_memory = memory_run(case, "bulk.bam", order, args)
+            if written or in_memory < 3 or not memory.startswith("every batch held"):
+                raise Failure(f"{' '.join(order + args)}: {written} runs written, "
+                              f"{in_memory} batches in memory; memory: {memory}")
+
+    @test
+    def test_memory_spills_held_batches_when_the_input_outgrows_them(case):
+        """bulk_then_uniform.bam's start predicts about two batches at
+        -m 12M, but its end expands 100 times more: the batches held so far
+        are spilled with the rest, and the output is still the oracle's."""
+        memory, written, in_memory = memory_run(case, "bulk_then_uniform.bam", [],
+                                                ["-m", "12M"])
+        if not memory.startswith("planned to hold") or written < 3 or in_memory != 1:
+            raise Failure(f"{written} runs written, {in_memory} batches in memory; "
+                          f"memory: {memory}")

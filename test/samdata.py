@@ -297,6 +297,18 @@ def bulk(rng, count=40000):
     return header(refs) + "".join(out)
 
 
+def bulk_then_uniform(rng):
+    """Half of bulk, then long reads of a single base and a single quality.
+    Those compress far better than the first records, so a size estimated
+    from how the start of the file expands falls well short of the whole."""
+    out = [bulk(rng, count=20000)]
+    for i in range(400):
+        out.append(sam_line(f"uniform{i}", rng.choice([0, 0x10]), "chr1",
+                            rng.randint(1, 4_900_000), 60, "20000M", "*", 0, 0,
+                            "A" * 20000, "I" * 20000))
+    return "".join(out)
+
+
 def header_only(rng):
     return header(MIXED_REFS, extra=["@RG\tID:grp0\tSM:s0", "@CO\tno reads",
                                      "@PG\tID:p0\tPN:p0"])
@@ -593,6 +605,7 @@ SAM_DATASETS = {
     "minimiser": minimiser_reads,
     "minimiser_unplaced": lambda rng: minimiser_reads(rng, count=600, placed=False),
     "minimiser_bulk": lambda rng: minimiser_reads(rng, count=40000, length=100),
+    "bulk_then_uniform": bulk_then_uniform,
 }
 
 
