@@ -300,14 +300,8 @@ double store_settle(rocks_store *st)
 
 int store_sorted_runs(rocks_store *st)
 {
-    char name[64];
-    int runs = (int)int_property(st, "rocksdb.num-files-at-level0");
-    int levels = rocksdb_options_get_num_levels(st->opts);
-    for (int level = 1; level < levels; level++) {
-        snprintf(name, sizeof name, "rocksdb.num-files-at-level%d", level);
-        if (int_property(st, name) > 0) runs++;
-    }
-    return runs;
+    /* One level (see configure_compaction): every run is a level-0 file. */
+    return (int)int_property(st, "rocksdb.num-files-at-level0");
 }
 
 uint64_t store_runs_ingested(const rocks_store *st) { return st->runs; }

@@ -33,7 +33,8 @@ rocks_store *store_open(const char *tmp_prefix, const store_options *opt, char *
  * input file's size) once loading has begun: past STORE_MERGE_MIN_RUNS
  * runs, merging starts as a hint would have set it up; below, the readout
  * merges every run itself, which is cheaper than rewriting them.  Returns
- * the runs per merge, 0 if none, -1 if RocksDB refused the change. */
+ * the fewest runs a background merge takes, 0 if there will be no merges,
+ * -1 if RocksDB refused the change. */
 #define STORE_MERGE_MIN_RUNS 32
 int store_plan_merges(rocks_store *st, uint64_t size_estimate);
 
@@ -46,7 +47,7 @@ int store_run_end(rocks_store *st, char **err);
  * Returns the seconds spent waiting. */
 double store_settle(rocks_store *st);
 
-/* Sorted runs the readout will merge: level-0 files plus non-empty levels. */
+/* Sorted runs the readout will merge: the database's files (all in level 0). */
 int store_sorted_runs(rocks_store *st);
 uint64_t store_runs_ingested(const rocks_store *st);
 uint64_t store_bytes_written(const rocks_store *st);

@@ -64,7 +64,7 @@ typedef struct {
     progress *prog;
     uint64_t in_file_size;      /* 0: not a regular file */
     uint64_t size_estimate;     /* without -s: from the input file, 0 if none */
-    int merge_width;            /* runs per background merge it led to */
+    int merge_width;            /* the fewest runs a background merge takes */
     int size_planned;
     sort_spec sort;             /* o->sort, prepared with the input header */
 } sort_job;
@@ -651,7 +651,7 @@ static void report_sizing(const sort_job *j)
         fprintf(stderr, "[rocksort] size: %.1f MB given by -s\n", j->o->size_hint / 1e6);
     else if (j->size_estimate && j->merge_width > 0)
         fprintf(stderr, "[rocksort] size: %.1f MB estimated from the input file; "
-                "runs per background merge: %d\n", j->size_estimate / 1e6, j->merge_width);
+                "at least %d runs per background merge\n", j->size_estimate / 1e6, j->merge_width);
     else if (j->size_estimate)
         fprintf(stderr, "[rocksort] size: %.1f MB estimated from the input file; "
                 "too few runs to merge in the background\n", j->size_estimate / 1e6);

@@ -277,7 +277,7 @@ def register(test, h):
         big, expected = sizing_input(case)
         written, merged, size, decoded = sizing_run(case, big, expected, [])
         estimate = re.match(r"([\d.]+) MB estimated from the input file; "
-                            r"runs per background merge: (\d+)", size)
+                            r"at least (\d+) runs per background merge", size)
         if not estimate:
             raise Failure(f"no estimate with merging: size: {size}")
         if not 0.7 * decoded <= float(estimate[1]) <= 1.5 * decoded:
