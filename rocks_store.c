@@ -10,6 +10,7 @@
 #include <unistd.h>
 #include "rocks_store.h"
 #include "cleanup.h"
+#include "temp_sync.h"
 
 /* Percent by which neighbouring runs may differ and still be merged. */
 #define MERGE_SIZE_RATIO 10
@@ -167,6 +168,7 @@ rocks_store *store_open(const char *tmp_prefix, const store_options *o, char **e
         return NULL;
     }
     configure(st, o);
+    temp_sync_skip_under(st->dir);
     char *rerr = NULL;
     st->db = rocksdb_open(st->opts, st->dir, &rerr);
     cleanup_release_signals();
@@ -321,6 +323,7 @@ void store_close(rocks_store *st, int keep)
     if (!st) return;
     if (st->writer) rocksdb_sstfilewriter_destroy(st->writer);
     if (st->db) rocksdb_close(st->db);
+    temp_sync_skip_under(NULL);
     if (!keep && st->dir) {
         char *rerr = NULL;
         rocksdb_destroy_db(st->opts, st->dir, &rerr);

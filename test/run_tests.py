@@ -32,7 +32,7 @@ import samdata
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 VENV_PYTHON = os.path.join(REPO, ".venv", "bin", "python")
 PYTHON = VENV_PYTHON if os.path.exists(VENV_PYTHON) else sys.executable
-UNIT_TESTS = os.path.join(REPO, "test", "test_keys")
+UNIT_TESTS = ["test_keys", "test_temp_sync"]   # C programs in test/
 TIMEOUT = 300  # seconds for any one command; a hang must not stall the suite
 
 # pysam's in-process samtools keeps static state between calls (a -n sort
@@ -931,15 +931,16 @@ def run_test(session, name, func):
         return False, [f"FAIL {name}: {type(error).__name__}: {error}"]
 
 
-def run_unit_tests():
-    """test/test_keys prints `N passed, M failed` last. -> (passed, failed)"""
-    if not os.path.exists(UNIT_TESTS):
-        print("FAIL test_keys: test/test_keys is not built", flush=True)
+def run_unit_tests(name):
+    """test/NAME prints `N passed, M failed` last. -> (passed, failed)"""
+    path = os.path.join(REPO, "test", name)
+    if not os.path.exists(path):
+        print(f"FAIL {name}: test/{name} is not built", flush=True)
         return 0, 1
     try:
-        result = run([UNIT_TESTS], cwd=REPO)
+        result = run([path], cwd=REPO)
     except subprocess.TimeoutExpired:
-        print(f"FAIL test_keys: timed out after {TIMEOUT} s", flush=True)
+        print(f"FAIL {name}: timed out after {TIMEOUT} s", flush=True)
         return 0, 1
     lines = result.stdout.decode(errors="replace").rstrip().splitlines()
     counts = re.fullmatch(r"(\d+) passed, (\d+) failed", lines[-1].strip()) \
@@ -947,14 +948,14 @@ def run_unit_tests():
     for line in lines[:-1] if counts else lines:
         print(line, flush=True)
     if not counts:
-        print(f"FAIL test_keys: no `N passed, M failed` line (exit status "
+        print(f"FAIL {name}: no `N passed, M failed` line (exit status "
               f"{result.returncode})", flush=True)
         for line in tail(result.stderr):
             print(f"    {line}")
         return 0, 1
     passed, failed = int(counts[1]), int(counts[2])
     if result.returncode != 0 and failed == 0:
-        print(f"FAIL test_keys: exit status {result.returncode}", flush=True)
+        print(f"FAIL {name}: exit status {result.returncode}", flush=True)
         failed = 1
     return passed, failed
 
@@ -984,8 +985,10 @@ def main():
     session = Session(tempfile.mkdtemp(prefix="run-", dir=out_root), binary,
                       rocksort_cmd)
     passed = failed = 0
-    if selected("test_keys", args.patterns):
-        passed, failed = run_unit_tests()
+    for name in UNIT_TESTS:
+        if selected(name, args.patterns):
+            ok, bad = run_unit_tests(name)
+            passed, failed = passed + ok, failed + bad
     tests = [(n, f) for n, f in all_tests() if selected(n, args.patterns)]
     try:
         with ThreadPoolExecutor(max_workers=args.jobs) as pool:
