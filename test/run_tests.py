@@ -381,6 +381,8 @@ SORT_CASES = [
     *both_orders("bulk_in_memory", "bulk.bam"),
     *both_orders("bulk_spilled", "bulk.bam", extra=SPILL),
     *both_orders("bulk_spilled_presized", "bulk.bam", extra=[*SPILL, "-s", "50M"]),
+    # Batches whose keys share a prefix of a different length each time.
+    *both_orders("prefix_shifts_spilled", "prefix_shifts.bam", extra=SPILL),
     SortCase("bulk_memory_in_kilobytes", "bulk.bam", extra=["-m", "700K"]),
     SortCase("bulk_memory_in_gigabytes_name", "bulk.bam", ["-n"], ["-m", "1G"]),
     SortCase("bulk_spilled_default_tmpdir", "bulk.bam", extra=SPILL,

@@ -309,6 +309,28 @@ def bulk_then_uniform(rng):
     return "".join(out)
 
 
+def prefix_shifts(rng):
+    """Runs of records whose keys share a prefix, then records that share
+    none: names of one lane on one reference, another lane on another, then
+    everything mixed.  Batches share 0-20 key bytes, each batch a different
+    number than the last, which is what the sort's inline keys depend on."""
+    refs = [("chr1", 5_000_000), ("chr2", 4_000_000), ("chr3", 3_000_000)]
+    groups = [("HWI-ST1:8:1101:{}:{}#0", ["chr1"]), ("HWI-ST1:9:2202:{}:{}#0", ["chr2"]),
+              (None, ["chr1", "chr2", "chr3"])]
+    out = []
+    for pattern, names in groups:
+        group = []
+        for i in range(6000):
+            x, y = rng.randint(0, 20000), rng.randint(0, 200000)
+            name = (pattern.format(x, y) if pattern
+                    else rng.choice(["SRR1.", "HWI-ST1:8:1101:", "ERR2_"]) + f"{x}:{y}")
+            group.append(read(rng, name, rng.choice([0x41, 0x81, 0x51]), rng.choice(names),
+                              rng.randint(1, 4_000_000), length=100))
+        rng.shuffle(group)
+        out.extend(group)
+    return header(refs) + "".join(out)
+
+
 def header_only(rng):
     return header(MIXED_REFS, extra=["@RG\tID:grp0\tSM:s0", "@CO\tno reads",
                                      "@PG\tID:p0\tPN:p0"])
@@ -606,6 +628,7 @@ SAM_DATASETS = {
     "minimiser_unplaced": lambda rng: minimiser_reads(rng, count=600, placed=False),
     "minimiser_bulk": lambda rng: minimiser_reads(rng, count=40000, length=100),
     "bulk_then_uniform": bulk_then_uniform,
+    "prefix_shifts": prefix_shifts,
 }
 
 
