@@ -22,6 +22,7 @@
 
 #define HUGE_PAGE (2u << 20)
 #define INSERTION_RUN 24
+#define INLINE_KEY 24     /* key bytes held next to each record pointer */
 
 /* A record in the arena: key length, value length, key, value. */
 typedef struct {
@@ -34,7 +35,7 @@ typedef struct {
  * (instrument, run, flowcell), which left a window at the start of the key
  * nothing to decide and sent nearly every name comparison to memcmp. */
 typedef struct {
-    uint64_t k[3];
+    uint64_t k[INLINE_KEY / 8];
     const uint8_t *rec;
 } batch_entry;
 
@@ -115,31 +116,38 @@ static size_t footprint(const sort_batch *sb, size_t extra_bytes, size_t extra_e
     return sb->used + extra_bytes + (sb->n + extra_entries) * 2 * sizeof(batch_entry);
 }
 
-#define INLINE_KEY 24
-
 /* The key bytes after skip, as big-endian integers (zero-padded). */
 static void load_inline_key(batch_entry *e, const uint8_t *key, size_t len, size_t skip)
 {
     size_t rest = len > skip ? len - skip : 0;
     key += skip;
-    for (size_t w = 0; w < 3; w++)
+    for (size_t w = 0; w < INLINE_KEY / 8; w++)
         e->k[w] = rest > 8 * w ? load_be(key + 8 * w, rest - 8 * w) : 0;
 }
 
-static const uint8_t *first_key(const sort_batch *sb)
+static inline rec_header header_of(const batch_entry *e)
 {
-    return sb->ent[0].rec + sizeof(rec_header);
+    rec_header h;
+    memcpy(&h, e->rec, sizeof h);
+    return h;
+}
+
+static const uint8_t *entry_key(const batch_entry *e, size_t *len)
+{
+    *len = header_of(e).key_len;
+    return e->rec + sizeof(rec_header);
 }
 
 /* Done while the new key is still in cache: a separate pass over the arena
- * at sort time cost about 1 s per GB of coordinate-sorted input. */
+ * at sort time cost coordinate sorts about 1 s on the 1 GB benchmark. */
 static void track_shared_prefix(sort_batch *sb, const uint8_t *key, size_t len)
 {
     if (sb->n == 0) {
         sb->shared = len;
         return;
     }
-    const uint8_t *key0 = first_key(sb);
+    size_t len0;
+    const uint8_t *key0 = entry_key(&sb->ent[0], &len0);
     size_t limit = len < sb->shared ? len : sb->shared, same = 0;
     while (same < limit && key[same] == key0[same]) same++;
     sb->shared = same;
@@ -170,13 +178,6 @@ int batch_add(sort_batch *sb, const sort_spec *spec, bam1_t *b, uint64_t seq)
     /* Keep records 8-byte aligned: headers and cores are read as integers. */
     sb->used += (sizeof h + h.key_len + h.val_len + 7) & ~(size_t)7;
     return 1;
-}
-
-static inline rec_header header_of(const batch_entry *e)
-{
-    rec_header h;
-    memcpy(&h, e->rec, sizeof h);
-    return h;
 }
 
 /* Keys share their first skip bytes, so comparing what follows is enough. */
@@ -212,12 +213,6 @@ static void merge(const batch_entry *a, size_t na, const batch_entry *b, size_t 
     while (i < na && j < nb) out[k++] = entry_less(&b[j], &a[i], skip) ? b[j++] : a[i++];
     while (i < na) out[k++] = a[i++];
     while (j < nb) out[k++] = b[j++];
-}
-
-static const uint8_t *entry_key(const batch_entry *e, size_t *len)
-{
-    *len = header_of(e).key_len;
-    return e->rec + sizeof(rec_header);
 }
 
 /* The inline keys were loaded at batch_add() time, after the skip the
