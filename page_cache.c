@@ -1,23 +1,29 @@
 /* page_cache.c -- keep freshly written sorted runs in the page cache.
  *
  * Contract: this object defines posix_fadvise() for the whole process.
- * POSIX_FADV_DONTNEED starts asynchronous writeback of the range instead of
- * dropping it from the cache; every other advice goes to the C library.
+ * POSIX_FADV_DONTNEED is ignored; every other advice goes to the C library.
  *
  * Why: RocksDB's SstFileWriter, the bulk-load path of its C API, advises the
  * kernel to drop each megabyte of a run right after writing it (its
  * invalidate_page_cache flag cannot be turned off from the C API).  The
  * final merge reads those runs back soon after, so with that advice it read
  * every temp byte from disk again.  Ignoring the advice lets the kernel keep
- * the runs while memory allows and evict them under pressure as usual; the
- * early writeback keeps what DONTNEED was good for, dirty pages not piling
- * up until writers are throttled.  Measured on a 1 GB BAM, 2 cores: readout
- * 12.4-14.1 s -> 10.0-10.9 s at -u, total 57.2 s -> 54.5 s at level 6.
+ * the runs while memory allows, write them back on its own schedule and
+ * evict them under pressure as usual.  Measured on a 1 GB BAM, 2 cores:
+ * readout 12.4-14.1 s -> 10.0-10.9 s at -u, total 57.2 s -> 54.5 s at -l 6.
+ *
+ * Writeback is left to the kernel too.  Starting it early for every
+ * megabyte (sync_file_range) kept the disk busy during the load, and the
+ * spill thread's writes stalled behind ext4 journal commits (single 1 MB
+ * writes of 0.4-0.7 s under strace).  Runs that are deleted before the
+ * kernel writes them back never reach the disk at all.  Alternating runs on
+ * the same BAM: load 10.7-13.3 s -> 7.4-9.2 s at -l 6; median total 74.0 s
+ * -> 72.3 s at -l 6 (5 pairs), 30.7 s -> 27.1 s at -u (3 pairs).  The
+ * kernel's dirty limits still throttle a writer that outruns the disk.
  * Nothing in rocksort, htslib or RocksDB relies on DONTNEED for correctness.
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
-#include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
 
@@ -33,8 +39,7 @@ static void find_libc_fadvise(void)
 
 int posix_fadvise(int fd, off_t offset, off_t len, int advice)
 {
-    if (advice == POSIX_FADV_DONTNEED)
-        return sync_file_range(fd, offset, len, SYNC_FILE_RANGE_WRITE) < 0 ? errno : 0;
+    if (advice == POSIX_FADV_DONTNEED) return 0;
     pthread_once(&libc_fadvise_once, find_libc_fadvise);
     /* Advice is only a hint: without the real call, doing nothing is valid. */
     return libc_fadvise ? libc_fadvise(fd, offset, len, advice) : 0;
