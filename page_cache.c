@@ -17,9 +17,10 @@
  * spill thread's writes stalled behind ext4 journal commits (single 1 MB
  * writes of 0.4-0.7 s under strace).  Runs that are deleted before the
  * kernel writes them back never reach the disk at all.  Alternating runs on
- * the same BAM: load 10.7-13.3 s -> 7.4-9.2 s at -l 6; median total 74.0 s
- * -> 72.3 s at -l 6 (5 pairs), 30.7 s -> 27.1 s at -u (3 pairs).  The
- * kernel's dirty limits still throttle a writer that outruns the disk.
+ * the same BAM: at -l 6 the load went 10.7-14.2 s -> 7.4-9.2 s and the
+ * readout grew 1-3 s; median total 73.8 s -> 71.1 s (7 pairs), and 30.7 s ->
+ * 27.1 s at -u (3 pairs).  The kernel's dirty limits still throttle a
+ * writer that outruns the disk.
  * Nothing in rocksort, htslib or RocksDB relies on DONTNEED for correctness.
  */
 #define _GNU_SOURCE
