@@ -437,6 +437,46 @@ def machine():
             f"reference {st[0]} ({st[1]}); rocksort at {rev or 'no commit'}")
 
 
+def temp_traits():
+    """Two traits of the temp directory's machine that a sort with gigabytes of temp
+    data pays for and a recompression does not: the cost of new page-cache pages
+    (high when the cache fills memory and each page must first be reclaimed), and
+    online discard, which makes unlinking written-back files slow."""
+    path, chunk, n = os.path.join(TMP, "page-cache-probe"), os.urandom(1 << 20), 512
+    rates = []
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    try:
+        for _ in range(2):  # first into new pages, then over the same, cached ones
+            os.lseek(fd, 0, os.SEEK_SET)
+            t = time.perf_counter()
+            for _ in range(n):
+                os.write(fd, chunk)
+            rates.append(n / (time.perf_counter() - t))
+    finally:
+        os.close(fd)
+        os.unlink(path)
+    return (f"temp dir: page-cache writes {rates[0]:.0f} MiB/s into new pages "
+            f"({free_memory_gib():.1f} GiB free), {rates[1]:.0f} MiB/s over cached ones; "
+            f"{mount_of(TMP)}")
+
+
+def free_memory_gib():
+    # When free memory is short, every new page-cache page is first reclaimed.
+    with open("/proc/meminfo") as f:
+        return next(int(l.split()[1]) for l in f if l.startswith("MemFree:")) / 2**20
+
+
+def mount_of(path):
+    path, best = os.path.realpath(path), ("?", "?", "")
+    with open("/proc/mounts") as f:
+        for line in f:
+            _, point, fstype, opts = line.split()[:4]
+            if (path + "/").startswith(point.rstrip("/") + "/") and len(point) >= len(best[2]):
+                best = (fstype, opts, point)
+    discard = "discard" in best[1].split(",")
+    return f"{best[0]} {'with' if discard else 'without'} online discard"
+
+
 def fmt(x, pat="{:.1f}"):
     return "–" if x is None else pat.format(x)
 
@@ -495,7 +535,7 @@ def report(cfg, inp, cases, rss_case):
           f"-l {cfg.level}; {cfg.runs} run(s) per tool, alternating",
           f"- rocksort: `{' '.join(cfg.rocksort)}`; samtools sort: `{SAMTOOLS} sort`; "
           f"floor: `{SAMTOOLS} view -b` (no sort)",
-          f"- machine: {machine()}", ""]
+          f"- machine: {machine()}", f"- {temp_traits()}", ""]
     md += table(cases)
     md += ["", "Streaming (f): the median is the time from the end of input to the finished "
            "output; the feed itself takes ~1.5x the floor's time." if any(c.case == "f" for c in cases) else ""]
