@@ -6,7 +6,9 @@
  * store_run_end(), which builds an SST file and ingests it (no memtable, no
  * write-ahead log).  With a size hint, universal compaction merges runs in
  * the background so that the final readout merges about 2*sqrt(T) of them.
- * store_iter() reads everything in key order.  store_close() removes the
+ * store_iter() reads everything in key order.  Runs bypass the page cache:
+ * the SST writer drops what it wrote, and reads and merges use direct I/O
+ * where the temp file system allows it.  store_close() removes the
  * directory unless asked to keep it.  Errors come back as a malloc'd message.
  */
 #ifndef ROCKS_STORE_H
@@ -52,7 +54,14 @@ int store_sorted_runs(rocks_store *st);
 uint64_t store_runs_ingested(const rocks_store *st);
 uint64_t store_bytes_written(const rocks_store *st);
 
+/* Bytes each run's reader fetches at a time when runs bypass the page
+ * cache (direct I/O reads are synchronous: no kernel readahead). */
+#define STORE_DIRECT_READAHEAD (2u << 20)
+
 rocksdb_iterator_t *store_iter(rocks_store *st, size_t readahead);
+
+/* True when runs are read with direct I/O (the temp file system allows it). */
+int store_direct_io(const rocks_store *st);
 const char *store_path(const rocks_store *st);
 
 /* Closes the database; removes its directory unless keep is set. */

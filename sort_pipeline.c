@@ -44,6 +44,7 @@ typedef struct {
     rocks_store *store;
     progress *prog;
     double sort_seconds, write_seconds;
+    double wait_seconds;    /* the loader, waiting for a spilled batch */
 } spill_queue;
 
 typedef struct {
@@ -180,6 +181,7 @@ static void *spill_main(void *arg)
 /* Hands a full batch over and returns the other one once it is spilled. */
 static sort_batch *swap_batches(spill_queue *q, sort_batch *full)
 {
+    double t0 = now_seconds();
     pthread_mutex_lock(&q->mu);
     while (q->full) pthread_cond_wait(&q->cv, &q->mu);
     q->full = full;
@@ -189,6 +191,7 @@ static sort_batch *swap_batches(spill_queue *q, sort_batch *full)
     q->empty = NULL;
     pthread_cond_broadcast(&q->cv);     /* a spilled batch may wait for room */
     int failed = q->error != NULL;
+    q->wait_seconds += now_seconds() - t0;
     pthread_mutex_unlock(&q->mu);
     if (failed) {
         batch_destroy(next);
@@ -572,7 +575,7 @@ static int readout(sort_job *j)
         free(err);
         return -1;
     }
-    rocksdb_iterator_t *it = store_iter(j->store, 2 << 20);
+    rocksdb_iterator_t *it = store_iter(j->store, STORE_DIRECT_READAHEAD);
     run_merge *m = open_merge(j, it);
     bam1_t *owned = bam_init1();
     const uint8_t *v;
@@ -675,15 +678,19 @@ static void report(const sort_job *j)
     getrusage(RUSAGE_SELF, &ru);
     report_sizing(j);
     fprintf(stderr, "[rocksort] memory: %s\n", memory_use(j));
+    if (store_runs_ingested(j->store))
+        fprintf(stderr, "[rocksort] temp reads: %s\n", store_direct_io(j->store)
+                ? "direct I/O (runs bypass the page cache)"
+                : "through the page cache (the temp file system refused direct I/O)");
     fprintf(stderr,
             "[rocksort] records: %llu in, %llu out; %.1f MB decoded\n"
-            "[rocksort] phase load: %.2f s (sort %.2f s, write runs %.2f s)\n"
+            "[rocksort] phase load: %.2f s (sort %.2f s, write runs %.2f s; reader waited %.2f s)\n"
             "[rocksort] phase compaction wait: %.2f s\n"
             "[rocksort] phase readout: %.2f s\n"
             "[rocksort] runs: %llu written, %d merged at readout (+%d in memory); temp bytes written: %llu\n"
             "[rocksort] peak RSS: %.1f MB\n",
             (unsigned long long)j->records_in, (unsigned long long)j->records_out,
-            j->bytes_in / 1e6, j->t_load, j->q.sort_seconds, j->q.write_seconds,
+            j->bytes_in / 1e6, j->t_load, j->q.sort_seconds, j->q.write_seconds, j->q.wait_seconds,
             j->t_settle, j->t_readout,
             (unsigned long long)store_runs_ingested(j->store),
             j->store ? store_sorted_runs(j->store) : 0, j->q.n_held + 1,

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs what the build and the tests need, only when it is missing:
 #   build: a C compiler, make, pkg-config, libhts-dev, librocksdb-dev (+ its codecs)
-#   tests: Debian's samtools (for `view` in the demo) and the newest samtools,
+#   tests: Debian's samtools (for `view` in the demo), valgrind, strace, and the newest samtools,
 #          from PyPI's pysam, in .venv/ (the test oracle).
 # Usage: scripts/deps.sh [build|test]   (default: test, which implies build)
 set -euo pipefail
@@ -10,7 +10,7 @@ here=$(cd "$(dirname "$0")/.." && pwd)
 
 apt_pkgs=(gcc make pkg-config libhts-dev librocksdb-dev zlib1g-dev
           libsnappy-dev liblz4-dev libzstd-dev libbz2-dev samtools)
-[ "$what" = test ] && apt_pkgs+=(python3 python3-venv valgrind)
+[ "$what" = test ] && apt_pkgs+=(python3 python3-venv valgrind strace)
 
 missing=()
 for p in "${apt_pkgs[@]}"; do

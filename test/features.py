@@ -345,3 +345,44 @@ def register(test, h):
         if not memory.startswith("planned to hold") or written < 3 or in_memory != 1:
             raise Failure(f"{written} runs written, {in_memory} batches in memory; "
                           f"memory: {memory}")
+
+    # Temp I/O bypasses the page cache ---------------------------------------------------
+
+    def direct_io_allowed(directory):
+        """What rocksort's own probe finds: may files here be opened O_DIRECT?"""
+        probe = os.path.join(directory, "direct-io-probe")
+        try:
+            os.close(os.open(probe, os.O_CREAT | os.O_WRONLY | os.O_DIRECT, 0o600))
+        except OSError:
+            return False
+        os.remove(probe)
+        return True
+
+    @test
+    def test_temp_runs_read_with_direct_io(case):
+        """A spilled sort reads its runs back with O_DIRECT when the temp file
+        system allows it (strace shows every run opened for reading that
+        way), says so under -v, and still writes the oracle's output."""
+        strace = shutil.which("strace")
+        if not strace:
+            raise Failure("strace is missing: scripts/deps.sh test installs it")
+        out, trace = case.out("out.bam"), os.path.join(case.dir, "trace")
+        direct = direct_io_allowed(case.tmp)
+        cmd = [strace, "-f", "-qq", "-e", "trace=openat", "-o", trace,
+               *case.session.rocksort_cmd, "-v", *h.SPILL, "-T", case.temp_prefix,
+               "-o", out, case.input("bulk.bam")]
+        result = h.run(cmd, env=dict(case.session.env, TMPDIR=case.tmp))
+        if result.returncode != 0:
+            raise Failure(f"rocksort exited with {result.returncode}", h.tail(result.stderr))
+        case.expect_same(out, case.session.expected("bulk.bam", []))
+        case.expect_no_temp_left()
+        said = re.search(r"\[rocksort\] temp reads: (.*)", result.stderr.decode(errors="replace"))
+        if not said or said[1].startswith("direct") != direct:
+            raise Failure(f"temp reads: {said[1] if said else 'no -v line'}; the probe "
+                          f"says direct I/O is {'allowed' if direct else 'refused'}")
+        with open(trace) as f:
+            reads = [l for l in f if ".sst\"" in l and "O_RDONLY" in l and "= -1" not in l]
+        plain = [l.strip() for l in reads if ("O_DIRECT" in l) != direct]
+        if len(reads) < 2 or plain:
+            raise Failure(f"{len(reads)} runs opened for reading, {len(plain)} of them "
+                          f"{'without' if direct else 'with'} O_DIRECT", plain[:3])
