@@ -45,9 +45,13 @@ int store_run_put(rocks_store *st, const uint8_t *key, size_t klen,
                   const uint8_t *val, size_t vlen, char **err);
 int store_run_end(rocks_store *st, char **err);
 
-/* Stops starting new compactions and waits for running ones to end.
- * Returns the seconds spent waiting. */
+/* Stops starting new compactions and waits for running ones to end.  If
+ * background merges were planned but fell behind, merges the newest runs
+ * until at most 2*sqrt(T) remain (T: runs written, when above
+ * STORE_MERGE_MIN_RUNS).  Returns the seconds spent. */
 double store_settle(rocks_store *st);
+/* Runs that store_settle() merged to meet the budget (0: none needed). */
+int store_catch_up_runs(const rocks_store *st);
 
 /* Sorted runs the readout will merge: the database's files (all in level 0). */
 int store_sorted_runs(rocks_store *st);

@@ -685,13 +685,13 @@ static void report(const sort_job *j)
     fprintf(stderr,
             "[rocksort] records: %llu in, %llu out; %.1f MB decoded\n"
             "[rocksort] phase load: %.2f s (sort %.2f s, write runs %.2f s; reader waited %.2f s)\n"
-            "[rocksort] phase compaction wait: %.2f s\n"
+            "[rocksort] phase compaction wait: %.2f s (%d runs merged after the load)\n"
             "[rocksort] phase readout: %.2f s\n"
             "[rocksort] runs: %llu written, %d merged at readout (+%d in memory); temp bytes written: %llu\n"
             "[rocksort] peak RSS: %.1f MB\n",
             (unsigned long long)j->records_in, (unsigned long long)j->records_out,
             j->bytes_in / 1e6, j->t_load, j->q.sort_seconds, j->q.write_seconds, j->q.wait_seconds,
-            j->t_settle, j->t_readout,
+            j->t_settle, j->store ? store_catch_up_runs(j->store) : 0, j->t_readout,
             (unsigned long long)store_runs_ingested(j->store),
             j->store ? store_sorted_runs(j->store) : 0, j->q.n_held + 1,
             (unsigned long long)store_bytes_written(j->store), ru.ru_maxrss / 1024.0);

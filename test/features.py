@@ -273,7 +273,8 @@ def register(test, h):
     def test_sizing_from_input_file(case):
         """A regular file and no -s: the size is estimated from the file
         (close to the bytes actually decoded) and runs are merged in the
-        background, so the readout merges far fewer than T runs."""
+        background, so the readout merges at most 2*sqrt(T) runs, however
+        far the background merges fell behind."""
         big, expected = sizing_input(case)
         written, merged, size, decoded = sizing_run(case, big, expected, [])
         estimate = re.match(r"([\d.]+) MB estimated from the input file; "
@@ -282,13 +283,12 @@ def register(test, h):
             raise Failure(f"no estimate with merging: size: {size}")
         if not 0.7 * decoded <= float(estimate[1]) <= 1.5 * decoded:
             raise Failure(f"estimate {estimate[1]} MB, but {decoded} MB were decoded")
-        # With idle cores the readout merges about 2*sqrt(T) runs (bench case e
-        # reports it).  Background merges that are still queued when input
-        # ends are skipped, not waited for, so on a loaded machine more runs
-        # reach the readout: the functional check is that merging happened.
-        if merged > written / 2:
-            raise Failure(f"{merged} of {written} runs merged at readout: no "
-                          f"background merging (2*sqrt(T) = {2 * written ** 0.5:.0f})")
+        # On a loaded machine the background merges lag behind the input;
+        # the merges after the load make up for it, so this holds whatever
+        # the timing.
+        if written <= 32 or merged > int(2 * written ** 0.5):
+            raise Failure(f"{merged} of {written} runs merged at readout; "
+                          f"2*sqrt(T) = {2 * written ** 0.5:.1f}")
 
     @test
     def test_sizing_stdin_unknown_and_s_overrides(case):
@@ -302,6 +302,17 @@ def register(test, h):
         _, _, size, _ = sizing_run(case, big, expected, ["-s", "100M"])
         if "given by -s" not in size:
             raise Failure(f"-s did not override the estimate: size: {size}")
+
+    @test
+    def test_sizing_s_far_too_high_still_meets_the_budget(case):
+        """-s 100G for 13 MB of records plans merges that never start during
+        the load; after it, the newest runs are merged until the readout
+        has at most 2*sqrt(T) of them."""
+        big, expected = sizing_input(case)
+        written, merged, _, _ = sizing_run(case, big, expected, ["-s", "100G"])
+        if written <= 32 or merged > int(2 * written ** 0.5):
+            raise Failure(f"{merged} of {written} runs merged at readout; "
+                          f"2*sqrt(T) = {2 * written ** 0.5:.1f}")
 
     # Holding every batch in memory ------------------------------------------------------
 
