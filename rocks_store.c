@@ -242,24 +242,33 @@ static void force_compaction(rocks_store *st)
     set_auto_compaction(st, 1);
 }
 
+/* Turns background merging on: a merge starts once `trigger` runs exist and
+ * takes min_width to max_width of them, neighbours in age whose sizes
+ * differ by at most size_ratio percent. */
+static int start_merging(rocks_store *st, int trigger, int min_width, int max_width,
+                         int size_ratio)
+{
+    char trig[24], universal[160];
+    snprintf(trig, sizeof trig, "%d", trigger);
+    snprintf(universal, sizeof universal,
+             "{min_merge_width=%d;max_merge_width=%d;size_ratio=%d;}",
+             min_width, max_width, size_ratio);
+    const char *keys[] = { "level0_file_num_compaction_trigger", "compaction_options_universal",
+                           "disable_auto_compactions" };
+    const char *vals[] = { trig, universal, "false" };
+    char *rerr = NULL;
+    rocksdb_set_options(st->db, 3, keys, vals, &rerr);
+    if (!rerr) return 0;
+    free(rerr);
+    return -1;
+}
+
 int store_plan_merges(rocks_store *st, uint64_t size_estimate)
 {
     uint64_t t = runs_for(st, size_estimate);
     if (t <= STORE_MERGE_MIN_RUNS) return 0;
     merge_plan p = plan_for(t);
-    char trigger[24], universal[128];
-    snprintf(trigger, sizeof trigger, "%d", p.budget);
-    snprintf(universal, sizeof universal, "{min_merge_width=%d;max_merge_width=%d;}",
-             p.min_width, p.budget);
-    const char *keys[] = { "level0_file_num_compaction_trigger", "compaction_options_universal",
-                           "disable_auto_compactions" };
-    const char *vals[] = { trigger, universal, "false" };
-    char *rerr = NULL;
-    rocksdb_set_options(st->db, 3, keys, vals, &rerr);
-    if (rerr) {
-        free(rerr);
-        return -1;
-    }
+    if (start_merging(st, p.budget, p.min_width, p.budget, MERGE_SIZE_RATIO) < 0) return -1;
     st->merges_planned = 1;
     return p.min_width;
 }
@@ -342,20 +351,8 @@ static void wait_for_running_merges(rocks_store *st)
 /* One merge of the newest n - target + 1 runs, whatever their sizes. */
 static int merge_newest(rocks_store *st, int n, int target)
 {
-    char trigger[24], universal[160];
-    snprintf(trigger, sizeof trigger, "%d", target + 1);
-    snprintf(universal, sizeof universal,
-             "{min_merge_width=%d;max_merge_width=%d;size_ratio=%d;}",
-             n - target + 1, n - target + 1, 1 << 20);
-    const char *keys[] = { "level0_file_num_compaction_trigger", "compaction_options_universal",
-                           "disable_auto_compactions" };
-    const char *vals[] = { trigger, universal, "false" };
-    char *rerr = NULL;
-    rocksdb_set_options(st->db, 3, keys, vals, &rerr);
-    if (rerr) {
-        free(rerr);
-        return -1;
-    }
+    int width = n - target + 1;
+    if (start_merging(st, target + 1, width, width, 1 << 20) < 0) return -1;
     /* Give the merge up if it neither starts nor shows a result within a second. */
     for (int idle = 0; store_sorted_runs(st) >= n && idle < 50; idle++) {
         nap();
