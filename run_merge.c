@@ -8,9 +8,14 @@
 #include <string.h>
 #include "run_merge.h"
 
+typedef enum { FROM_STORE, FROM_BATCH, FROM_PACKED } source_kind;
+
 typedef struct {
-    const sort_batch *batch;    /* NULL: the RocksDB iterator */
+    source_kind kind;
+    const sort_batch *batch;
     size_t pos;
+    const packed_run *packed;
+    const uint8_t *rec;         /* the packed run's current record, NULL at its end */
 } source;
 
 struct run_merge {
@@ -24,26 +29,48 @@ struct run_merge {
 static const uint8_t *source_key(const run_merge *m, int s, size_t *len)
 {
     const source *x = &m->src[s];
-    if (!x->batch) return (const uint8_t *)rocksdb_iter_key(m->it, len);
-    return batch_key(x->batch, x->pos, len);
+    switch (x->kind) {
+    case FROM_STORE: return (const uint8_t *)rocksdb_iter_key(m->it, len);
+    case FROM_BATCH: return batch_key(x->batch, x->pos, len);
+    default: return packed_key(x->rec, len);
+    }
+}
+
+static const uint8_t *source_value(const run_merge *m, int s, size_t *len)
+{
+    const source *x = &m->src[s];
+    switch (x->kind) {
+    case FROM_STORE: return (const uint8_t *)rocksdb_iter_value(m->it, len);
+    case FROM_BATCH: return batch_value(x->batch, x->pos, len);
+    default: return packed_value(x->rec, len);
+    }
 }
 
 static int source_valid(const run_merge *m, int s)
 {
     const source *x = &m->src[s];
-    return x->batch ? x->pos < batch_count(x->batch) : rocksdb_iter_valid(m->it);
+    switch (x->kind) {
+    case FROM_STORE: return m->it && rocksdb_iter_valid(m->it);
+    case FROM_BATCH: return x->pos < batch_count(x->batch);
+    default: return x->rec != NULL;
+    }
 }
 
 static void source_advance(run_merge *m, int s)
 {
     source *x = &m->src[s];
-    if (!x->batch) {
+    switch (x->kind) {
+    case FROM_STORE:
         rocksdb_iter_next(m->it);
-        return;
+        break;
+    case FROM_BATCH:
+        x->pos++;
+        /* Sorted order visits the arena at random: fetch ahead. */
+        batch_prefetch(x->batch, x->pos + 8);
+        break;
+    default:
+        x->rec = packed_next(x->packed, x->rec);
     }
-    x->pos++;
-    /* Sorted order visits the arena at random: fetch ahead. */
-    batch_prefetch(x->batch, x->pos + 8);
 }
 
 static int less(const run_merge *m, int a, int b)
@@ -68,10 +95,11 @@ static void sift_down(run_merge *m, int i)
     }
 }
 
-run_merge *merge_open(rocksdb_iterator_t *runs, sort_batch *const *batches, int n_batches)
+run_merge *merge_open(rocksdb_iterator_t *runs, sort_batch *const *batches, int n_batches,
+                      packed_run *const *packed, int n_packed)
 {
     run_merge *m = calloc(1, sizeof *m);
-    int n = n_batches + 1;
+    int n = 1 + n_batches + n_packed;
     if (!m || !(m->src = calloc((size_t)n, sizeof *m->src))
            || !(m->heap = malloc((size_t)n * sizeof *m->heap))) {
         merge_close(m);
@@ -80,11 +108,21 @@ run_merge *merge_open(rocksdb_iterator_t *runs, sort_batch *const *batches, int 
     m->it = runs;
     m->last = -1;
     if (runs) rocksdb_iter_seek_to_first(runs);
-    for (int s = 0; s < n; s++) {
-        m->src[s].batch = s < n_batches ? batches[s] : NULL;
-        if (m->src[s].batch) batch_prefetch(m->src[s].batch, 0);
-        if ((m->src[s].batch || runs) && source_valid(m, s)) m->heap[m->n_heap++] = s;
+    m->src[0].kind = FROM_STORE;
+    for (int i = 0; i < n_batches; i++) {
+        source *x = &m->src[1 + i];
+        x->kind = FROM_BATCH;
+        x->batch = batches[i];
+        batch_prefetch(x->batch, 0);
     }
+    for (int i = 0; i < n_packed; i++) {
+        source *x = &m->src[1 + n_batches + i];
+        x->kind = FROM_PACKED;
+        x->packed = packed[i];
+        x->rec = packed_first(packed[i]);
+    }
+    for (int s = 0; s < n; s++)
+        if (source_valid(m, s)) m->heap[m->n_heap++] = s;
     for (int i = m->n_heap / 2 - 1; i >= 0; i--) sift_down(m, i);
     return m;
 }
@@ -98,11 +136,8 @@ const uint8_t *merge_next(run_merge *m, size_t *vlen)
         m->last = -1;
     }
     if (m->n_heap == 0) return NULL;
-    int s = m->heap[0];
-    m->last = s;
-    const source *x = &m->src[s];
-    if (x->batch) return batch_value(x->batch, x->pos, vlen);
-    return (const uint8_t *)rocksdb_iter_value(m->it, vlen);
+    m->last = m->heap[0];
+    return source_value(m, m->last, vlen);
 }
 
 void merge_close(run_merge *m)

@@ -1,11 +1,13 @@
 /* run_merge.h -- merge sorted sources into one stream in key order.
  *
  * Contract: the sources are a RocksDB iterator over the spilled runs (or
- * NULL) and sorted in-memory batches (see batch_sort()).  merge_next()
+ * NULL), sorted in-memory batches (see batch_sort()) and packed runs (see
+ * batch_pack()).  merge_next()
  * returns the values of all sources by ascending key; equal keys cannot
  * occur, since every key ends with the record's input sequence number.  A
  * value stays valid until the next merge_next() call.  The merge borrows
- * the iterator and the batches: the caller keeps and frees them.
+ * the iterator, the batches and the packed runs: the caller keeps and
+ * frees them.
  */
 #ifndef RUN_MERGE_H
 #define RUN_MERGE_H
@@ -18,7 +20,8 @@
 typedef struct run_merge run_merge;
 
 /* Positions it (and the iterator) at the first key.  NULL if out of memory. */
-run_merge *merge_open(rocksdb_iterator_t *runs, sort_batch *const *batches, int n_batches);
+run_merge *merge_open(rocksdb_iterator_t *runs, sort_batch *const *batches, int n_batches,
+                      packed_run *const *packed, int n_packed);
 
 /* The next value in key order, or NULL once every source is exhausted. */
 const uint8_t *merge_next(run_merge *m, size_t *vlen);

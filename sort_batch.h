@@ -36,4 +36,17 @@ void batch_prefetch(const sort_batch *sb, size_t i);
 const uint8_t *batch_key(const sort_batch *sb, size_t i, size_t *len);
 const uint8_t *batch_value(const sort_batch *sb, size_t i, size_t *len);
 
+/* A sorted batch's records copied out in key order, one after the other:
+ * read front to back it touches memory in order, and the batch can take
+ * new records.  Records are visited with packed_first()/packed_next()
+ * (NULL past the last) and read with packed_key()/packed_value(). */
+typedef struct packed_run packed_run;
+
+packed_run *batch_pack(const sort_batch *sb);   /* NULL if out of memory */
+void packed_destroy(packed_run *pr);
+const uint8_t *packed_first(const packed_run *pr);
+const uint8_t *packed_next(const packed_run *pr, const uint8_t *rec);
+const uint8_t *packed_key(const uint8_t *rec, size_t *len);
+const uint8_t *packed_value(const uint8_t *rec, size_t *len);
+
 #endif

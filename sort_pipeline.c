@@ -37,13 +37,18 @@ typedef struct {
     sort_batch *empty;      /* spilled, ready to refill */
     int finished;           /* no more batches will come */
     char *error;            /* first spill error */
-    sort_batch **held;      /* sorted batches kept in memory, not spilled */
-    int n_held, max_held;   /* max_held 0: spill every batch */
+    /* Sorted batches kept in memory, not spilled: as packed copies when the
+     * budget has room for them beside the two batch arenas, else as the
+     * arenas themselves.  One of the two arrays is used; max_held 0: spill
+     * every batch. */
+    packed_run **packed;
+    sort_batch **kept;
+    int n_held, max_held;
     int hold_abandoned;     /* the input outgrew the batches planned to hold */
     size_t batch_cap;
     rocks_store *store;
     progress *prog;
-    double sort_seconds, write_seconds;
+    double sort_seconds, write_seconds, hold_seconds;
     double wait_seconds;    /* the loader, waiting for a spilled batch */
 } spill_queue;
 
@@ -104,15 +109,47 @@ static char *write_run(rocks_store *st, sort_batch *sb)
     return err;
 }
 
-/* Keeps a sorted batch in memory if the plan allows; the loader then needs
- * a new one, which is returned.  NULL: sb must be spilled. */
+/* A held run spilled after all: it is in key order already. */
+static char *write_packed(rocks_store *st, const packed_run *pr)
+{
+    char *err = NULL;
+    if (store_run_begin(st, &err) < 0) return err;
+    for (const uint8_t *r = packed_first(pr); r; r = packed_next(pr, r)) {
+        size_t kl, vl;
+        const uint8_t *k = packed_key(r, &kl), *v = packed_value(r, &vl);
+        if (store_run_put(st, k, kl, v, vl, &err) < 0) return err;
+    }
+    store_run_end(st, &err);
+    return err;
+}
+
+/* Keeps a sorted batch in memory if the plan allows, and returns the batch
+ * the loader fills next; NULL: sb must be spilled.  A packed copy, read in
+ * order at the end, is cheaper to merge than the arena in sort order, and
+ * the arena goes back to the loader, so holding touches each byte of new
+ * memory once.  A small budget keeps the arena itself instead. */
 static sort_batch *try_hold(spill_queue *q, sort_batch *sb)
 {
     if (q->n_held >= q->max_held) return NULL;
+    if (q->packed) {
+        packed_run *pr = batch_pack(sb);
+        if (!pr) return NULL;
+        q->packed[q->n_held++] = pr;
+        return sb;
+    }
     sort_batch *fresh = batch_create(q->batch_cap);
     if (!fresh) return NULL;
-    q->held[q->n_held++] = sb;
+    q->kept[q->n_held++] = sb;
     return fresh;
+}
+
+static void drop_held(spill_queue *q)
+{
+    for (int i = 0; i < q->n_held; i++) {
+        if (q->packed) packed_destroy(q->packed[i]);
+        else batch_destroy(q->kept[i]);
+    }
+    q->n_held = 0;
 }
 
 /* The input outgrew the estimate: held batches become runs like the rest. */
@@ -120,31 +157,33 @@ static char *spill_held(spill_queue *q)
 {
     char *err = NULL;
     if (q->max_held) q->hold_abandoned = 1;
-    for (int i = 0; i < q->n_held && !err; i++) err = write_run(q->store, q->held[i]);
-    for (int i = 0; i < q->n_held; i++) batch_destroy(q->held[i]);
-    q->n_held = q->max_held = 0;
+    for (int i = 0; i < q->n_held && !err; i++)
+        err = q->packed ? write_packed(q->store, q->packed[i]) : write_run(q->store, q->kept[i]);
+    drop_held(q);
+    q->max_held = 0;
     return err;
 }
 
-/* Sorts a full batch, then holds or spills it; returns the batch the loader
- * gets back, and sets *err on a write error. */
+/* Sorts a full batch, then holds or spills it; returns the empty batch the
+ * loader gets back, and sets *err on a write error. */
 static sort_batch *settle_batch(spill_queue *q, sort_batch *sb, char **err)
 {
     double t0 = now_seconds();
     batch_sort(sb);
     double t1 = now_seconds();
     sort_batch *back = q->error ? NULL : try_hold(q, sb);
+    int held = back != NULL;
     if (!back) {
         if (!q->error) *err = spill_held(q);
         if (!q->error && !*err) *err = write_run(q->store, sb);
-        batch_clear(sb);
         back = sb;
     }
+    if (back == sb) batch_clear(sb);
     double t2 = now_seconds();
     progress_set_temp(q->prog, store_bytes_written(q->store));
     pthread_mutex_lock(&q->mu);
     q->sort_seconds += t1 - t0;
-    q->write_seconds += t2 - t1;
+    *(held ? &q->hold_seconds : &q->write_seconds) += t2 - t1;
     pthread_mutex_unlock(&q->mu);
     return back;
 }
@@ -410,15 +449,20 @@ static int input_permille(const sort_job *j)
 
 /* If every batch of the input is expected to fit in the memory budget,
  * the spill thread keeps them (the loader's batch is the last one, the
- * tail); writing runs would only cost time.  If the input still outgrows
- * the budget, the held batches are spilled then. */
+ * tail); writing runs would only cost time.  Packed copies need room
+ * beside the two batch arenas; a budget too small for that keeps the
+ * arenas themselves.  If the input still outgrows the budget, the held
+ * batches are spilled then. */
 static void plan_holding(sort_job *j, double input_batches)
 {
-    size_t cap = j->q.batch_cap;
-    int fit = (int)(total_memory(j->o) / cap);
-    if (fit < 2 || input_batches * HOLD_SLACK > fit) return;
-    j->q.held = calloc((size_t)fit - 1, sizeof *j->q.held);
-    if (j->q.held) j->q.max_held = fit - 1;
+    spill_queue *q = &j->q;
+    int fit = (int)(total_memory(j->o) / q->batch_cap);
+    double need = input_batches * HOLD_SLACK;
+    if (fit < 2 || need > fit) return;
+    if (need + 1 <= fit && (q->packed = calloc((size_t)fit - 2, sizeof *q->packed)))
+        q->max_held = fit - 2;
+    else if ((q->kept = calloc((size_t)fit - 1, sizeof *q->kept)))
+        q->max_held = fit - 1;
 }
 
 /* Size the background merging and in-memory holding from the input file:
@@ -545,12 +589,13 @@ static int write_value(sort_job *j, const uint8_t *v, size_t vlen, bam1_t *owned
 /* The spilled runs, the batches held in memory and the tail, by key. */
 static run_merge *open_merge(sort_job *j, rocksdb_iterator_t *it)
 {
-    int n = j->q.n_held + 1;
-    sort_batch **batches = malloc((size_t)n * sizeof *batches);
+    int n_kept = j->q.kept ? j->q.n_held : 0;
+    sort_batch **batches = malloc((size_t)(n_kept + 1) * sizeof *batches);
     if (!batches) return NULL;
-    for (int i = 0; i < j->q.n_held; i++) batches[i] = j->q.held[i];
-    batches[n - 1] = j->tail;
-    run_merge *m = merge_open(it, batches, n);
+    for (int i = 0; i < n_kept; i++) batches[i] = j->q.kept[i];
+    batches[n_kept] = j->tail;
+    run_merge *m = merge_open(it, batches, n_kept + 1, j->q.packed,
+                              j->q.packed ? j->q.n_held : 0);
     free(batches);
     return m;
 }
@@ -667,7 +712,8 @@ static const char *memory_use(const sort_job *j)
 {
     if (j->q.hold_abandoned) return "planned to hold every batch, but the input outgrew "
                                     "the memory budget: spilled";
-    if (j->q.n_held) return "every batch held in memory, nothing spilled";
+    if (j->q.n_held) return j->q.packed ? "every batch held in memory (copied in key order), nothing spilled"
+                                        : "every batch held in memory (in place), nothing spilled";
     if (!store_runs_ingested(j->store)) return "one batch, nothing spilled";
     return "spilled (the input is larger than the memory budget, or of unknown size)";
 }
@@ -684,13 +730,14 @@ static void report(const sort_job *j)
                 : "through the page cache (the temp file system refused direct I/O)");
     fprintf(stderr,
             "[rocksort] records: %llu in, %llu out; %.1f MB decoded\n"
-            "[rocksort] phase load: %.2f s (sort %.2f s, write runs %.2f s; reader waited %.2f s)\n"
+            "[rocksort] phase load: %.2f s (sort %.2f s, write runs %.2f s, copy held %.2f s; reader waited %.2f s)\n"
             "[rocksort] phase compaction wait: %.2f s (%d runs merged after the load)\n"
             "[rocksort] phase readout: %.2f s\n"
             "[rocksort] runs: %llu written, %d merged at readout (+%d in memory); temp bytes written: %llu\n"
             "[rocksort] peak RSS: %.1f MB\n",
             (unsigned long long)j->records_in, (unsigned long long)j->records_out,
-            j->bytes_in / 1e6, j->t_load, j->q.sort_seconds, j->q.write_seconds, j->q.wait_seconds,
+            j->bytes_in / 1e6, j->t_load, j->q.sort_seconds, j->q.write_seconds, j->q.hold_seconds,
+            j->q.wait_seconds,
             j->t_settle, j->store ? store_catch_up_runs(j->store) : 0, j->t_readout,
             (unsigned long long)store_runs_ingested(j->store),
             j->store ? store_sorted_runs(j->store) : 0, j->q.n_held + 1,
@@ -704,8 +751,9 @@ static void cleanup(sort_job *j, int failed)
     batch_destroy(j->q.empty);
     batch_destroy(j->q.full);
     batch_destroy(j->tail);
-    for (int i = 0; i < j->q.n_held; i++) batch_destroy(j->q.held[i]);
-    free(j->q.held);
+    drop_held(&j->q);
+    free(j->q.packed);
+    free(j->q.kept);
     if (failed && (j->out.fp || j->out.tmp_path)) output_abort(&j->out);
     if (j->store) {
         if (j->o->keep_db && !failed)

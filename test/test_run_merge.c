@@ -1,0 +1,172 @@
+/* test_run_merge.c -- unit tests: sorted batches, packed runs and their merge.
+ *
+ * Random records of varied sizes are spread over several batches; some are
+ * merged as batches, some as packed copies (as a held input is at the
+ * readout).  Every record must come out exactly once, keys ascending, each
+ * value the bytes of the record its key's sequence number names.  Prints
+ * "N passed, M failed".
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "bam_sort.h"
+#include "sort_batch.h"
+#include "run_merge.h"
+#include "order_rules.h"
+
+#define N_BATCHES 5
+#define PER_BATCH 3000
+
+static int passed, failed;
+
+static void report(const char *name, const char *problem)
+{
+    if (problem) {
+        failed++;
+        printf("FAIL %s: %s\n", name, problem);
+    } else {
+        passed++;
+        printf("PASS %s\n", name);
+    }
+}
+
+/* Names of 3..36 characters (ending in _SEQ) and 0..150 bases move the record size through
+ * every remainder modulo 8. */
+static bam1_t *random_record(uint64_t seq)
+{
+    char name[64], bases[160], quals[160];
+    int prefix = 1 + rand() % 30, seq_len = rand() % 151;
+    for (int i = 0; i < prefix; i++) name[i] = "ACGTxyz0123456789"[rand() % 17];
+    int name_len = prefix + snprintf(name + prefix, sizeof name - (size_t)prefix, "_%llu",
+                                     (unsigned long long)seq);
+    for (int i = 0; i < seq_len; i++) {
+        bases[i] = "ACGTN"[rand() % 5];
+        quals[i] = (char)(rand() % 42);
+    }
+    uint16_t flag = (uint16_t)((rand() & 1) ? 16 : 0);
+    int tid = rand() % 4 - (seq % 7 == 0);   /* some unmapped, tid -1 */
+    hts_pos_t pos = tid < 0 ? -1 : rand() % 5000;
+    bam1_t *b = bam_init1();
+    uint32_t cigar = bam_cigar_gen(seq_len ? seq_len : 1, BAM_CMATCH);
+    if (bam_set1(b, name_len, name, tid < 0 ? flag | 4 : flag, tid, pos, 60,
+                 tid < 0 ? 0 : 1, &cigar, -1, -1, 0, seq_len, bases, quals, 0) < 0) {
+        fprintf(stderr, "bam_set1 failed\n");
+        exit(2);
+    }
+    return b;
+}
+
+/* The records as batch_add() leaves them, by sequence number. */
+typedef struct {
+    sort_batch *batch[N_BATCHES];
+    bam1_t *rec[N_BATCHES * PER_BATCH];
+} fixture;
+
+static void fill(fixture *f)
+{
+    sort_spec spec = spec_of(ORDER_COORDINATE);
+    for (int i = 0; i < N_BATCHES; i++) {
+        f->batch[i] = batch_create((size_t)64 << 20);
+        for (int r = 0; r < PER_BATCH; r++) {
+            uint64_t seq = (uint64_t)i * PER_BATCH + (uint64_t)r;
+            f->rec[seq] = random_record(seq);
+            if (batch_add(f->batch[i], &spec, f->rec[seq], seq) != 1) {
+                fprintf(stderr, "batch_add failed\n");
+                exit(2);
+            }
+        }
+        batch_sort(f->batch[i]);
+    }
+}
+
+static int same_record(const bam1_t *b, const uint8_t *v, size_t vlen)
+{
+    size_t want = sizeof b->core + (size_t)b->l_data;
+    return vlen == want && memcmp(v, &b->core, sizeof b->core) == 0
+        && memcmp(v + sizeof b->core, b->data, (size_t)b->l_data) == 0;
+}
+
+static const char *check_pack_matches_batch(const fixture *f, packed_run *const *packed)
+{
+    for (int i = 0; i < 2; i++) {
+        const uint8_t *r = packed_first(packed[i]);
+        for (size_t e = 0; e < batch_count(f->batch[i]); e++, r = packed_next(packed[i], r)) {
+            size_t kl, vl, pkl, pvl;
+            const uint8_t *k = batch_key(f->batch[i], e, &kl), *v = batch_value(f->batch[i], e, &vl);
+            if (!r) return "a packed run ends early";
+            const uint8_t *pk = packed_key(r, &pkl), *pv = packed_value(r, &pvl);
+            if (kl != pkl || vl != pvl || memcmp(k, pk, kl) || memcmp(v, pv, vl))
+                return "a packed record differs from the batch's";
+        }
+        if (r) return "a packed run has records past the batch's";
+    }
+    return NULL;
+}
+
+/* A record's input number is the digits after the last '_' of its name. */
+static uint64_t seq_in_value(const uint8_t *v)
+{
+    const char *name = (const char *)v + sizeof(bam1_core_t);
+    return strtoull(strrchr(name, '_') + 1, NULL, 10);
+}
+
+static int key_before(const uint8_t *a, size_t la, const uint8_t *b, size_t lb)
+{
+    int c = memcmp(a, b, la < lb ? la : lb);
+    return c < 0 || (c == 0 && la < lb);
+}
+
+static const char *check_merge(const fixture *f, packed_run *const *packed)
+{
+    static char seen[N_BATCHES * PER_BATCH];
+    const char *problem = NULL;
+    sort_batch *const batches[] = {f->batch[2], f->batch[3], f->batch[4]};
+    run_merge *m = merge_open(NULL, batches, 3, packed, 2);
+    if (!m) return "merge_open failed";
+    sort_spec spec = spec_of(ORDER_COORDINATE);
+    uint8_t prev[512], key[512];
+    size_t prev_len = 0, n = 0, vlen;
+    for (const uint8_t *v; !problem && (v = merge_next(m, &vlen)) != NULL; n++) {
+        uint64_t seq = seq_in_value(v);
+        size_t len;
+        if (seq >= N_BATCHES * PER_BATCH || seen[seq]) problem = "a record comes out twice";
+        else if (!same_record(f->rec[seq], v, vlen)) problem = "a value differs from its record";
+        else if (len = sort_key_encode(&spec, f->rec[seq], seq, key),
+                 n && !key_before(prev, prev_len, key, len))
+            problem = "values come out of key order";
+        else {
+            seen[seq] = 1;
+            memcpy(prev, key, len);
+            prev_len = len;
+        }
+    }
+    merge_close(m);
+    if (!problem && n != N_BATCHES * PER_BATCH) problem = "records are lost";
+    return problem;
+}
+
+int main(void)
+{
+    srand(20261124);
+    fixture f;
+    fill(&f);
+    packed_run *packed[2] = {batch_pack(f.batch[0]), batch_pack(f.batch[1])};
+    if (!packed[0] || !packed[1]) {
+        fprintf(stderr, "batch_pack failed\n");
+        return 2;
+    }
+    report("packed_run_keeps_batch_order", check_pack_matches_batch(&f, packed));
+    batch_clear(f.batch[0]);   /* a packed run must not borrow the batch's memory */
+    report("merge_of_batches_and_packed_runs", check_merge(&f, packed));
+    sort_batch *empty = batch_create(1 << 20);
+    packed_run *none = batch_pack(empty);
+    report("packed_run_of_empty_batch", !none ? "batch_pack failed"
+                                        : packed_first(none) ? "an empty run has records" : NULL);
+    packed_destroy(none);
+    batch_destroy(empty);
+    for (int i = 0; i < 2; i++) packed_destroy(packed[i]);
+    for (int i = 0; i < N_BATCHES; i++) batch_destroy(f.batch[i]);
+    for (int s = 0; s < N_BATCHES * PER_BATCH; s++) bam_destroy1(f.rec[s]);
+    printf("%d passed, %d failed\n", passed, failed);
+    return failed != 0;
+}
