@@ -338,11 +338,26 @@ def register(test, h):
     def test_memory_holds_an_input_that_fits(case):
         """bulk.bam fits in -m 16M as three batches: nothing is written to
         temp and the sorted batches are merged from memory, in coordinate
-        and name order, and with threads sharing the same total."""
+        and name order, and with threads sharing the same total.  Copies
+        would not fit beside the two batch arenas, so the batches themselves
+        are kept."""
         for order, args in [([], ["-m", "16M"]), (["-n"], ["-m", "16M"]),
                             ([], ["-m", "8M", "-@", "2"])]:
             memory, written, in_memory = memory_run(case, "bulk.bam", order, args)
-            if written or in_memory < 3 or not memory.startswith("every batch held"):
+            if written or in_memory < 3 or not memory.startswith("every batch held in memory (in place)"):
+                raise Failure(f"{' '.join(order + args)}: {written} runs written, "
+                              f"{in_memory} batches in memory; memory: {memory}")
+
+    @test
+    def test_memory_holds_packed_copies_when_the_budget_has_room(case):
+        """bulk.bam is two batches at -m 32M: the budget has room for a
+        copy of the first sorted batch beside the two batch arenas, so it is
+        held as a copy in key order and merged from there with the tail."""
+        for order, args in [([], ["-m", "32M"]), (["-n"], ["-m", "32M"]),
+                            ([], ["-m", "16M", "-@", "2"])]:
+            memory, written, in_memory = memory_run(case, "bulk.bam", order, args)
+            if written or in_memory != 2 or \
+                    not memory.startswith("every batch held in memory (copied in key order)"):
                 raise Failure(f"{' '.join(order + args)}: {written} runs written, "
                               f"{in_memory} batches in memory; memory: {memory}")
 
