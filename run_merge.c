@@ -2,7 +2,7 @@
  *
  * A binary min-heap of sources, ordered by each source's current key.  The
  * source whose value was handed out last is advanced only on the next call,
- * because a RocksDB value lives only until its iterator moves.
+ * because a stream's value lives only until the stream moves.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -19,7 +19,7 @@ typedef struct {
 } source;
 
 struct run_merge {
-    rocksdb_iterator_t *it;
+    store_stream *runs;
     source *src;
     int *heap;      /* indices into src; heap[0] holds the smallest key */
     int n_heap;
@@ -30,7 +30,7 @@ static const uint8_t *source_key(const run_merge *m, int s, size_t *len)
 {
     const source *x = &m->src[s];
     switch (x->kind) {
-    case FROM_STORE: return (const uint8_t *)rocksdb_iter_key(m->it, len);
+    case FROM_STORE: return stream_key(m->runs, len);
     case FROM_BATCH: return batch_key(x->batch, x->pos, len);
     default: return packed_key(x->rec, len);
     }
@@ -40,7 +40,7 @@ static const uint8_t *source_value(const run_merge *m, int s, size_t *len)
 {
     const source *x = &m->src[s];
     switch (x->kind) {
-    case FROM_STORE: return (const uint8_t *)rocksdb_iter_value(m->it, len);
+    case FROM_STORE: return stream_value(m->runs, len);
     case FROM_BATCH: return batch_value(x->batch, x->pos, len);
     default: return packed_value(x->rec, len);
     }
@@ -50,7 +50,7 @@ static int source_valid(const run_merge *m, int s)
 {
     const source *x = &m->src[s];
     switch (x->kind) {
-    case FROM_STORE: return m->it && rocksdb_iter_valid(m->it);
+    case FROM_STORE: return m->runs && stream_valid(m->runs);
     case FROM_BATCH: return x->pos < batch_count(x->batch);
     default: return x->rec != NULL;
     }
@@ -61,7 +61,7 @@ static void source_advance(run_merge *m, int s)
     source *x = &m->src[s];
     switch (x->kind) {
     case FROM_STORE:
-        rocksdb_iter_next(m->it);
+        stream_next(m->runs);
         break;
     case FROM_BATCH:
         x->pos++;
@@ -95,7 +95,7 @@ static void sift_down(run_merge *m, int i)
     }
 }
 
-run_merge *merge_open(rocksdb_iterator_t *runs, sort_batch *const *batches, int n_batches,
+run_merge *merge_open(store_stream *runs, sort_batch *const *batches, int n_batches,
                       packed_run *const *packed, int n_packed)
 {
     run_merge *m = calloc(1, sizeof *m);
@@ -105,9 +105,8 @@ run_merge *merge_open(rocksdb_iterator_t *runs, sort_batch *const *batches, int 
         merge_close(m);
         return NULL;
     }
-    m->it = runs;
+    m->runs = runs;
     m->last = -1;
-    if (runs) rocksdb_iter_seek_to_first(runs);
     m->src[0].kind = FROM_STORE;
     for (int i = 0; i < n_batches; i++) {
         source *x = &m->src[1 + i];

@@ -343,6 +343,21 @@ const uint8_t *packed_key(const uint8_t *rec, size_t *len)
     return rec + sizeof h;
 }
 
+size_t packed_record_size(size_t key_len, size_t val_len)
+{
+    rec_header h = { (uint32_t)key_len, (uint32_t)val_len };
+    return record_size(h);
+}
+
+void packed_put(uint8_t *dst, const uint8_t *key, size_t key_len,
+                const uint8_t *val, size_t val_len)
+{
+    rec_header h = { (uint32_t)key_len, (uint32_t)val_len };
+    memcpy(dst, &h, sizeof h);
+    memcpy(dst + sizeof h, key, key_len);
+    memcpy(dst + sizeof h + key_len, val, val_len);
+}
+
 const uint8_t *packed_value(const uint8_t *rec, size_t *len)
 {
     rec_header h;

@@ -49,4 +49,10 @@ const uint8_t *packed_next(const packed_run *pr, const uint8_t *rec);
 const uint8_t *packed_key(const uint8_t *rec, size_t *len);
 const uint8_t *packed_value(const uint8_t *rec, size_t *len);
 
+/* The same record layout, for other producers of packed records:
+ * packed_put() writes one at dst, packed_record_size() bytes long. */
+size_t packed_record_size(size_t key_len, size_t val_len);
+void packed_put(uint8_t *dst, const uint8_t *key, size_t key_len,
+                const uint8_t *val, size_t val_len);
+
 #endif

@@ -32,7 +32,7 @@ import samdata
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 VENV_PYTHON = os.path.join(REPO, ".venv", "bin", "python")
 PYTHON = VENV_PYTHON if os.path.exists(VENV_PYTHON) else sys.executable
-UNIT_TESTS = ["test_keys", "test_run_merge", "test_temp_sync"]   # C programs in test/
+UNIT_TESTS = ["test_keys", "test_run_merge", "test_store_stream", "test_temp_sync"]   # C programs in test/
 TIMEOUT = 300  # seconds for any one command; a hang must not stall the suite
 
 # pysam's in-process samtools keeps static state between calls (a -n sort
@@ -350,6 +350,7 @@ SORT_CASES = [
     *both_orders("pos_past_2g", "bigpos.sam", SAM_OUT),
     *both_orders("pos_past_2g_spilled", "bigpos_bulk.sam", SAM_OUT, SPILL),
     *both_orders("long_reads_bam", "longreads.bam"),
+    *both_orders("long_reads_spilled", "longreads.bam", extra=SPILL),
     SortCase("long_reads_sam_coord", "longreads.sam", SAM_OUT),
     *both_orders("header_only", "header_only.sam", SAM_OUT),
     *both_orders("header_only_bam", "header_only.bam"),

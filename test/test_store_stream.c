@@ -1,0 +1,164 @@
+/* test_store_stream.c -- unit tests: the spilled runs read ahead on a thread.
+ *
+ * A RocksDB database in a fresh temp directory holds records with 8-byte
+ * big-endian keys and values whose bytes follow from the key; some values
+ * are several chunks long.  Tiny chunks force a hand-over every few
+ * records.  The stream must return every record once, in key order, with
+ * its own bytes; an empty database gives an empty stream; closing a
+ * stream whose reader is blocked on full chunks must return.  Prints
+ * "N passed, M failed".
+ */
+#define _GNU_SOURCE
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <rocksdb/c.h>
+#include "store_stream.h"
+
+#define N_RECORDS 5000
+#define CHUNK 4096
+#define HUGE_EVERY 997      /* these values are 3 chunks long */
+
+static int passed, failed;
+
+static void report(const char *name, const char *problem)
+{
+    if (problem) {
+        failed++;
+        printf("FAIL %s: %s\n", name, problem);
+    } else {
+        passed++;
+        printf("PASS %s\n", name);
+    }
+}
+
+static size_t value_len(uint64_t seq)
+{
+    return seq % HUGE_EVERY == 5 ? 3 * CHUNK : seq % 301;
+}
+
+static uint8_t value_byte(uint64_t seq, size_t i) { return (uint8_t)(seq * 31 + i * 7); }
+
+static void encode_key(uint64_t seq, char key[8])
+{
+    for (int i = 0; i < 8; i++) key[i] = (char)(seq >> (56 - 8 * i));
+}
+
+static uint64_t decode_key(const uint8_t *key)
+{
+    uint64_t seq = 0;
+    for (int i = 0; i < 8; i++) seq = seq << 8 | key[i];
+    return seq;
+}
+
+typedef struct {
+    char dir[64];
+    rocksdb_options_t *opts;
+    rocksdb_t *db;
+} test_db;
+
+static int open_db(test_db *t, int n_records)
+{
+    strcpy(t->dir, "/tmp/test_store_stream.XXXXXX");
+    if (!mkdtemp(t->dir)) return -1;
+    t->opts = rocksdb_options_create();
+    rocksdb_options_set_create_if_missing(t->opts, 1);
+    char *err = NULL;
+    t->db = rocksdb_open(t->opts, t->dir, &err);
+    if (err) { free(err); return -1; }
+    rocksdb_writeoptions_t *w = rocksdb_writeoptions_create();
+    rocksdb_writeoptions_disable_WAL(w, 1);
+    uint8_t *val = malloc(3 * CHUNK);
+    /* Put in reverse, so the order comes from RocksDB, not from us. */
+    for (int s = n_records - 1; s >= 0 && !err; s--) {
+        char key[8];
+        encode_key((uint64_t)s, key);
+        for (size_t i = 0; i < value_len((uint64_t)s); i++) val[i] = value_byte((uint64_t)s, i);
+        rocksdb_put(t->db, w, key, 8, (const char *)val, value_len((uint64_t)s), &err);
+    }
+    free(val);
+    rocksdb_writeoptions_destroy(w);
+    if (err) { free(err); return -1; }
+    return 0;
+}
+
+static void close_db(test_db *t)
+{
+    if (t->db) rocksdb_close(t->db);
+    char *err = NULL;
+    rocksdb_destroy_db(t->opts, t->dir, &err);
+    free(err);
+    rmdir(t->dir);
+    rocksdb_options_destroy(t->opts);
+}
+
+static const char *check_record(const store_stream *s, uint64_t expect)
+{
+    size_t kl, vl;
+    const uint8_t *k = stream_key(s, &kl), *v = stream_value(s, &vl);
+    if (kl != 8 || decode_key(k) != expect) return "a key is missing or out of order";
+    if (vl != value_len(expect)) return "a value has the wrong length";
+    for (size_t i = 0; i < vl; i++)
+        if (v[i] != value_byte(expect, i)) return "a value's bytes differ";
+    return NULL;
+}
+
+/* Reads up to limit records (all if limit < 0); *n gets the count. */
+static const char *read_stream(test_db *t, int limit, int *n)
+{
+    rocksdb_readoptions_t *ro = rocksdb_readoptions_create();
+    rocksdb_iterator_t *it = rocksdb_create_iterator(t->db, ro);
+    store_stream *s = stream_open(it, CHUNK, 2);
+    const char *problem = s ? NULL : "stream_open failed";
+    *n = 0;
+    for (; !problem && stream_valid(s) && (limit < 0 || *n < limit); stream_next(s))
+        problem = check_record(s, (uint64_t)(*n)++);
+    if (!problem && limit < 0 && stream_error(s)) problem = stream_error(s);
+    stream_close(s);
+    rocksdb_iter_destroy(it);
+    rocksdb_readoptions_destroy(ro);
+    return problem;
+}
+
+static const char *every_record_in_order(void)
+{
+    test_db t = {0};
+    if (open_db(&t, N_RECORDS) < 0) return "cannot create the test database";
+    int n;
+    const char *problem = read_stream(&t, -1, &n);
+    if (!problem && n != N_RECORDS) problem = "records are lost";
+    close_db(&t);
+    return problem;
+}
+
+static const char *empty_store(void)
+{
+    test_db t = {0};
+    if (open_db(&t, 0) < 0) return "cannot create the test database";
+    int n;
+    const char *problem = read_stream(&t, -1, &n);
+    if (!problem && n != 0) problem = "an empty store gave records";
+    close_db(&t);
+    return problem;
+}
+
+static const char *closed_early(void)
+{
+    test_db t = {0};
+    if (open_db(&t, N_RECORDS) < 0) return "cannot create the test database";
+    int n;
+    const char *problem = read_stream(&t, 10, &n);
+    if (!problem && n != 10) problem = "fewer records than asked for";
+    close_db(&t);
+    return problem;
+}
+
+int main(void)
+{
+    report("stream_returns_every_record_in_order", every_record_in_order());
+    report("stream_of_empty_store", empty_store());
+    report("stream_closed_while_reader_waits", closed_early());
+    printf("%d passed, %d failed\n", passed, failed);
+    return failed != 0;
+}
