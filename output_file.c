@@ -37,8 +37,9 @@ static char *temp_name_beside(const char *path)
     return tmpl;
 }
 
-/* A fresh, private name beside path, created empty; registered for cleanup. */
-static char *reserve_temp_beside(const char *path, char **err)
+/* A fresh, private name beside path, created empty; registered for cleanup.
+ * Its descriptor goes to *fd if fd is not NULL, else it is closed. */
+static char *reserve_temp_beside(const char *path, int *fd_out, char **err)
 {
     char *tmp = temp_name_beside(path);
     if (!tmp) { *err = strdup("out of memory"); return NULL; }
@@ -49,13 +50,15 @@ static char *reserve_temp_beside(const char *path, char **err)
         return NULL;
     }
     apply_umask(fd);
-    close(fd);
+    if (fd_out) *fd_out = fd;
+    else close(fd);
     return tmp;
 }
 
 int output_open(output_file *o, const char *fn, const char *mode, char **err)
 {
     memset(o, 0, sizeof *o);
+    o->cache_fd = -1;
     if (!strcmp(fn, "-")) {
         o->fp = sam_open("-", mode);
         if (!o->fp) { *err = errmsg("cannot write to", "-"); return -1; }
@@ -65,7 +68,7 @@ int output_open(output_file *o, const char *fn, const char *mode, char **err)
     if (!o->final_path) { *err = strdup("out of memory"); return -1; }
     /* sam_open() recreates a name removed under it: no signal in between. */
     cleanup_hold_signals();
-    o->tmp_path = reserve_temp_beside(fn, err);
+    o->tmp_path = reserve_temp_beside(fn, &o->cache_fd, err);
     o->fp = o->tmp_path ? sam_open(o->tmp_path, mode) : NULL;
     cleanup_release_signals();
     if (!o->tmp_path) {
@@ -85,13 +88,30 @@ int output_index_begin(output_file *o, sam_hdr_t *h, const char *idx_fn, int min
 {
     o->idx_final_path = strdup(idx_fn);
     if (!o->idx_final_path) { *err = strdup("out of memory"); return -1; }
-    o->idx_tmp_path = reserve_temp_beside(idx_fn, err);
+    o->idx_tmp_path = reserve_temp_beside(idx_fn, NULL, err);
     if (!o->idx_tmp_path) return -1;
     if (sam_idx_init(o->fp, h, min_shift, o->idx_tmp_path) < 0) {
         *err = errmsg("cannot start the index", idx_fn);
         return -1;
     }
     return 0;
+}
+
+/* Why: on the benchmark VM, writing into page-cache pages no process has
+ * touched yet ran at 0.3-1.3 GB/s (20 GB/s into recycled ones); the
+ * floor's `view -u` spent 8-12 s of system time writing 2.7 GB.  Dropping
+ * what is already written lets the kernel reuse those pages.  Dirty pages
+ * are not dropped, only sent to disk sooner (htslib's writer already syncs
+ * every 512 blocks). */
+void output_drop_written(output_file *o)
+{
+    if (o->cache_fd >= 0) posix_fadvise(o->cache_fd, 0, 0, POSIX_FADV_DONTNEED);
+}
+
+static void close_cache_fd(output_file *o)
+{
+    if (o->cache_fd >= 0) close(o->cache_fd);
+    o->cache_fd = -1;
 }
 
 static void forget_temp(char **tmp_path)
@@ -113,6 +133,8 @@ int output_commit(output_file *o, char **err)
     }
     int ret = sam_close(o->fp);
     o->fp = NULL;
+    output_drop_written(o);
+    close_cache_fd(o);
     if (ret < 0) {
         *err = errmsg("error closing output file", o->final_path ? o->final_path : "-");
         output_abort(o);
@@ -155,6 +177,7 @@ void output_abort(output_file *o)
         sam_close(o->fp);
         o->fp = NULL;
     }
+    close_cache_fd(o);
     char **temps[] = { &o->tmp_path, &o->idx_tmp_path };
     for (size_t i = 0; i < sizeof temps / sizeof *temps; i++)
         if (*temps[i]) {

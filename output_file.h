@@ -7,6 +7,8 @@
  * An index, if asked for, follows the same rule.
  * output_abort() removes the temporary files; on stdout it diverts the BGZF
  * EOF marker to /dev/null, so a reader sees the stream as truncated.
+ * The output does not stay in the page cache: output_drop_written() drops
+ * the pages already written to disk, and the commit drops the rest.
  */
 #ifndef OUTPUT_FILE_H
 #define OUTPUT_FILE_H
@@ -18,6 +20,7 @@ typedef struct {
     char *tmp_path;
     char *idx_final_path, *idx_tmp_path;    /* NULL: no index */
     samFile *fp;
+    int cache_fd;       /* the output file, for dropping its pages; -1 on stdout */
 } output_file;
 
 /* mode is an htslib mode ("wb6", "w", "wc"...).  Returns 0, or -1 with a
@@ -30,6 +33,10 @@ int output_open(output_file *o, const char *fn, const char *mode, char **err);
  * BAI, 14 a CSI; CRAM always gets a CRAI. */
 int output_index_begin(output_file *o, sam_hdr_t *h, const char *idx_fn, int min_shift,
                        char **err);
+
+/* Call every few tens of MB written: the pages that reached the disk are
+ * dropped from the page cache, so new writes reuse them (see output_file.c). */
+void output_drop_written(output_file *o);
 
 int output_commit(output_file *o, char **err);
 void output_abort(output_file *o);

@@ -606,6 +606,9 @@ static run_merge *open_merge(sort_job *j, store_stream *runs)
  * four chunks cover a read's wait with room to spare. */
 #define STREAM_CHUNK_BYTES (1u << 20)
 #define STREAM_CHUNKS 4
+/* Record bytes between output_drop_written() calls: the output's page
+ * cache stays around this size. */
+#define DROP_WRITTEN_EVERY (64u << 20)
 
 static int readout(sort_job *j)
 {
@@ -636,7 +639,7 @@ static int readout(sort_job *j)
     run_merge *m = (runs || !it) ? open_merge(j, runs) : NULL;
     bam1_t *owned = bam_init1();
     const uint8_t *v;
-    size_t vlen;
+    size_t vlen, unwritten = 0;
     if (!m || !owned) {
         fail("out of memory for the final merge of '%s'%s", j->o->in_fn, "");
         ret = -1;
@@ -657,6 +660,10 @@ static int readout(sort_job *j)
         }
         if ((++j->records_out & PROGRESS_EVERY) == 0)
             progress_set_written(j->prog, j->records_out);
+        if ((unwritten += vlen) >= DROP_WRITTEN_EVERY) {
+            output_drop_written(&j->out);
+            unwritten = 0;
+        }
     }
     if (ret == 0 && runs && stream_error(runs)) {
         fail("error reading the temporary database: %s%s", stream_error(runs), "");

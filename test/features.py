@@ -1,14 +1,16 @@
 """Tests of rocksort's extras beyond the sort itself, registered by
 test/run_tests.py: --write-index, --max-memory, progress reports, the
-compaction sizing made without -s, and holding an input that fits in
-memory.
+compaction sizing made without -s, holding an input that fits in memory,
+and how temp runs and the output use the page cache.
 
 As in robustness.py, register(test, harness) defines the tests with the
 harness's decorator; `harness` is the run_tests module.  To run only these:
     run_tests.py -k 'write_index_*' -k 'max_memory_*' -k 'progress_*' -k 'sizing_*' \
-        -k 'memory_*'
+        -k 'memory_*' -k 'temp_runs_*' -k 'output_pages_*'
 """
 
+import ctypes
+import mmap
 import os
 import re
 import shutil
@@ -416,3 +418,76 @@ def register(test, h):
         if len(reads) < 2 or plain:
             raise Failure(f"{len(reads)} runs opened for reading, {len(plain)} of them "
                           f"{'without' if direct else 'with'} O_DIRECT", plain[:3])
+
+    # The output leaves the page cache --------------------------------------------------
+
+    def cached_bytes(path):
+        """Bytes of path in the page cache, from mincore(2) over a mapping
+        that is never touched (so it faults nothing in)."""
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.mmap.restype = ctypes.c_void_p
+        libc.mmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int,
+                              ctypes.c_int, ctypes.c_int, ctypes.c_long]
+        size, page = os.path.getsize(path), os.sysconf("SC_PAGE_SIZE")
+        if size == 0:
+            return 0
+        fd = os.open(path, os.O_RDONLY)
+        try:
+            addr = libc.mmap(None, size, mmap.PROT_READ, mmap.MAP_SHARED, fd, 0)
+            if addr in (None, ctypes.c_void_p(-1).value):
+                raise Failure(f"mmap of {path} failed: {os.strerror(ctypes.get_errno())}")
+            pages = (size + page - 1) // page
+            vec = (ctypes.c_ubyte * pages)()
+            ok = libc.mincore(ctypes.c_void_p(addr), ctypes.c_size_t(size), vec) == 0
+            libc.munmap(ctypes.c_void_p(addr), ctypes.c_size_t(size))
+        finally:
+            os.close(fd)
+        if not ok:
+            raise Failure(f"mincore of {path} failed")
+        return sum(v & 1 for v in vec) * page
+
+    def cache_drops_work(directory):
+        """Does this file system drop a synced file's pages on request?
+        (tmpfs, for one, keeps them.)"""
+        probe = os.path.join(directory, "drop-probe")
+        with open(probe, "wb") as f:
+            f.write(os.urandom(1 << 20))
+            f.flush()
+            os.fdatasync(f.fileno())
+            os.posix_fadvise(f.fileno(), 0, 0, os.POSIX_FADV_DONTNEED)
+        try:
+            return cached_bytes(probe) == 0
+        finally:
+            os.remove(probe)
+
+    @test
+    def test_output_pages_dropped_from_the_cache(case):
+        """The output's written pages are handed back to the kernel
+        (fadvise DONTNEED on the output file, seen by strace), so none of
+        the finished file stays cached where the file system honours that;
+        in memory and spilled, the output is still the oracle's."""
+        strace = shutil.which("strace")
+        if not strace:
+            raise Failure("strace is missing: scripts/deps.sh test installs it")
+        drops = cache_drops_work(case.dir)
+        env = dict(case.session.env)
+        env["ASAN_OPTIONS"] = ":".join(filter(None, [env.get("ASAN_OPTIONS"),
+                                                      "detect_leaks=0"]))
+        for label, extra in (("in memory", []), ("spilled", h.SPILL)):
+            out, trace = case.out("out.bam"), os.path.join(case.dir, "trace")
+            cmd = [strace, "-f", "-qq", "-y", "-e", "trace=fadvise64", "-o", trace,
+                   *case.session.rocksort_cmd, *extra, "-T", case.temp_prefix,
+                   "-o", out, case.input("bulk.bam")]
+            result = h.run(cmd, env=env)
+            if result.returncode != 0:
+                raise Failure(f"{label}: rocksort exited with {result.returncode}",
+                              h.tail(result.stderr))
+            left = cached_bytes(out)    # before the comparison reads it back
+            case.expect_same(out, case.session.expected("bulk.bam", []))
+            with open(trace) as f:
+                dropped = [l for l in f if ".out.bam.rocksort." in l and "DONTNEED" in l]
+            if not dropped:
+                raise Failure(f"{label}: the output's pages were never dropped")
+            if drops and left:
+                raise Failure(f"{label}: {left} bytes of the output stay in the page cache")
+            os.remove(out)
