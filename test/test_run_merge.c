@@ -14,22 +14,10 @@
 #include "sort_batch.h"
 #include "run_merge.h"
 #include "order_rules.h"
+#include "unit_report.h"
 
 #define N_BATCHES 5
 #define PER_BATCH 3000
-
-static int passed, failed;
-
-static void report(const char *name, const char *problem)
-{
-    if (problem) {
-        failed++;
-        printf("FAIL %s: %s\n", name, problem);
-    } else {
-        passed++;
-        printf("PASS %s\n", name);
-    }
-}
 
 /* Names of 3..36 characters (ending in _SEQ) and 0..150 bases move the
  * record size through every remainder modulo 8. */
@@ -169,6 +157,5 @@ int main(void)
     for (int i = 0; i < 2; i++) packed_destroy(packed[i]);
     for (int i = 0; i < N_BATCHES; i++) batch_destroy(f.batch[i]);
     for (int s = 0; s < N_BATCHES * PER_BATCH; s++) bam_destroy1(f.rec[s]);
-    printf("%d passed, %d failed\n", passed, failed);
-    return failed != 0;
+    return report_summary();
 }

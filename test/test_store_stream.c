@@ -15,23 +15,11 @@
 #include <unistd.h>
 #include <rocksdb/c.h>
 #include "store_stream.h"
+#include "unit_report.h"
 
 #define N_RECORDS 5000
 #define CHUNK 4096
 #define HUGE_EVERY 997      /* these values are 3 chunks long */
-
-static int passed, failed;
-
-static void report(const char *name, const char *problem)
-{
-    if (problem) {
-        failed++;
-        printf("FAIL %s: %s\n", name, problem);
-    } else {
-        passed++;
-        printf("PASS %s\n", name);
-    }
-}
 
 static size_t value_len(uint64_t seq)
 {
@@ -159,6 +147,5 @@ int main(void)
     report("stream_returns_every_record_in_order", every_record_in_order());
     report("stream_of_empty_store", empty_store());
     report("stream_closed_while_reader_waits", closed_early());
-    printf("%d passed, %d failed\n", passed, failed);
-    return failed != 0;
+    return report_summary();
 }
