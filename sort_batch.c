@@ -327,11 +327,16 @@ const uint8_t *packed_first(const packed_run *pr)
     return pr->size ? pr->data : NULL;
 }
 
-const uint8_t *packed_next(const packed_run *pr, const uint8_t *rec)
+const uint8_t *packed_after(const uint8_t *rec)
 {
     rec_header h;
     memcpy(&h, rec, sizeof h);
-    rec += record_size(h);
+    return rec + record_size(h);
+}
+
+const uint8_t *packed_next(const packed_run *pr, const uint8_t *rec)
+{
+    rec = packed_after(rec);
     return rec < pr->data + pr->size ? rec : NULL;
 }
 

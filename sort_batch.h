@@ -50,9 +50,11 @@ const uint8_t *packed_key(const uint8_t *rec, size_t *len);
 const uint8_t *packed_value(const uint8_t *rec, size_t *len);
 
 /* The same record layout, for other producers of packed records:
- * packed_put() writes one at dst, packed_record_size() bytes long. */
+ * packed_put() writes one at dst, packed_record_size() bytes long, and
+ * packed_after() is where the record after rec starts. */
 size_t packed_record_size(size_t key_len, size_t val_len);
 void packed_put(uint8_t *dst, const uint8_t *key, size_t key_len,
                 const uint8_t *val, size_t val_len);
+const uint8_t *packed_after(const uint8_t *rec);
 
 #endif

@@ -632,11 +632,13 @@ static int readout(sort_job *j)
     }
     rocksdb_iterator_t *it = NULL;
     store_stream *runs = NULL;
+    int no_stream = 0;
     if (store_runs_ingested(j->store)) {
         it = store_iter(j->store, STORE_DIRECT_READAHEAD);
         runs = stream_open(it, STREAM_CHUNK_BYTES, STREAM_CHUNKS);
+        no_stream = !runs;
     }
-    run_merge *m = (runs || !it) ? open_merge(j, runs) : NULL;
+    run_merge *m = no_stream ? NULL : open_merge(j, runs);
     bam1_t *owned = bam_init1();
     const uint8_t *v;
     size_t vlen, unwritten = 0;

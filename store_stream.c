@@ -7,7 +7,6 @@
 #define _GNU_SOURCE
 #include <pthread.h>
 #include <stdlib.h>
-#include <string.h>
 #include "sort_batch.h"
 #include "store_stream.h"
 
@@ -27,7 +26,8 @@ struct store_stream {
     int n_filled;       /* published and not yet released, head included */
     int done;           /* the producer has published its last chunk */
     int stop;           /* the consumer is closing */
-    char *error;
+    int out_of_memory;
+    char *error;        /* the iterator's */
     const uint8_t *rec; /* the consumer's current record, NULL at the end */
 };
 
@@ -90,9 +90,9 @@ static void *produce(void *arg)
         int i = next_free_chunk(s);
         if (i < 0) break;
         chunk *c = &s->chunks[i];
-        if (fill(s, c) < 0) s->error = strdup("out of memory");
-        int last = s->error || !rocksdb_iter_valid(s->it);
-        if (last && !s->error) rocksdb_iter_get_error(s->it, &s->error);
+        s->out_of_memory = fill(s, c) < 0;
+        int last = s->out_of_memory || !rocksdb_iter_valid(s->it);
+        if (last && !s->out_of_memory) rocksdb_iter_get_error(s->it, &s->error);
         publish(s, c->used > 0, last);
         if (last) break;
     }
@@ -167,17 +167,17 @@ const uint8_t *stream_value(const store_stream *s, size_t *len)
 
 void stream_next(store_stream *s)
 {
-    size_t kl, vl;
-    packed_key(s->rec, &kl);
-    packed_value(s->rec, &vl);
     const chunk *c = &s->chunks[s->head];
-    s->rec += packed_record_size(kl, vl);
+    s->rec = packed_after(s->rec);
     if (s->rec < c->data + c->used) return;
     release_chunk(s);
     take_chunk(s);
 }
 
-const char *stream_error(const store_stream *s) { return s->error; }
+const char *stream_error(const store_stream *s)
+{
+    return s->out_of_memory ? "out of memory" : s->error;
+}
 
 void stream_close(store_stream *s)
 {

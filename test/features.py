@@ -491,3 +491,31 @@ def register(test, h):
             if drops and left:
                 raise Failure(f"{label}: {left} bytes of the output stay in the page cache")
             os.remove(out)
+
+    @test
+    def test_output_pages_dropped_while_writing(case):
+        """Past 64 MiB of records the output's pages are dropped during the
+        readout too, not only at the end: ten copies of bulk.bam (about
+        87 MB of records) sorted to -u output get at least two DONTNEED
+        calls on the output."""
+        strace = shutil.which("strace")
+        if not strace:
+            raise Failure("strace is missing: scripts/deps.sh test installs it")
+        big = case.out("ten.bam")
+        case.session.oracle_ok("cat", ["-o", big] + [case.input("bulk.bam")] * 10)
+        out, trace = case.out("out.bam"), os.path.join(case.dir, "trace")
+        env = dict(case.session.env)
+        env["ASAN_OPTIONS"] = ":".join(filter(None, [env.get("ASAN_OPTIONS"),
+                                                      "detect_leaks=0"]))
+        cmd = [strace, "-f", "-qq", "-y", "-e", "trace=fadvise64", "-o", trace,
+               *case.session.rocksort_cmd, "-u", *h.SPILL, "-T", case.temp_prefix,
+               "-o", out, big]
+        result = h.run(cmd, env=env)
+        if result.returncode != 0:
+            raise Failure(f"rocksort exited with {result.returncode}", h.tail(result.stderr))
+        with open(trace) as f:
+            dropped = [l for l in f if ".out.bam.rocksort." in l and "DONTNEED" in l]
+        if len(dropped) < 2:
+            raise Failure(f"{len(dropped)} DONTNEED calls on the output; "
+                          "expected one per 64 MiB written and one at the end")
+        case.expect_no_temp_left()
