@@ -22,6 +22,9 @@
 struct rocks_store {
     char *dir;
     rocksdb_t *db;
+    rocksdb_column_family_handle_t *part[STORE_MAX_PARTS];
+    int n_parts;                /* column families created */
+    int parts_used;             /* of those, how many hold runs */
     rocksdb_options_t *opts;
     rocksdb_env_t *env;
     rocksdb_envoptions_t *envopts;
@@ -39,6 +42,8 @@ struct rocks_store {
     int direct_io;              /* runs are read (and merged) bypassing the page cache */
     uint64_t run_bytes;         /* expected size of one run */
 };
+
+static const char *const part_names[STORE_MAX_PARTS] = { "default", "part1", "part2", "part3" };
 
 static char *msg(const char *fmt, const char *a, const char *b)
 {
@@ -200,6 +205,17 @@ static void configure(rocks_store *st, const store_options *o)
     rocksdb_ingestexternalfileoptions_set_move_files(st->ingest, 1);
 }
 
+/* One column family per part, all with the same options. */
+static void open_parts(rocks_store *st, int parts, char **rerr)
+{
+    const rocksdb_options_t *per_part[STORE_MAX_PARTS];
+    st->n_parts = parts < 1 ? 1 : parts > STORE_MAX_PARTS ? STORE_MAX_PARTS : parts;
+    for (int i = 0; i < st->n_parts; i++) per_part[i] = st->opts;
+    rocksdb_options_set_create_missing_column_families(st->opts, 1);
+    st->db = rocksdb_open_column_families(st->opts, st->dir, st->n_parts, part_names,
+                                          per_part, st->part, rerr);
+}
+
 rocks_store *store_open(const char *tmp_prefix, const store_options *o, char **err)
 {
     *err = NULL;
@@ -216,7 +232,7 @@ rocks_store *store_open(const char *tmp_prefix, const store_options *o, char **e
     configure_direct_io(st);
     temp_sync_skip_under(st->dir);
     char *rerr = NULL;
-    st->db = rocksdb_open(st->opts, st->dir, &rerr);
+    open_parts(st, o->parts, &rerr);
     cleanup_release_signals();
     if (rerr) {
         *err = wrap_rocks_error(st->dir, rerr);
@@ -226,21 +242,47 @@ rocks_store *store_open(const char *tmp_prefix, const store_options *o, char **e
     return st;
 }
 
-static uint64_t int_property(rocks_store *st, const char *name)
+static uint64_t part_property(rocks_store *st, int part, const char *name)
 {
-    char *v = rocksdb_property_value(st->db, name);
+    char *v = rocksdb_property_value_cf(st->db, st->part[part], name);
     uint64_t n = v ? strtoull(v, NULL, 10) : 0;
     free(v);
     return n;
+}
+
+/* A per-part count, summed over the parts. */
+static uint64_t int_property(rocks_store *st, const char *name)
+{
+    uint64_t n = 0;
+    for (int i = 0; i < st->n_parts; i++) n += part_property(st, i, name);
+    return n;
+}
+
+/* Database-wide: any part's handle gives the same count. */
+static uint64_t running_merges(rocks_store *st)
+{
+    return part_property(st, 0, "rocksdb.num-running-compactions");
+}
+
+/* Options change for every part alike.  Returns 0, or -1 if refused. */
+static int set_part_options(rocks_store *st, int count, const char *const *keys,
+                            const char *const *vals)
+{
+    int ret = 0;
+    for (int i = 0; i < st->n_parts; i++) {
+        char *rerr = NULL;
+        rocksdb_set_options_cf(st->db, st->part[i], count, keys, vals, &rerr);
+        if (rerr) ret = -1;
+        free(rerr);
+    }
+    return ret;
 }
 
 static void set_auto_compaction(rocks_store *st, int on)
 {
     const char *keys[1] = { "disable_auto_compactions" };
     const char *vals[1] = { on ? "false" : "true" };
-    char *rerr = NULL;
-    rocksdb_set_options(st->db, 1, keys, vals, &rerr);
-    free(rerr);
+    set_part_options(st, 1, keys, vals);
 }
 
 /* Too many runs for the open-file limit: let compaction merge them. */
@@ -264,11 +306,7 @@ static int start_merging(rocks_store *st, int trigger, int min_width, int max_wi
     const char *keys[] = { "level0_file_num_compaction_trigger", "compaction_options_universal",
                            "disable_auto_compactions" };
     const char *vals[] = { trig, universal, "false" };
-    char *rerr = NULL;
-    rocksdb_set_options(st->db, 3, keys, vals, &rerr);
-    if (!rerr) return 0;
-    free(rerr);
-    return -1;
+    return set_part_options(st, 3, keys, vals);
 }
 
 int store_plan_merges(rocks_store *st, uint64_t size_estimate)
@@ -313,6 +351,13 @@ int store_run_put(rocks_store *st, const uint8_t *key, size_t klen,
     return 0;
 }
 
+/* Runs are dealt in turn while nothing merges them; a merge only takes
+ * runs of one part, so with merges planned they all go to part 0. */
+static int next_part(const rocks_store *st)
+{
+    return st->merges_planned ? 0 : (int)(st->runs % (uint64_t)st->n_parts);
+}
+
 int store_run_end(rocks_store *st, char **err)
 {
     char *rerr = NULL;
@@ -326,12 +371,14 @@ int store_run_end(rocks_store *st, char **err)
         return -1;
     }
     const char *files[1] = { st->run_path };
-    rocksdb_ingest_external_file(st->db, files, 1, st->ingest, &rerr);
+    int part = next_part(st);
+    rocksdb_ingest_external_file_cf(st->db, st->part[part], files, 1, st->ingest, &rerr);
     if (rerr) {
         *err = wrap_rocks_error(st->run_path, rerr);
         return -1;
     }
     st->runs++;
+    if (part >= st->parts_used) st->parts_used = part + 1;
     st->bytes_written += size;
     if (!st->compaction_forced && int_property(st, "rocksdb.num-files-at-level0") >= (uint64_t)st->run_limit)
         force_compaction(st);
@@ -353,7 +400,7 @@ static void nap(void)
 
 static void wait_for_running_merges(rocks_store *st)
 {
-    while (int_property(st, "rocksdb.num-running-compactions") > 0) nap();
+    while (running_merges(st) > 0) nap();
 }
 
 /* One merge of the newest n - target + 1 runs, whatever their sizes. */
@@ -364,7 +411,7 @@ static int merge_newest(rocks_store *st, int n, int target)
     /* Give the merge up if it neither starts nor shows a result within a second. */
     for (int idle = 0; store_sorted_runs(st) >= n && idle < 50; idle++) {
         nap();
-        if (int_property(st, "rocksdb.num-running-compactions") > 0) idle = 0;
+        if (running_merges(st) > 0) idle = 0;
     }
     set_auto_compaction(st, 0);
     wait_for_running_merges(st);
@@ -407,18 +454,22 @@ uint64_t store_bytes_written(const rocks_store *st) { return st->bytes_written; 
 const char *store_path(const rocks_store *st) { return st->dir; }
 int store_direct_io(const rocks_store *st) { return st && st->direct_io; }
 
-rocksdb_iterator_t *store_iter(rocks_store *st, size_t readahead)
+int store_parts(const rocks_store *st) { return st->parts_used; }
+
+rocksdb_iterator_t *store_iter(rocks_store *st, int part, size_t readahead)
 {
     if (!st->read) st->read = rocksdb_readoptions_create();
     rocksdb_readoptions_set_fill_cache(st->read, 0);
     rocksdb_readoptions_set_readahead_size(st->read, readahead);
-    return rocksdb_create_iterator(st->db, st->read);
+    return rocksdb_create_iterator_cf(st->db, st->read, st->part[part]);
 }
 
 void store_close(rocks_store *st, int keep)
 {
     if (!st) return;
     if (st->writer) rocksdb_sstfilewriter_destroy(st->writer);
+    for (int i = 0; i < st->n_parts; i++)
+        if (st->part[i]) rocksdb_column_family_handle_destroy(st->part[i]);
     if (st->db) rocksdb_close(st->db);
     temp_sync_skip_under(NULL);
     if (!keep && st->dir) {

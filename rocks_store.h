@@ -6,7 +6,10 @@
  * store_run_end(), which builds an SST file and ingests it (no memtable, no
  * write-ahead log).  With a size hint, universal compaction merges runs in
  * the background so that the final readout merges about 2*sqrt(T) of them.
- * store_iter() reads everything in key order.  Runs bypass the page cache:
+ * Without merges, runs are dealt in turn to up to `parts` column families,
+ * each read in key order by its own store_iter(), so that several threads
+ * can read the runs at once; with merges planned every run goes to part 0,
+ * as a merge only combines runs of one part.  Runs bypass the page cache:
  * the SST writer drops what it wrote, and reads and merges use direct I/O
  * where the temp file system allows it.  store_close() removes the
  * directory unless asked to keep it.  Errors come back as a malloc'd message.
@@ -24,7 +27,10 @@ typedef struct {
     uint64_t run_bytes;     /* expected bytes of one run */
     int max_open_files;     /* cap on files RocksDB keeps open; -1: no cap */
     int background_threads; /* compaction threads */
+    int parts;              /* column families runs are dealt to, 1..STORE_MAX_PARTS */
 } store_options;
+
+#define STORE_MAX_PARTS 4
 
 typedef struct rocks_store rocks_store;
 
@@ -62,7 +68,9 @@ uint64_t store_bytes_written(const rocks_store *st);
  * cache (direct I/O reads are synchronous: no kernel readahead). */
 #define STORE_DIRECT_READAHEAD (2u << 20)
 
-rocksdb_iterator_t *store_iter(rocks_store *st, size_t readahead);
+/* Parts holding runs: the readout merges store_iter(st, 0..n-1, ...). */
+int store_parts(const rocks_store *st);
+rocksdb_iterator_t *store_iter(rocks_store *st, int part, size_t readahead);
 
 /* True when runs are read with direct I/O (the temp file system allows it). */
 int store_direct_io(const rocks_store *st);

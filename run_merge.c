@@ -12,6 +12,7 @@ typedef enum { FROM_STORE, FROM_BATCH, FROM_PACKED } source_kind;
 
 typedef struct {
     source_kind kind;
+    store_stream *stream;
     const sort_batch *batch;
     size_t pos;
     const packed_run *packed;
@@ -19,7 +20,6 @@ typedef struct {
 } source;
 
 struct run_merge {
-    store_stream *runs;
     source *src;
     int *heap;      /* indices into src; heap[0] holds the smallest key */
     int n_heap;
@@ -30,7 +30,7 @@ static const uint8_t *source_key(const run_merge *m, int s, size_t *len)
 {
     const source *x = &m->src[s];
     switch (x->kind) {
-    case FROM_STORE: return stream_key(m->runs, len);
+    case FROM_STORE: return stream_key(x->stream, len);
     case FROM_BATCH: return batch_key(x->batch, x->pos, len);
     default: return packed_key(x->rec, len);
     }
@@ -40,7 +40,7 @@ static const uint8_t *source_value(const run_merge *m, int s, size_t *len)
 {
     const source *x = &m->src[s];
     switch (x->kind) {
-    case FROM_STORE: return stream_value(m->runs, len);
+    case FROM_STORE: return stream_value(x->stream, len);
     case FROM_BATCH: return batch_value(x->batch, x->pos, len);
     default: return packed_value(x->rec, len);
     }
@@ -50,7 +50,7 @@ static int source_valid(const run_merge *m, int s)
 {
     const source *x = &m->src[s];
     switch (x->kind) {
-    case FROM_STORE: return m->runs && stream_valid(m->runs);
+    case FROM_STORE: return stream_valid(x->stream);
     case FROM_BATCH: return x->pos < batch_count(x->batch);
     default: return x->rec != NULL;
     }
@@ -61,7 +61,7 @@ static void source_advance(run_merge *m, int s)
     source *x = &m->src[s];
     switch (x->kind) {
     case FROM_STORE:
-        stream_next(m->runs);
+        stream_next(x->stream);
         break;
     case FROM_BATCH:
         x->pos++;
@@ -95,27 +95,30 @@ static void sift_down(run_merge *m, int i)
     }
 }
 
-run_merge *merge_open(store_stream *runs, sort_batch *const *batches, int n_batches,
+run_merge *merge_open(store_stream *const *streams, int n_streams,
+                      sort_batch *const *batches, int n_batches,
                       packed_run *const *packed, int n_packed)
 {
     run_merge *m = calloc(1, sizeof *m);
-    int n = 1 + n_batches + n_packed;
+    int n = n_streams + n_batches + n_packed;
     if (!m || !(m->src = calloc((size_t)n, sizeof *m->src))
            || !(m->heap = malloc((size_t)n * sizeof *m->heap))) {
         merge_close(m);
         return NULL;
     }
-    m->runs = runs;
     m->last = -1;
-    m->src[0].kind = FROM_STORE;
+    for (int i = 0; i < n_streams; i++) {
+        m->src[i].kind = FROM_STORE;
+        m->src[i].stream = streams[i];
+    }
     for (int i = 0; i < n_batches; i++) {
-        source *x = &m->src[1 + i];
+        source *x = &m->src[n_streams + i];
         x->kind = FROM_BATCH;
         x->batch = batches[i];
         batch_prefetch(x->batch, 0);
     }
     for (int i = 0; i < n_packed; i++) {
-        source *x = &m->src[1 + n_batches + i];
+        source *x = &m->src[n_streams + n_batches + i];
         x->kind = FROM_PACKED;
         x->packed = packed[i];
         x->rec = packed_first(packed[i]);

@@ -1,11 +1,11 @@
 /* run_merge.h -- merge sorted sources into one stream in key order.
  *
- * Contract: the sources are a stream of the spilled runs (see
- * store_stream.h; NULL if none), sorted in-memory batches (see batch_sort())
- * and packed runs (see batch_pack()).  merge_next() returns the values of
+ * Contract: the sources are streams of the spilled runs (store_stream.h,
+ * one per part of the store), sorted in-memory batches (batch_sort()) and
+ * packed runs (batch_pack()).  merge_next() returns the values of
  * all sources by ascending key; equal keys cannot occur, since every key
  * ends with the record's input sequence number.  A value stays valid until
- * the next merge_next() call.  The merge borrows the stream, the batches and
+ * the next merge_next() call.  The merge borrows the streams, the batches and
  * the packed runs: the caller keeps and frees them.
  */
 #ifndef RUN_MERGE_H
@@ -19,7 +19,8 @@
 typedef struct run_merge run_merge;
 
 /* Positions it at the first key.  NULL if out of memory. */
-run_merge *merge_open(store_stream *runs, sort_batch *const *batches, int n_batches,
+run_merge *merge_open(store_stream *const *streams, int n_streams,
+                      sort_batch *const *batches, int n_batches,
                       packed_run *const *packed, int n_packed);
 
 /* The next value in key order, or NULL once every source is exhausted. */

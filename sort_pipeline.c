@@ -373,6 +373,11 @@ static int open_file_budget(void)
     return budget > (1 << 20) ? 1 << 20 : (int)budget;
 }
 
+/* Threads that read the spilled runs at the readout (when nothing merges
+ * them in the background), each its own share of the runs: two keep the
+ * -u readout from waiting on one reader; see open_spilled(). */
+#define READOUT_STREAMS 2
+
 static int open_store(sort_job *j)
 {
     const rocksort_opts *o = j->o;
@@ -382,6 +387,7 @@ static int open_store(sort_job *j)
         .run_bytes = batch_bytes_for(o),
         .max_open_files = open_file_budget(),
         .background_threads = o->threads > 1 ? o->threads : 1,
+        .parts = READOUT_STREAMS,
     };
     const char *prefix = o->tmp_prefix;
     if (!prefix) {
@@ -587,15 +593,21 @@ static int write_value(sort_job *j, const uint8_t *v, size_t vlen, bam1_t *owned
     return sam_write1(j->out.fp, j->hdr, b) < 0 ? -1 : 0;
 }
 
+typedef struct {
+    int n;
+    rocksdb_iterator_t *it[STORE_MAX_PARTS];
+    store_stream *stream[STORE_MAX_PARTS];
+} spilled_runs;
+
 /* The spilled runs, the batches held in memory and the tail, by key. */
-static run_merge *open_merge(sort_job *j, store_stream *runs)
+static run_merge *open_merge(sort_job *j, const spilled_runs *runs)
 {
     int n_kept = j->q.kept ? j->q.n_held : 0;
     sort_batch **batches = malloc((size_t)(n_kept + 1) * sizeof *batches);
     if (!batches) return NULL;
     for (int i = 0; i < n_kept; i++) batches[i] = j->q.kept[i];
     batches[n_kept] = j->tail;
-    run_merge *m = merge_open(runs, batches, n_kept + 1, j->q.packed,
+    run_merge *m = merge_open(runs->stream, runs->n, batches, n_kept + 1, j->q.packed,
                               j->q.packed ? j->q.n_held : 0);
     free(batches);
     return m;
@@ -606,6 +618,39 @@ static run_merge *open_merge(sort_job *j, store_stream *runs)
  * four chunks cover a read's wait with room to spare. */
 #define STREAM_CHUNK_BYTES (1u << 20)
 #define STREAM_CHUNKS 4
+
+/* Each part of the store is read by a stream of its own: one iterator
+ * over all runs kept a single thread busy with RocksDB's merge and its
+ * synchronous reads for the whole -u readout. */
+static int open_spilled(sort_job *j, spilled_runs *r)
+{
+    int parts = store_parts(j->store);
+    for (r->n = 0; r->n < parts; r->n++) {
+        r->it[r->n] = store_iter(j->store, r->n, STORE_DIRECT_READAHEAD);
+        r->stream[r->n] = stream_open(r->it[r->n], STREAM_CHUNK_BYTES, STREAM_CHUNKS);
+        if (!r->stream[r->n]) {
+            rocksdb_iter_destroy(r->it[r->n]);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+static const char *spilled_error(const spilled_runs *r)
+{
+    for (int i = 0; i < r->n; i++)
+        if (stream_error(r->stream[i])) return stream_error(r->stream[i]);
+    return NULL;
+}
+
+static void close_spilled(spilled_runs *r)
+{
+    for (int i = 0; i < r->n; i++) {
+        stream_close(r->stream[i]);
+        rocksdb_iter_destroy(r->it[i]);
+    }
+    r->n = 0;
+}
 /* Record bytes between output_drop_written() calls: the output's page
  * cache stays around this size. */
 #define DROP_WRITTEN_EVERY (64u << 20)
@@ -630,15 +675,9 @@ static int readout(sort_job *j)
         free(err);
         return -1;
     }
-    rocksdb_iterator_t *it = NULL;
-    store_stream *runs = NULL;
-    int no_stream = 0;
-    if (store_runs_ingested(j->store)) {
-        it = store_iter(j->store, STORE_DIRECT_READAHEAD);
-        runs = stream_open(it, STREAM_CHUNK_BYTES, STREAM_CHUNKS);
-        no_stream = !runs;
-    }
-    run_merge *m = no_stream ? NULL : open_merge(j, runs);
+    spilled_runs runs = { 0 };
+    int no_stream = open_spilled(j, &runs) < 0;
+    run_merge *m = no_stream ? NULL : open_merge(j, &runs);
     bam1_t *owned = bam_init1();
     const uint8_t *v;
     size_t vlen, unwritten = 0;
@@ -667,13 +706,12 @@ static int readout(sort_job *j)
             unwritten = 0;
         }
     }
-    if (ret == 0 && runs && stream_error(runs)) {
-        fail("error reading the temporary database: %s%s", stream_error(runs), "");
+    if (ret == 0 && spilled_error(&runs)) {
+        fail("error reading the temporary database: %s%s", spilled_error(&runs), "");
         ret = -1;
     }
     merge_close(m);
-    stream_close(runs);
-    if (it) rocksdb_iter_destroy(it);
+    close_spilled(&runs);
     bam_destroy1(owned);
     j->t_readout = now_seconds() - t0;
     return ret;
@@ -745,9 +783,10 @@ static void report(const sort_job *j)
     report_sizing(j);
     fprintf(stderr, "[rocksort] memory: %s\n", memory_use(j));
     if (store_runs_ingested(j->store))
-        fprintf(stderr, "[rocksort] temp reads: %s\n", store_direct_io(j->store)
+        fprintf(stderr, "[rocksort] temp reads: %s; %d reader thread%s\n", store_direct_io(j->store)
                 ? "direct I/O (runs bypass the page cache)"
-                : "through the page cache (the temp file system refused direct I/O)");
+                : "through the page cache (the temp file system refused direct I/O)",
+                store_parts(j->store), store_parts(j->store) == 1 ? "" : "s");
     fprintf(stderr,
             "[rocksort] records: %llu in, %llu out; %.1f MB decoded\n"
             "[rocksort] phase load: %.2f s (sort %.2f s, write runs %.2f s, copy held %.2f s; reader waited %.2f s)\n"

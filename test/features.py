@@ -254,7 +254,9 @@ def register(test, h):
         case.session.oracle_ok("sort", ["--no-PG", "-o", expected, big])
         return big, expected
 
-    def sizing_run(case, big, expected, args, stdin=False):
+    def sizing_report(case, big, expected, args, stdin=False):
+        """Sorts big with -v, SPILL and args, checks it against expected
+        -> the -v report."""
         out = case.out("out.bam")
         cmd = ["-v", *h.SPILL, *args, "-T", case.temp_prefix, "-o", out]
         result = case.rocksort_ok(cmd + ["-"], stdin=big) if stdin else \
@@ -262,7 +264,10 @@ def register(test, h):
         case.expect_same(out, expected)
         case.expect_no_temp_left()
         os.remove(out)
-        err = result.stderr.decode(errors="replace")
+        return result.stderr.decode(errors="replace")
+
+    def sizing_run(case, big, expected, args, stdin=False):
+        err = sizing_report(case, big, expected, args, stdin)
         runs = re.search(r"runs: (\d+) written, (\d+) merged", err)
         size = re.search(r"\[rocksort\] size: (.*)", err)
         decoded = re.search(r"([\d.]+) MB decoded", err)
@@ -315,6 +320,19 @@ def register(test, h):
         if written <= 32 or merged > int(2 * written ** 0.5):
             raise Failure(f"{merged} of {written} runs merged at readout; "
                           f"2*sqrt(T) = {2 * written ** 0.5:.1f}")
+
+    @test
+    def test_runs_read_by_two_threads_unless_merged(case):
+        """Without background merges the runs are dealt to two parts, each
+        read by its own thread at the readout; with -s every run goes to
+        the one part the merges work on.  Both give the oracle's records."""
+        big, expected = sizing_input(case)
+        for args, stdin, want in (([], True, 2), (["-s", "100M"], False, 1)):
+            err = sizing_report(case, big, expected, args, stdin)
+            readers = re.search(r"temp reads: .*; (\d+) reader threads?$", err, re.M)
+            if not readers or int(readers[1]) != want:
+                raise Failure(f"with {args or 'no -s'}: {readers[0] if readers else 'no -v line'}"
+                              f"; expected {want} reader thread(s)")
 
     # Holding every batch in memory ------------------------------------------------------
 

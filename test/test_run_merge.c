@@ -111,7 +111,7 @@ static const char *check_merge(const fixture *f, packed_run *const *packed)
     static char seen[N_BATCHES * PER_BATCH];
     const char *problem = NULL;
     sort_batch *const batches[] = {f->batch[2], f->batch[3], f->batch[4]};
-    run_merge *m = merge_open(NULL, batches, 3, packed, 2);
+    run_merge *m = merge_open(NULL, 0, batches, 3, packed, 2);
     if (!m) return "merge_open failed";
     sort_spec spec = spec_of(ORDER_COORDINATE);
     uint8_t prev[512], key[512];
