@@ -40,9 +40,10 @@ rocks_store *store_open(const char *tmp_prefix, const store_options *opt, char *
 /* Without a size hint, the caller may still estimate the total (from the
  * input file's size) once loading has begun: past STORE_MERGE_MIN_RUNS
  * runs, merging starts as a hint would have set it up; below, the readout
- * merges every run itself, which is cheaper than rewriting them.  Returns
- * the fewest runs a background merge takes, 0 if there will be no merges,
- * -1 if RocksDB refused the change. */
+ * merges every run itself, which is cheaper than rewriting them.  Call it
+ * before the first run ends: runs already dealt to other parts stay there,
+ * outside the merges' reach.  Returns the fewest runs a background merge
+ * takes, 0 if there will be no merges, -1 if RocksDB refused the change. */
 #define STORE_MERGE_MIN_RUNS 32
 int store_plan_merges(rocks_store *st, uint64_t size_estimate);
 

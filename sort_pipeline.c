@@ -651,6 +651,7 @@ static void close_spilled(spilled_runs *r)
     }
     r->n = 0;
 }
+
 /* Record bytes between output_drop_written() calls: the output's page
  * cache stays around this size. */
 #define DROP_WRITTEN_EVERY (64u << 20)
