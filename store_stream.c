@@ -85,6 +85,7 @@ static void publish(store_stream *s, int filled, int last)
 static void *produce(void *arg)
 {
     store_stream *s = arg;
+    rocksdb_set_perf_level(rocksdb_disable);  /* why: see store_run_begin() */
     rocksdb_iter_seek_to_first(s->it);
     for (;;) {
         int i = next_free_chunk(s);
