@@ -66,7 +66,7 @@ static void source_advance(run_merge *m, int s)
     case FROM_BATCH:
         x->pos++;
         /* Sorted order visits the arena at random: fetch ahead. */
-        batch_prefetch(x->batch, x->pos + 8);
+        batch_prefetch(x->batch, x->pos + BATCH_PREFETCH_DISTANCE);
         break;
     default:
         x->rec = packed_next(x->packed, x->rec);

@@ -25,7 +25,6 @@
 
 #define HUGE_PAGE (2u << 20)
 #define INSERTION_RUN 24
-#define PREFETCH_AHEAD 8
 #define INLINE_KEY 24     /* key bytes held next to each record pointer */
 
 /* A record in the arena: key length, value length, key, value. */
@@ -282,11 +281,13 @@ size_t batch_count(const sort_batch *sb) { return sb->n; }
 
 size_t batch_bytes(const sort_batch *sb) { return sb->used; }
 
-/* The record's header comes first, from PREFETCH_AHEAD records further on,
- * so that its size is known, and in cache, when the rest is fetched. */
+/* The record's header comes first, from BATCH_PREFETCH_DISTANCE records
+ * further on, so that its size is known, and in cache, when the rest is
+ * fetched. */
 void batch_prefetch(const sort_batch *sb, size_t i)
 {
-    if (i + PREFETCH_AHEAD < sb->n) __builtin_prefetch(sb->ent[i + PREFETCH_AHEAD].rec);
+    if (i + BATCH_PREFETCH_DISTANCE < sb->n)
+        __builtin_prefetch(sb->ent[i + BATCH_PREFETCH_DISTANCE].rec);
     if (i >= sb->n) return;
     const uint8_t *r = sb->ent[i].rec;
     const uint8_t *end = r + record_size(header_of(&sb->ent[i]));
@@ -326,7 +327,7 @@ packed_run *batch_pack(const sort_batch *sb)
         return NULL;
     }
     for (size_t i = 0; i < sb->n; i++) {
-        batch_prefetch(sb, i + 8);
+        batch_prefetch(sb, i + BATCH_PREFETCH_DISTANCE);
         size_t size = record_size(header_of(&sb->ent[i]));
         memcpy(pr->data + pr->size, sb->ent[i].rec, size);
         pr->size += size;

@@ -31,7 +31,9 @@ size_t batch_count(const sort_batch *sb);
 size_t batch_bytes(const sort_batch *sb);
 
 /* A hint that entry i will be read soon (after batch_sort): fetches all of
- * its bytes, and the start of an entry a few further on. */
+ * its bytes, and the start of an entry a few further on.  Readers going
+ * through entries in order ask for the one BATCH_PREFETCH_DISTANCE ahead. */
+#define BATCH_PREFETCH_DISTANCE 8
 void batch_prefetch(const sort_batch *sb, size_t i);
 
 const uint8_t *batch_key(const sort_batch *sb, size_t i, size_t *len);

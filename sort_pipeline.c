@@ -101,7 +101,7 @@ static char *write_run(rocks_store *st, sort_batch *sb)
     for (size_t i = 0; i < n; i++) {
         size_t kl, vl;
         /* Sorted order visits the arena at random: fetch ahead. */
-        batch_prefetch(sb, i + 8);
+        batch_prefetch(sb, i + BATCH_PREFETCH_DISTANCE);
         const uint8_t *k = batch_key(sb, i, &kl);
         const uint8_t *v = batch_value(sb, i, &vl);
         if (store_run_put(st, k, kl, v, vl, &err) < 0) return err;
