@@ -1,12 +1,37 @@
-# samtools rocksort -- build against the system htslib and RocksDB.
+# samtools rocksort -- build against htslib 1.24 and the system RocksDB.
+#
+# htslib: by default the bundled build, htslib 1.24 from a pinned source
+# archive, compiled once into htslib/ by scripts/htslib.sh.  HTSLIB=system
+# uses a system htslib found by pkg-config instead, and refuses one older
+# than 1.24.
 CC       ?= cc
 CFLAGS   ?= -O2 -g
 CFLAGS   += -std=gnu11 -Wall -Wextra -Werror=implicit-function-declaration -pthread
-PKGS      = htslib rocksdb
-VERSION   = 0.1.0
-CPPFLAGS += $(shell pkg-config --cflags $(PKGS)) -DROCKSORT_VERSION='"$(VERSION)"' \
+VERSION   = 0.2.0
+HTSLIB   ?= bundled
+HTSLIB_MIN = 1.24
+
+ifeq ($(HTSLIB),system)
+  ifneq ($(shell pkg-config --atleast-version=$(HTSLIB_MIN) htslib && echo ok),ok)
+    $(error HTSLIB=system needs htslib >= $(HTSLIB_MIN) from pkg-config, found \
+      '$(shell pkg-config --modversion htslib 2>/dev/null || echo none)'. Older htslib \
+      parses some files differently from samtools 1.24; run plain `make` to build the \
+      bundled htslib $(HTSLIB_MIN))
+  endif
+  HTS_CPPFLAGS := $(shell pkg-config --cflags htslib)
+  HTS_LIBS     := $(shell pkg-config --libs htslib)
+  HTS_LIB_FILE :=
+else ifeq ($(HTSLIB),bundled)
+  HTS_CPPFLAGS := -Ihtslib
+  HTS_LIBS     := htslib/libhts.a -ldeflate -llzma -lbz2 -lz
+  HTS_LIB_FILE := htslib/libhts.a
+else
+  $(error HTSLIB must be 'bundled' (the default) or 'system', not '$(HTSLIB)')
+endif
+
+CPPFLAGS += $(HTS_CPPFLAGS) $(shell pkg-config --cflags rocksdb) -DROCKSORT_VERSION='"$(VERSION)"' \
             -DROCKSDB_VERSION_STR='"$(shell pkg-config --modversion rocksdb)"'
-LDLIBS   += $(shell pkg-config --libs $(PKGS)) -lm -lpthread -ldl
+LDLIBS   += $(HTS_LIBS) $(shell pkg-config --libs rocksdb) -lm -lpthread -ldl
 PREFIX   ?= /usr/local
 MANDIR   ?= $(PREFIX)/share/man
 PYTHON    = .venv/bin/python
@@ -15,15 +40,21 @@ OBJS = bamtk.o bam_rocksort.o sort_pipeline.o run_merge.o bam_sort.o minimiser.o
        record_codec.o rocks_store.o output_file.o cleanup.o progress.o \
        temp_sync.o store_stream.o
 
-.PHONY: all demo test deps test-deps clean install bench asan test-asan test-valgrind fuzz fuzz-run
+htslib: $(HTS_LIB_FILE)
+
+.PHONY: all htslib demo test deps test-deps clean install bench asan test-asan test-valgrind fuzz fuzz-run
 
 all: samtools
 
-samtools: $(OBJS)
+samtools: $(OBJS) $(HTS_LIB_FILE)
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $(OBJS) $(LDLIBS)
 
-%.o: %.c
+# Every object needs htslib's headers, so the bundled build comes first.
+%.o: %.c | $(HTS_LIB_FILE)
 	$(CC) $(CFLAGS) $(CPPFLAGS) -MMD -MP -c -o $@ $<
+
+htslib/libhts.a: scripts/htslib.sh
+	bash scripts/htslib.sh
 
 -include $(OBJS:.o=.d)
 
@@ -64,7 +95,7 @@ bench: test-deps
 ASAN_DIR   = build/asan
 ASAN_FLAGS = -O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
 
-$(ASAN_DIR)/%.o: %.c
+$(ASAN_DIR)/%.o: %.c | $(HTS_LIB_FILE)
 	@mkdir -p $(ASAN_DIR)
 	$(CC) -std=gnu11 -Wall -Wextra -pthread $(ASAN_FLAGS) $(CPPFLAGS) -c -o $@ $<
 

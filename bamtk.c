@@ -14,11 +14,8 @@
 #include <unistd.h>
 #include <htslib/hts.h>
 
-#ifndef ROCKSORT_VERSION
-#define ROCKSORT_VERSION "0.1.0"
-#endif
-#ifndef ROCKSDB_VERSION_STR
-#define ROCKSDB_VERSION_STR "unknown"
+#if !defined(ROCKSORT_VERSION) || !defined(ROCKSDB_VERSION_STR)
+#error "the Makefile defines ROCKSORT_VERSION and ROCKSDB_VERSION_STR"
 #endif
 
 int bam_rocksort(int argc, char *argv[]);
@@ -47,11 +44,16 @@ static void usage(FILE *fp)
 "     --version    versions of this program, htslib and RocksDB\n\n");
 }
 
+/* Tools that record versions (nf-core, MultiQC) take the first line's last
+ * word.  It names rocksort's own version, marked as such, so that it is never
+ * mistaken for an upstream samtools release.  htslib's is the one linked. */
 static void print_version(void)
 {
-    printf("samtools %s (rocksort)\n"
+    printf("samtools rocksort-%s\n"
            "Using htslib %s\n"
-           "Using RocksDB %s\n", ROCKSORT_VERSION, hts_version(), ROCKSDB_VERSION_STR);
+           "Using RocksDB %s\n"
+           "Sorts as samtools 1.24 does; other subcommands run the upstream samtools\n",
+           ROCKSORT_VERSION, hts_version(), ROCKSDB_VERSION_STR);
 }
 
 static int same_file(const char *a, const char *b)

@@ -29,7 +29,7 @@
 #include "cleanup.h"
 #include "progress.h"
 
-#define ROCKSORT_VERSION_PG "rocksort-0.1.0"
+#define ROCKSORT_VERSION_PG "rocksort-" ROCKSORT_VERSION
 
 typedef struct {
     pthread_mutex_t mu;

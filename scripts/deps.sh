@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Installs what the build and the tests need, only when it is missing:
-#   build: a C compiler, make, pkg-config, libhts-dev, librocksdb-dev (+ its codecs)
+#   build: a C compiler, make, pkg-config, librocksdb-dev (+ its codecs), and what
+#          scripts/htslib.sh needs to build htslib 1.24 into htslib/ (libdeflate,
+#          liblzma, libbz2, zlib; python3-venv for pip to fetch the source)
 #   tests: Debian's samtools (for `view` in the demo), valgrind, strace, and the newest samtools,
 #          from PyPI's pysam, in .venv/ (the test oracle).
 # Usage: scripts/deps.sh [build|test]   (default: test, which implies build)
@@ -8,9 +10,10 @@ set -euo pipefail
 what=${1:-test}
 here=$(cd "$(dirname "$0")/.." && pwd)
 
-apt_pkgs=(gcc make pkg-config libhts-dev librocksdb-dev zlib1g-dev
-          libsnappy-dev liblz4-dev libzstd-dev libbz2-dev samtools)
-[ "$what" = test ] && apt_pkgs+=(python3 python3-venv valgrind strace)
+apt_pkgs=(gcc g++ make pkg-config librocksdb-dev zlib1g-dev libsnappy-dev liblz4-dev
+          libzstd-dev libbz2-dev liblzma-dev libdeflate-dev ca-certificates
+          python3 python3-venv samtools)
+[ "$what" = test ] && apt_pkgs+=(valgrind strace)
 
 missing=()
 for p in "${apt_pkgs[@]}"; do

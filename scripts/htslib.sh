@@ -1,0 +1,60 @@
+#!/usr/bin/env bash
+# Builds htslib 1.24, the htslib samtools 1.24 is built on, as a static library
+# in ./htslib/ (ignored by git).  Debian 12 ships only 1.16, which parses some
+# real files differently (a U base, empty @CO lines, @SQ without LN).
+#
+# The source comes from PyPI's pysam 0.24.1 source distribution, which bundles
+# htslib 1.24 complete with its configure script.  The archive's sha256 is
+# pinned.  A finished build is stamped and reused; `make` calls this script
+# only when htslib/libhts.a is missing.
+#
+# Needs: gcc, make, zlib1g-dev, libbz2-dev, liblzma-dev, libdeflate-dev and
+# python3-venv (for pip), which `scripts/deps.sh build` installs.
+set -euo pipefail
+PYSAM_VERSION=0.24.1
+PYSAM_SHA256=90f612afccdb454d2447ecb5229266c6e7f991093deed4ed0a791db01f7fc994
+HTSLIB_VERSION=1.24
+here=$(cd "$(dirname "$0")/.." && pwd)
+dest="$here/htslib"
+stamp="$dest/.rocksort-build"
+want="htslib $HTSLIB_VERSION from pysam $PYSAM_VERSION sha256 $PYSAM_SHA256"
+
+if [ -f "$dest/libhts.a" ] && [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ]; then
+    exit 0
+fi
+
+work=$(mktemp -d "${TMPDIR:-/tmp}/rocksort-htslib.XXXXXX")
+trap 'rm -rf "$work"' EXIT
+
+# pip is the registry's own client.  The project's .venv has one once the test
+# dependencies are in; otherwise a throw-away venv provides it.
+pip="$here/.venv/bin/pip"
+if ! [ -x "$pip" ]; then
+    python3 -m venv "$work/venv" 2>/dev/null || /usr/bin/python3 -m venv "$work/venv"
+    pip="$work/venv/bin/pip"
+fi
+echo "htslib: fetching pysam $PYSAM_VERSION's source (htslib $HTSLIB_VERSION)" >&2
+# --no-binary pysam fetches the source distribution; its build requirements may
+# come as wheels, which keeps pip's metadata step short.
+"$pip" download -q --disable-pip-version-check --no-deps --no-binary pysam \
+    -d "$work" "pysam==$PYSAM_VERSION" >&2
+archive="$work/pysam-$PYSAM_VERSION.tar.gz"
+got=$(sha256sum "$archive" | cut -d' ' -f1)
+if [ "$got" != "$PYSAM_SHA256" ]; then
+    echo "htslib: $archive has sha256 $got, expected $PYSAM_SHA256; not building" >&2
+    exit 1
+fi
+
+tar -xzf "$archive" -C "$work" "pysam-$PYSAM_VERSION/htslib"
+src="$work/pysam-$PYSAM_VERSION/htslib"
+grep -q "^#define HTS_VERSION 102400" "$src/htslib/hts.h" || {
+    echo "htslib: pysam $PYSAM_VERSION does not bundle htslib $HTSLIB_VERSION" >&2; exit 1; }
+
+echo "htslib: building htslib $HTSLIB_VERSION in $dest" >&2
+(cd "$src" &&
+    ./configure -q --disable-plugins --disable-libcurl --disable-gcs --disable-s3 \
+        --with-libdeflate >&2 &&
+    make -s -j"$(nproc)" lib-static >&2)
+rm -rf "$dest"
+mv "$src" "$dest"
+echo "$want" > "$stamp"
