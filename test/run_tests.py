@@ -895,6 +895,10 @@ def test_wrapper_passes_view_on(case):
 # Signals, full disks, damaged input and the like: test/robustness.py.
 import robustness  # noqa: E402
 robustness.register(test, sys.modules[__name__])
+
+# Odd SAM text parsed as samtools 1.24 parses it: test/parsing.py.
+import parsing  # noqa: E402
+parsing.register(test, sys.modules[__name__])
 import workflows  # noqa: E402  (Snakemake and CWL examples: test/workflows.py)
 workflows.register(test, sys.modules[__name__])
 # --write-index, --max-memory, progress, sizing: test/features.py.
