@@ -1,6 +1,7 @@
 /* cleanup.c -- see cleanup.h. */
 #define _GNU_SOURCE
 #include <dirent.h>
+#include <errno.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
@@ -10,33 +11,48 @@
 #include <unistd.h>
 #include "cleanup.h"
 
-#define MAX_PATHS 8
-
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 /* Taken before lock, by the signal thread and by cleanup_hold_signals(). */
 static pthread_mutex_t setup = PTHREAD_MUTEX_INITIALIZER;
-static char *paths[MAX_PATHS];
+/* Registered paths; a forgotten one leaves a NULL slot for reuse.  The table
+ * grows as needed: a path that could not be registered is never kept. */
+static char **paths;
+static size_t n_paths;
 static volatile sig_atomic_t interrupted;
 static int finished;    /* the output is in place: the run has succeeded */
 
 int cleanup_interrupted(void) { return interrupted; }
 
-static void add_locked(const char *path)
+/* -> 0, or -1 with errno ENOMEM and nothing registered. */
+static int add_locked(const char *path)
 {
-    for (int i = 0; i < MAX_PATHS; i++)
-        if (!paths[i]) {
-            paths[i] = strdup(path);
-            break;
-        }
+    size_t slot = 0;
+    while (slot < n_paths && paths[slot]) slot++;
+    if (slot == n_paths) {
+        size_t n = n_paths ? 2 * n_paths : 8;
+        char **grown = realloc(paths, n * sizeof *paths);
+        if (!grown) return -1;
+        memset(grown + n_paths, 0, (n - n_paths) * sizeof *grown);
+        paths = grown;
+        n_paths = n;
+    }
+    paths[slot] = strdup(path);
+    return paths[slot] ? 0 : -1;
 }
 
 /* The signal thread takes the lock before it removes anything, so holding
- * it from creation to registration closes the window between the two. */
+ * it from creation to registration closes the window between the two.  A
+ * path that cannot be registered is removed again: nothing is created that
+ * a signal would leave behind. */
 char *cleanup_mkdtemp(char *tmpl)
 {
     pthread_mutex_lock(&lock);
     char *dir = mkdtemp(tmpl);
-    if (dir) add_locked(dir);
+    if (dir && add_locked(dir) < 0) {
+        rmdir(dir);
+        dir = NULL;
+        errno = ENOMEM;
+    }
     pthread_mutex_unlock(&lock);
     return dir;
 }
@@ -45,7 +61,12 @@ int cleanup_mkstemp(char *tmpl)
 {
     pthread_mutex_lock(&lock);
     int fd = mkstemp(tmpl);
-    if (fd >= 0) add_locked(tmpl);
+    if (fd >= 0 && add_locked(tmpl) < 0) {
+        close(fd);
+        unlink(tmpl);
+        fd = -1;
+        errno = ENOMEM;
+    }
     pthread_mutex_unlock(&lock);
     return fd;
 }
@@ -54,7 +75,7 @@ void cleanup_forget(const char *path)
 {
     if (!path) return;
     pthread_mutex_lock(&lock);
-    for (int i = 0; i < MAX_PATHS; i++)
+    for (size_t i = 0; i < n_paths; i++)
         if (paths[i] && !strcmp(paths[i], path)) {
             free(paths[i]);
             paths[i] = NULL;
@@ -148,7 +169,7 @@ static void *signal_waiter(void *arg)
     int sig = wait_for_timely_signal(&set);
     if (sig < 0) return NULL;
     interrupted = 1;
-    for (int i = 0; i < MAX_PATHS; i++)
+    for (size_t i = 0; i < n_paths; i++)
         if (paths[i]) cleanup_remove_path(paths[i]);
     fprintf(stderr, "samtools rocksort: interrupted by signal %d (%s); temporary data removed\n",
             sig, strsignal(sig));
