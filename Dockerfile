@@ -14,10 +14,13 @@
 FROM debian:12-slim AS build
 # Unpinned on purpose: the image follows Debian 12's (security) updates.
 # hadolint ignore=DL3008
+# htslib 1.24 is built from source by scripts/htslib.sh (Debian 12 has 1.16);
+# python3-venv gives it pip, which fetches the pinned source archive.
 RUN apt-get update \
  && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
-        build-essential pkg-config libhts-dev librocksdb-dev zlib1g-dev \
-        libsnappy-dev liblz4-dev libzstd-dev libbz2-dev \
+        build-essential pkg-config librocksdb-dev zlib1g-dev libsnappy-dev \
+        liblz4-dev libzstd-dev libbz2-dev liblzma-dev libdeflate-dev \
+        ca-certificates python3 python3-venv \
  && rm -rf /var/lib/apt/lists/*
 WORKDIR /src
 COPY . .
@@ -32,7 +35,7 @@ FROM debian:12-slim
 # hadolint ignore=DL3008
 RUN apt-get update \
  && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
-        libhts3 librocksdb7.8 samtools \
+        librocksdb7.8 libdeflate0 samtools \
  && rm -rf /var/lib/apt/lists/*
 # /usr/local/bin comes before /usr/bin on PATH: `samtools` is rocksort's,
 # and it hands other subcommands on to /usr/bin/samtools.
