@@ -97,9 +97,9 @@ int output_index_begin(output_file *o, sam_hdr_t *h, const char *idx_fn, int min
     return 0;
 }
 
-/* Why: on the benchmark VM, writing into page-cache pages no process has
- * touched yet ran at 0.3-1.3 GB/s (20 GB/s into recycled ones); the
- * floor's `view -u` spent 8-12 s of system time writing 2.7 GB.  Dropping
+/* Why: where page-cache pages no process has touched yet are slow to
+ * write into (as on the benchmark VM; see bench/RESULTS.md), writing the
+ * output costs much system time, even for a plain `view -u`.  Dropping
  * what is already written lets the kernel reuse those pages.  Dirty pages
  * are not dropped, only sent to disk sooner (htslib's writer already syncs
  * every 512 blocks). */

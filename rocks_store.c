@@ -153,10 +153,10 @@ static int direct_io_works(const char *dir)
  * cache as it writes it (its advice, which we follow), and the readout and
  * the background merges read them with direct I/O.  Each temp byte is
  * written and read once, so caching it only costs: new page-cache pages
- * (on the benchmark VM, writing into them ran at 0.3-1.3 GB/s against
- * 20 GB/s for pages already touched), dirty-page throttling once the runs
- * outgrow the kernel's writeback limits, and other programs' cached files.
- * Measured on the 1 GB benchmark (-l 6, alternating pairs): see README. */
+ * (slow to touch first on some machines, the benchmark VM among them),
+ * dirty-page throttling once the runs outgrow the kernel's writeback
+ * limits, and other programs' cached files.  Why and what it saved:
+ * doc/DESIGN.md and bench/RESULTS.md. */
 static void configure_direct_io(rocks_store *st)
 {
     st->direct_io = direct_io_works(st->dir);
@@ -322,8 +322,8 @@ int store_plan_merges(rocks_store *st, uint64_t size_estimate)
 int store_run_begin(rocks_store *st, char **err)
 {
     /* RocksDB counts per key in a thread-local perf context, and each count
-     * is a __tls_get_addr call through the shared library: 0.5-1 s of the
-     * writing thread's CPU per 2.7 GB.  The level is per thread. */
+     * is a __tls_get_addr call through the shared library: a visible share
+     * of the writing thread's CPU.  The level is per thread. */
     rocksdb_set_perf_level(rocksdb_disable);
     free(st->run_path);
     if (asprintf(&st->run_path, "%s/run-%06llu.sst", st->dir,

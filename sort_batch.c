@@ -1,20 +1,20 @@
 /* sort_batch.c -- see sort_batch.h.
  *
- * Performance notes (measured on the 1 GB benchmark input):
+ * Performance notes (the measurements are in bench/RESULTS.md, the reasons
+ * in doc/DESIGN.md):
  *  - After sorting, the writer visits records in key order, i.e. at random
- *    places in a 100+ MB arena; each first touch was a TLB and cache miss
- *    (12% of all cycles).  The arena is asked for transparent huge pages and
- *    the writer prefetches a few records ahead (batch_prefetch).  Fetching
- *    only a record's first line left the SST writer's copy of the other
- *    four or five at 2.5 GB/s; fetching all of its lines cut the writing
- *    of runs by 0.7-1.1 s of 4.4-5.9 s (case c).
+ *    places in a large arena; each first touch was a TLB and cache miss, a
+ *    large share of all cycles.  The arena is asked for transparent huge
+ *    pages and the writer prefetches a few records ahead (batch_prefetch).
+ *    It fetches every line of a record, not only the first: the SST writer
+ *    copies the whole record, and stalled on the lines not fetched.
  *  - glibc's qsort calls the comparator through a pointer; the merge sort
  *    below inlines it and decides nearly every comparison on integers.
- *  - Name keys: 16 inline bytes from the key's start decided almost nothing
- *    (sort 6.0-6.3 s for -n); 24 bytes after the batch's shared prefix,
- *    2.0-2.4 s.  Loading those bytes in a pass at sort time cost coordinate
- *    sorts 1 s (sort 1.5 -> 2.5 s); batch_add() now loads them while the key
- *    is in cache, and the pass runs only when a batch's prefix changes.
+ *  - Name keys: inline bytes from the key's start decided almost nothing,
+ *    as names share their instrument prefix; the bytes after the batch's
+ *    shared prefix decide most comparisons.  Loading them in a pass at sort
+ *    time slowed coordinate sorts down; batch_add() now loads them while the
+ *    key is in cache, and the pass runs only when a batch's prefix changes.
  */
 #define _GNU_SOURCE
 #include <stdlib.h>
@@ -148,7 +148,7 @@ static const uint8_t *entry_key(const batch_entry *e, size_t *len)
 }
 
 /* Done while the new key is still in cache: a separate pass over the arena
- * at sort time cost coordinate sorts about 1 s on the 1 GB benchmark. */
+ * at sort time made coordinate sorts markedly slower. */
 static void track_shared_prefix(sort_batch *sb, const uint8_t *key, size_t len)
 {
     if (sb->n == 0) {
@@ -314,9 +314,9 @@ struct packed_run {
     size_t size;
 };
 
-/* Plain pages, not the batch's huge ones: on the benchmark VM a fresh huge
- * page cost four times as much to touch first (0.3 against 1.2 GB/s), and
- * a packed run is read in order, so the TLB has little to gain. */
+/* Plain pages, not the batch's huge ones: where first touches are slow, a
+ * fresh huge page cost several times as much to touch first, and a packed
+ * run is read in order, so the TLB has little to gain. */
 packed_run *batch_pack(const sort_batch *sb)
 {
     packed_run *pr = calloc(1, sizeof *pr);

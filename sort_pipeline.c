@@ -346,9 +346,9 @@ static size_t total_memory(const rocksort_opts *o)
 
 /* Two batches are resident while loading (one filling, one spilling), and
  * the readout needs room for its buffers: a third of the budget each.
- * Past 512 MiB a batch only costs more (measured on the 1 GB benchmark:
- * first-touch page zeroing made a 6 GB in-memory load take 16.6 s against
- * 8 s with 256 MiB batches) and gains nothing at readout. */
+ * Past 512 MiB a batch only costs more (the kernel's zeroing of pages
+ * touched for the first time slowed in-memory loads with larger batches
+ * down) and gains nothing at readout. */
 #define MAX_BATCH_BYTES (512ULL << 20)
 
 static size_t batch_bytes_for(const rocksort_opts *o)
@@ -614,8 +614,8 @@ static run_merge *open_merge(sort_job *j, const spilled_runs *runs)
 }
 
 /* The runs are read ahead on their own thread (store_stream.h) in 1 MiB
- * chunks: with 2 MiB direct reads per run and ~300 MB/s of records out,
- * four chunks cover a read's wait with room to spare. */
+ * chunks: with 2 MiB direct reads per run, four chunks cover a read's wait
+ * with room to spare at the rate the merge takes records. */
 #define STREAM_CHUNK_BYTES (1u << 20)
 #define STREAM_CHUNKS 4
 
