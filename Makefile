@@ -7,6 +7,13 @@
 CC       ?= cc
 CFLAGS   ?= -O2 -g
 CFLAGS   += -std=gnu11 -Wall -Wextra -Werror=implicit-function-declaration -pthread
+# One C++ file (temp_env.cc) uses RocksDB's C++ API, which needs C++17;
+# it brings the C++ runtime, so the programs that hold it link with $(CXX).
+CXX      ?= c++
+CXXFLAGS ?= -O2 -g
+CXXFLAGS += -std=c++17 -Wall -Wextra -pthread
+# For links by the C driver, where C sources are compiled on the same line.
+CXX_RUNTIME = -lstdc++
 VERSION   = 0.2.0
 HTSLIB   ?= bundled
 HTSLIB_MIN = 1.24
@@ -38,7 +45,10 @@ PYTHON    = .venv/bin/python
 
 OBJS = bamtk.o bam_rocksort.o sort_pipeline.o run_merge.o bam_sort.o minimiser.o sort_batch.o \
        record_codec.o rocks_store.o output_file.o cleanup.o progress.o \
-       temp_sync.o store_stream.o
+       temp_env.o store_stream.o
+# The C unit tests, run by test/run_tests.py (its UNIT_TESTS list).
+UNIT_PROGS = test/test_keys test/test_run_merge test/test_store_stream test/test_cleanup
+
 
 htslib: $(HTS_LIB_FILE)
 
@@ -47,11 +57,14 @@ htslib: $(HTS_LIB_FILE)
 all: samtools
 
 samtools: $(OBJS) $(HTS_LIB_FILE)
-	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $(OBJS) $(LDLIBS)
+	$(CXX) $(CXXFLAGS) $(LDFLAGS) -o $@ $(OBJS) $(LDLIBS)
 
 # Every object needs htslib's headers, so the bundled build comes first.
 %.o: %.c | $(HTS_LIB_FILE)
 	$(CC) $(CFLAGS) $(CPPFLAGS) -MMD -MP -c -o $@ $<
+
+%.o: %.cc | $(HTS_LIB_FILE)
+	$(CXX) $(CXXFLAGS) $(CPPFLAGS) -MMD -MP -c -o $@ $<
 
 htslib/libhts.a: scripts/htslib.sh
 	bash scripts/htslib.sh
@@ -70,9 +83,6 @@ test/test_store_stream: test/test_store_stream.c store_stream.o sort_batch.o rec
 test/test_cleanup: test/test_cleanup.c cleanup.o
 	$(CC) $(CFLAGS) $(CPPFLAGS) -I. -o $@ $^ $(LDLIBS)
 
-test/test_temp_sync: test/test_temp_sync.c temp_sync.o
-	$(CC) $(CFLAGS) $(CPPFLAGS) -I. -o $@ $^ $(LDLIBS)
-
 deps:
 	@bash scripts/deps.sh build
 
@@ -87,7 +97,7 @@ demo: deps
 	./samtools view example/example.sorted.bam | cut -f 1-6 | head -20
 
 test: test-deps
-	$(MAKE) samtools test/test_keys test/test_run_merge test/test_store_stream test/test_temp_sync test/test_cleanup fuzz/replay_record fuzz/replay_input
+	$(MAKE) samtools $(UNIT_PROGS) fuzz/replay_record fuzz/replay_input
 	$(PYTHON) test/run_tests.py
 
 bench: test-deps
@@ -102,15 +112,19 @@ $(ASAN_DIR)/%.o: %.c | $(HTS_LIB_FILE)
 	@mkdir -p $(ASAN_DIR)
 	$(CC) -std=gnu11 -Wall -Wextra -pthread $(ASAN_FLAGS) $(CPPFLAGS) -c -o $@ $<
 
+$(ASAN_DIR)/%.o: %.cc | $(HTS_LIB_FILE)
+	@mkdir -p $(ASAN_DIR)
+	$(CXX) -std=c++17 -Wall -Wextra -pthread $(ASAN_FLAGS) $(CPPFLAGS) -c -o $@ $<
+
 $(ASAN_DIR)/samtools: $(addprefix $(ASAN_DIR)/,$(OBJS))
-	$(CC) $(ASAN_FLAGS) -pthread -o $@ $^ $(LDLIBS)
+	$(CXX) $(ASAN_FLAGS) -pthread -o $@ $^ $(LDLIBS)
 
 asan: $(ASAN_DIR)/samtools
 
 # The whole suite under AddressSanitizer and UBSan.  Full malloc stacks
 # (slower) let test/lsan.supp name the two htslib-internal leaks precisely.
 test-asan: test-deps
-	$(MAKE) $(ASAN_DIR)/samtools test/test_keys test/test_run_merge test/test_store_stream test/test_temp_sync test/test_cleanup
+	$(MAKE) $(ASAN_DIR)/samtools $(UNIT_PROGS)
 	ASAN_OPTIONS=detect_leaks=1:abort_on_error=0:fast_unwind_on_malloc=0 \
 	  LSAN_OPTIONS=suppressions=$(CURDIR)/test/lsan.supp:print_suppressions=0 \
 	  UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
@@ -137,23 +151,34 @@ test-valgrind: test-deps
 # reproducer kept in fuzz/regressions/ are replayed by `make test` through
 # fuzz/replay.c, which needs no clang.
 FUZZ_CC      = clang
+FUZZ_CXX     = clang++
 FUZZ_FLAGS   = -g -O1 -fsanitize=address,undefined -fno-sanitize-recover=undefined
 FUZZ_SECONDS = 900
 ENGINE_SRCS  = sort_pipeline.c run_merge.c bam_sort.c minimiser.c sort_batch.c record_codec.c rocks_store.c \
-               output_file.c cleanup.c progress.c temp_sync.c store_stream.c
+               output_file.c cleanup.c progress.c store_stream.c
 RECORD_SRCS  = bam_sort.c minimiser.c record_codec.c
+FUZZ_OBJ_DIR = build/fuzz
+
+# The engine's one C++ file is compiled on its own: the targets below give
+# their C files to the C driver, as a C++ driver would compile them as C++.
+# Linked by the C driver, the C++ runtime (and UBSan's part for C++) is
+# asked for by name.
+$(FUZZ_OBJ_DIR)/temp_env.o: temp_env.cc | $(HTS_LIB_FILE)
+	@mkdir -p $(FUZZ_OBJ_DIR)
+	$(FUZZ_CXX) -std=c++17 $(FUZZ_FLAGS) -fsanitize=fuzzer-no-link $(CPPFLAGS) -c -o $@ $<
 
 fuzz/fuzz_record: fuzz/fuzz_record.c $(RECORD_SRCS)
 	$(FUZZ_CC) $(FUZZ_FLAGS) -fsanitize=fuzzer $(CPPFLAGS) -I. -Itest -o $@ $^ $(LDLIBS)
 
-fuzz/fuzz_input: fuzz/fuzz_input.c $(ENGINE_SRCS)
-	$(FUZZ_CC) $(FUZZ_FLAGS) -fsanitize=fuzzer $(CPPFLAGS) -I. -o $@ $^ $(LDLIBS)
+fuzz/fuzz_input: fuzz/fuzz_input.c $(ENGINE_SRCS) $(FUZZ_OBJ_DIR)/temp_env.o
+	$(FUZZ_CC) $(FUZZ_FLAGS) -fsanitize=fuzzer -fsanitize-link-c++-runtime $(CPPFLAGS) -I. \
+	    -o $@ $^ $(LDLIBS) $(CXX_RUNTIME)
 
 fuzz/replay_record: fuzz/replay.c fuzz/fuzz_record.c $(RECORD_SRCS)
 	$(CC) $(CFLAGS) $(CPPFLAGS) -I. -Itest -o $@ $^ $(LDLIBS)
 
-fuzz/replay_input: fuzz/replay.c fuzz/fuzz_input.c $(ENGINE_SRCS)
-	$(CC) $(CFLAGS) $(CPPFLAGS) -I. -o $@ $^ $(LDLIBS)
+fuzz/replay_input: fuzz/replay.c fuzz/fuzz_input.c $(ENGINE_SRCS) temp_env.o
+	$(CC) $(CFLAGS) $(CPPFLAGS) -I. -o $@ $^ $(LDLIBS) $(CXX_RUNTIME)
 
 fuzz: fuzz/fuzz_record fuzz/fuzz_input
 
@@ -170,6 +195,6 @@ install: samtools
 	install -m 644 doc/samtools-rocksort.1 $(DESTDIR)$(MANDIR)/man1/samtools-rocksort.1
 
 clean:
-	rm -f samtools $(OBJS) $(OBJS:.o=.d) test/test_keys test/test_run_merge test/test_store_stream test/test_temp_sync test/test_cleanup
+	rm -f samtools $(OBJS) $(OBJS:.o=.d) $(UNIT_PROGS)
 	rm -f fuzz/fuzz_record fuzz/fuzz_input fuzz/replay_record fuzz/replay_input
 	rm -rf build

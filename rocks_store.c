@@ -11,7 +11,7 @@
 #include <unistd.h>
 #include "rocks_store.h"
 #include "cleanup.h"
-#include "temp_sync.h"
+#include "temp_env.h"
 
 /* RocksDB's InfoLogLevel FATAL_LEVEL (c.h has no names for the levels). */
 #define STORE_LOG_FATAL 4
@@ -196,9 +196,13 @@ static void configure(rocks_store *st, const store_options *o)
 
     configure_compaction(st, o);
 
-    st->env = rocksdb_create_default_env();
-    rocksdb_env_set_background_threads(st->env, o->background_threads);
-    rocksdb_options_set_env(st->opts, st->env);
+    /* RocksDB's own environment, but the database's files are never synced
+     * (see temp_env.cc).  NULL only when out of memory: store_open fails. */
+    st->env = temp_env_create();
+    if (st->env) {
+        rocksdb_env_set_background_threads(st->env, o->background_threads);
+        rocksdb_options_set_env(st->opts, st->env);
+    }
     st->envopts = rocksdb_envoptions_create();
 
     st->ingest = rocksdb_ingestexternalfileoptions_create();
@@ -230,12 +234,11 @@ rocks_store *store_open(const char *tmp_prefix, const store_options *o, char **e
     }
     configure(st, o);
     configure_direct_io(st);
-    temp_sync_skip_under(st->dir);
     char *rerr = NULL;
-    open_parts(st, o->parts, &rerr);
+    if (st->env) open_parts(st, o->parts, &rerr);
     cleanup_release_signals();
-    if (rerr) {
-        *err = wrap_rocks_error(st->dir, rerr);
+    if (!st->db) {
+        *err = rerr ? wrap_rocks_error(st->dir, rerr) : msg("%s: %s", st->dir, "out of memory");
         store_close(st, 0);
         return NULL;
     }
@@ -475,7 +478,6 @@ void store_close(rocks_store *st, int keep)
     for (int i = 0; i < st->n_parts; i++)
         if (st->part[i]) rocksdb_column_family_handle_destroy(st->part[i]);
     if (st->db) rocksdb_close(st->db);
-    temp_sync_skip_under(NULL);
     if (!keep && st->dir) {
         char *rerr = NULL;
         rocksdb_destroy_db(st->opts, st->dir, &rerr);
@@ -489,7 +491,7 @@ void store_close(rocks_store *st, int keep)
     if (st->table) rocksdb_block_based_options_destroy(st->table);
     if (st->universal) rocksdb_universal_compaction_options_destroy(st->universal);
     if (st->envopts) rocksdb_envoptions_destroy(st->envopts);
-    if (st->env) rocksdb_env_destroy(st->env);
+    temp_env_destroy(st->env);
     free(st->run_path);
     free(st->dir);
     free(st);

@@ -11,7 +11,8 @@
  * can read the runs at once; with merges planned every run goes to part 0,
  * as a merge only combines runs of one part.  Runs bypass the page cache:
  * the SST writer drops what it wrote, and reads and merges use direct I/O
- * where the temp file system allows it.  store_close() removes the
+ * where the temp file system allows it.  Nothing in the directory is ever
+ * synced (temp_env.h): the runs need no durability.  store_close() removes the
  * directory unless asked to keep it.  Errors come back as a malloc'd message.
  */
 #ifndef ROCKS_STORE_H

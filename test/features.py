@@ -6,7 +6,7 @@ and how temp runs and the output use the page cache.
 As in robustness.py, register(test, harness) defines the tests with the
 harness's decorator; `harness` is the run_tests module.  To run only these:
     run_tests.py -k 'write_index_*' -k 'max_memory_*' -k 'progress_*' -k 'sizing_*' \
-        -k 'memory_*' -k 'temp_runs_*' -k 'output_pages_*'
+        -k 'memory_*' -k 'temp_runs_*' -k 'temp_db_*' -k 'output_pages_*'
 """
 
 import ctypes
@@ -436,6 +436,59 @@ def register(test, h):
         if len(reads) < 2 or plain:
             raise Failure(f"{len(reads)} runs opened for reading, {len(plain)} of them "
                           f"{'without' if direct else 'with'} O_DIRECT", plain[:3])
+
+    # The temp database is never synced; the output is -------------------------------
+
+    def traced_syncs(case, extra):
+        """Sorts bulk.bam spilled (plus extra) under strace; checks the
+        output and the cleanup.  -> (lines of strace's sync calls, -v log)"""
+        strace = shutil.which("strace")
+        if not strace:
+            raise Failure("strace is missing: scripts/deps.sh test installs it")
+        out, trace = case.out("out.bam"), os.path.join(case.dir, "trace")
+        env = dict(case.session.env)
+        env["ASAN_OPTIONS"] = ":".join(filter(None, [env.get("ASAN_OPTIONS"),
+                                                      "detect_leaks=0"]))
+        cmd = [strace, "-f", "-qq", "-y", "-o", trace,
+               "-e", "trace=fsync,fdatasync,sync_file_range,syncfs,sync",
+               *case.session.rocksort_cmd, "-v", *h.SPILL, *extra, "-T", case.temp_prefix,
+               "-o", out, case.input("bulk.bam")]
+        result = h.run(cmd, env=env)
+        if result.returncode != 0:
+            raise Failure(f"rocksort exited with {result.returncode}", h.tail(result.stderr))
+        case.expect_same(out, case.session.expected("bulk.bam", []))
+        case.expect_no_temp_left()
+        os.remove(out)
+        with open(trace) as f:
+            # sync_file_range(fd, 0, 0, 0) is RocksDB probing for it: no sync.
+            return ([l.strip() for l in f
+                     if not re.search(r"sync_file_range\(\d+<[^>]*>, 0, 0, 0\b", l)],
+                    result.stderr.decode(errors="replace"))
+
+    @test
+    def test_temp_db_never_synced(case):
+        """RocksDB syncs each run, its manifest and its directory; the temp
+        database's environment (temp_env.cc) turns that off for its own
+        files only.  Under strace, a spilled sort makes no sync call on
+        anything in the temp directory, with background merges (-s) or
+        without, while htslib still syncs the output.  Built without that
+        environment, the same sorts sync the database's files many times."""
+        temp = f"<{os.path.realpath(case.tmp)}/"
+        for label, extra in (("spilled", []), ("merged in the background", ["-s", "50M"])):
+            calls, log = traced_syncs(case, extra)
+            runs = re.search(r"runs: (\d+) written, (\d+) merged at readout", log)
+            if not runs or int(runs[1]) < 8 or (extra and int(runs[2]) >= int(runs[1])):
+                raise Failure(f"{label}: test is wrong: the sort did not spill"
+                              f"{' and merge' if extra else ''}",
+                              [runs[0] if runs else "no -v runs line"])
+            synced_temp = [l for l in calls if temp in l]
+            synced_out = [l for l in calls if ".out.bam.rocksort." in l
+                          and re.match(r"\d+ +f(data)?sync\(", l)]
+            if synced_temp:
+                raise Failure(f"{label}: {len(synced_temp)} syncs in the temp directory",
+                              synced_temp[:3])
+            if not synced_out:
+                raise Failure(f"{label}: the output was never synced", calls[:3])
 
     # The output leaves the page cache --------------------------------------------------
 

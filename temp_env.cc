@@ -1,0 +1,151 @@
+/* temp_env.cc -- see temp_env.h.
+ *
+ * Why: RocksDB makes every ingested run durable.  SstFileWriter::Finish
+ * syncs the file, and ingestion syncs it and its directory again, so the
+ * spill thread would wait for each run to reach the disk.  The runs need
+ * no durability: after a crash the sort is lost either way, and the
+ * directory is deleted when the sort ends.  The C API cannot turn these
+ * syncs off, but RocksDB does all its file I/O through a FileSystem, and a
+ * FileSystemWrapper is its supported way to change part of that: here, the
+ * files and directories it hands out skip their syncs.  Being RocksDB's
+ * own files, this leaves every other descriptor in the process alone.
+ */
+#include <cstdint>
+#include <memory>
+#include <new>
+#include <string>
+#include <utility>
+#include <rocksdb/env.h>
+#include <rocksdb/file_system.h>
+#include "temp_env.h"
+
+using ROCKSDB_NAMESPACE::Env;
+using ROCKSDB_NAMESPACE::FileOptions;
+using ROCKSDB_NAMESPACE::FileSystem;
+using ROCKSDB_NAMESPACE::FileSystemWrapper;
+using ROCKSDB_NAMESPACE::FSDirectory;
+using ROCKSDB_NAMESPACE::FSDirectoryWrapper;
+using ROCKSDB_NAMESPACE::FSRandomRWFile;
+using ROCKSDB_NAMESPACE::FSRandomRWFileOwnerWrapper;
+using ROCKSDB_NAMESPACE::FSWritableFile;
+using ROCKSDB_NAMESPACE::FSWritableFileOwnerWrapper;
+using ROCKSDB_NAMESPACE::IODebugContext;
+using ROCKSDB_NAMESPACE::IOOptions;
+using ROCKSDB_NAMESPACE::IOStatus;
+using ROCKSDB_NAMESPACE::DirFsyncOptions;
+
+/* The C API keeps its Env handle in a struct that only db/c.cc defines.
+ * This is that definition, token for token as in RocksDB 7.8's c.cc (and
+ * unchanged there for many releases): rocksdb_options_set_env() and
+ * rocksdb_env_set_background_threads() read only `rep`.  Creating and
+ * freeing the struct both happen in this file.  If the layout ever changed,
+ * the options would not get this environment and the strace test
+ * (temp_db_never_synced) would see the database's files synced. */
+extern "C" {
+struct rocksdb_env_t {
+  Env* rep;
+  bool is_default;
+};
+}
+
+namespace {
+
+class NoSyncWritableFile : public FSWritableFileOwnerWrapper {
+ public:
+  explicit NoSyncWritableFile(std::unique_ptr<FSWritableFile>&& file)
+      : FSWritableFileOwnerWrapper(std::move(file)) {}
+  IOStatus Sync(const IOOptions&, IODebugContext*) override { return IOStatus::OK(); }
+  IOStatus Fsync(const IOOptions&, IODebugContext*) override { return IOStatus::OK(); }
+  IOStatus RangeSync(uint64_t, uint64_t, const IOOptions&, IODebugContext*) override {
+    return IOStatus::OK();
+  }
+};
+
+class NoSyncRandomRWFile : public FSRandomRWFileOwnerWrapper {
+ public:
+  explicit NoSyncRandomRWFile(std::unique_ptr<FSRandomRWFile>&& file)
+      : FSRandomRWFileOwnerWrapper(std::move(file)) {}
+  IOStatus Sync(const IOOptions&, IODebugContext*) override { return IOStatus::OK(); }
+  IOStatus Fsync(const IOOptions&, IODebugContext*) override { return IOStatus::OK(); }
+};
+
+class NoSyncDirectory : public FSDirectoryWrapper {
+ public:
+  explicit NoSyncDirectory(std::unique_ptr<FSDirectory>&& dir)
+      : FSDirectoryWrapper(std::move(dir)) {}
+  IOStatus Fsync(const IOOptions&, IODebugContext*) override { return IOStatus::OK(); }
+  IOStatus FsyncWithDirOptions(const IOOptions&, IODebugContext*,
+                               const DirFsyncOptions&) override {
+    return IOStatus::OK();
+  }
+};
+
+/* Wraps what `opened` put in *result once it succeeded. */
+template <class Wrapper, class File>
+IOStatus wrap(IOStatus opened, std::unique_ptr<File>* result)
+{
+  if (opened.ok()) result->reset(new Wrapper(std::move(*result)));
+  return opened;
+}
+
+/* Every way RocksDB gets a file or directory it may sync.  Ingestion's
+ * ReopenWritableFile, for one, exists only to sync the moved run. */
+class NoSyncFileSystem : public FileSystemWrapper {
+ public:
+  explicit NoSyncFileSystem(const std::shared_ptr<FileSystem>& base)
+      : FileSystemWrapper(base) {}
+  const char* Name() const override { return "RocksortNoSyncFileSystem"; }
+
+  IOStatus NewWritableFile(const std::string& name, const FileOptions& opts,
+                           std::unique_ptr<FSWritableFile>* result,
+                           IODebugContext* dbg) override {
+    return wrap<NoSyncWritableFile>(target()->NewWritableFile(name, opts, result, dbg), result);
+  }
+  IOStatus ReopenWritableFile(const std::string& name, const FileOptions& opts,
+                              std::unique_ptr<FSWritableFile>* result,
+                              IODebugContext* dbg) override {
+    return wrap<NoSyncWritableFile>(target()->ReopenWritableFile(name, opts, result, dbg),
+                                    result);
+  }
+  IOStatus ReuseWritableFile(const std::string& name, const std::string& old_name,
+                             const FileOptions& opts, std::unique_ptr<FSWritableFile>* result,
+                             IODebugContext* dbg) override {
+    return wrap<NoSyncWritableFile>(
+        target()->ReuseWritableFile(name, old_name, opts, result, dbg), result);
+  }
+  IOStatus NewRandomRWFile(const std::string& name, const FileOptions& opts,
+                           std::unique_ptr<FSRandomRWFile>* result,
+                           IODebugContext* dbg) override {
+    return wrap<NoSyncRandomRWFile>(target()->NewRandomRWFile(name, opts, result, dbg),
+                                    result);
+  }
+  IOStatus NewDirectory(const std::string& name, const IOOptions& opts,
+                        std::unique_ptr<FSDirectory>* result, IODebugContext* dbg) override {
+    return wrap<NoSyncDirectory>(target()->NewDirectory(name, opts, result, dbg), result);
+  }
+};
+
+}  // namespace
+
+extern "C" rocksdb_env_t* temp_env_create(void)
+{
+  try {
+    /* A composite Env keeps Env::Default()'s threads and clock, so the
+     * C API's thread-pool calls on it size the same pools as before. */
+    std::unique_ptr<Env> env = ROCKSDB_NAMESPACE::NewCompositeEnv(
+        std::make_shared<NoSyncFileSystem>(FileSystem::Default()));
+    if (!env) return nullptr;
+    rocksdb_env_t* handle = new rocksdb_env_t{env.get(), false};
+    env.release();
+    return handle;
+  } catch (const std::bad_alloc&) {
+    return nullptr;
+  }
+}
+
+extern "C" void temp_env_destroy(rocksdb_env_t* handle)
+{
+  if (!handle) return;
+  delete handle->rep;
+  delete handle;
+}
