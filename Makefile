@@ -161,9 +161,12 @@ fuzz-run: fuzz
 	./fuzz/fuzz_input -max_total_time=$(FUZZ_SECONDS) -max_len=65536 -rss_limit_mb=4096 \
 	    -artifact_prefix=fuzz/findings/input- fuzz/work/input fuzz/corpus/input
 
+# An existing samtools at PREFIX/bin that is not this program is never
+# replaced (scripts/install.sh says why and what to do instead);
+# REPLACE_SAMTOOLS=yes replaces it anyway.
 install: samtools
-	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(MANDIR)/man1
-	install -m 755 samtools $(DESTDIR)$(PREFIX)/bin/samtools
+	@bash scripts/install.sh samtools "$(DESTDIR)$(PREFIX)/bin/samtools" "$(REPLACE_SAMTOOLS)"
+	install -d $(DESTDIR)$(MANDIR)/man1
 	install -m 644 doc/samtools-rocksort.1 $(DESTDIR)$(MANDIR)/man1/samtools-rocksort.1
 
 clean:
