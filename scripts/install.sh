@@ -18,8 +18,17 @@ version_of() {
 if [[ -e $dest || -L $dest ]] && [[ $replace != yes ]]; then
     first=$(version_of "$dest")
     if ! [[ $first =~ ^samtools\ rocksort-[0-9]+\.[0-9]+\.[0-9]+$ ]]; then
-        fold -s -w 78 >&2 <<MSG
-make install: $dest exists and is not samtools rocksort (its --version says '${first:-nothing}'), so nothing was installed: replacing it would remove the samtools that rocksort passes every other subcommand to. Either install to a prefix of its own that comes earlier on PATH, e.g. 'make install PREFIX=/opt/samtools-rocksort' and put /opt/samtools-rocksort/bin before $(dirname "$dest") on PATH ('samtools rocksort' then runs this program and 'samtools view' and the rest still run $dest); or replace it anyway with 'make install REPLACE_SAMTOOLS=yes', and give other subcommands another samtools on PATH or in SAMTOOLS_UPSTREAM.
+        cat >&2 <<MSG
+make install: $dest is another samtools
+(its --version says '${first:-nothing}'), so nothing was installed:
+rocksort passes every subcommand but rocksort to the next samtools on PATH,
+and replacing this one would take that samtools away.  Either install to a
+prefix of its own that comes earlier on PATH, e.g.
+'make install PREFIX=/opt/samtools-rocksort' with /opt/samtools-rocksort/bin
+before $(dirname "$dest") on PATH, so that 'samtools rocksort' runs this
+program and 'samtools view' and the rest still run $dest;
+or replace it anyway with 'make install REPLACE_SAMTOOLS=yes' and give other
+subcommands another samtools on PATH or in SAMTOOLS_UPSTREAM.
 MSG
         exit 1
     fi
