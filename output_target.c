@@ -106,6 +106,9 @@ int output_target(const char *fn, char **path_out, char **err)
 {
     *path_out = NULL;
     if (!strcmp(fn, "-")) return TARGET_STDOUT;
+    /* Such a name would pass every check and fail only at the final rename. */
+    if (!*fn || fn[strlen(fn) - 1] == '/')
+        return refuse(err, "cannot write '%s': not a file name", fn);
     char *path = strdup(fn);
     for (int hops = 0; path && hops <= MAX_LINK_HOPS; hops++) {
         int kind = classify(fn, path, err);

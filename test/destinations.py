@@ -328,6 +328,12 @@ def register(test, h):
         case.expect_only_files(case.out_dir, ["afile"])
 
     @test
+    def test_dest_refuse_name_ending_in_slash(case):
+        """out.bam/ names no file: it could only fail at the final rename."""
+        refused_before_reading(case, ["-o", case.out("out.bam") + "/"], "out.bam/")
+        case.expect_only_files(case.out_dir, [])
+
+    @test
     def test_dest_refuse_index_path(case):
         """--write-index: an index in a missing directory, and a default
         index name (out.bam.csi) taken by a directory."""
