@@ -44,11 +44,10 @@ MANDIR   ?= $(PREFIX)/share/man
 PYTHON    = .venv/bin/python
 
 OBJS = bamtk.o bam_rocksort.o sort_pipeline.o run_merge.o bam_sort.o minimiser.o sort_batch.o \
-       record_codec.o rocks_store.o output_file.o cleanup.o progress.o \
+       record_codec.o rocks_store.o output_file.o output_target.o cleanup.o progress.o \
        temp_env.o store_stream.o
 # The C unit tests, run by test/run_tests.py (its UNIT_TESTS list).
 UNIT_PROGS = test/test_keys test/test_run_merge test/test_store_stream test/test_cleanup
-
 
 htslib: $(HTS_LIB_FILE)
 
@@ -155,7 +154,7 @@ FUZZ_CXX     = clang++
 FUZZ_FLAGS   = -g -O1 -fsanitize=address,undefined -fno-sanitize-recover=undefined
 FUZZ_SECONDS = 900
 ENGINE_SRCS  = sort_pipeline.c run_merge.c bam_sort.c minimiser.c sort_batch.c record_codec.c rocks_store.c \
-               output_file.c cleanup.c progress.c store_stream.c
+               output_file.c output_target.c cleanup.c progress.c store_stream.c
 RECORD_SRCS  = bam_sort.c minimiser.c record_codec.c
 FUZZ_OBJ_DIR = build/fuzz
 
@@ -189,9 +188,12 @@ fuzz-run: fuzz
 	./fuzz/fuzz_input -max_total_time=$(FUZZ_SECONDS) -max_len=65536 -rss_limit_mb=4096 \
 	    -artifact_prefix=fuzz/findings/input- fuzz/work/input fuzz/corpus/input
 
+# An existing samtools at PREFIX/bin that is not this program is never
+# replaced (scripts/install.sh says why and what to do instead);
+# REPLACE_SAMTOOLS=yes replaces it anyway.
 install: samtools
-	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(MANDIR)/man1
-	install -m 755 samtools $(DESTDIR)$(PREFIX)/bin/samtools
+	@bash scripts/install.sh samtools "$(DESTDIR)$(PREFIX)/bin/samtools" "$(REPLACE_SAMTOOLS)"
+	install -d $(DESTDIR)$(MANDIR)/man1
 	install -m 644 doc/samtools-rocksort.1 $(DESTDIR)$(MANDIR)/man1/samtools-rocksort.1
 
 clean:

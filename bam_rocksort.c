@@ -21,6 +21,7 @@
 #include "sort_pipeline.h"
 #include "rocks_store.h"
 #include "cleanup.h"
+#include "output_target.h"
 
 #define DEFAULT_MEM_PER_THREAD (768ULL << 20)
 #define MIN_MEM_PER_THREAD (1ULL << 20)
@@ -507,6 +508,14 @@ static int parse_args(cli_state *c, int argc, char **argv)
     if (needs_reference_check(c)) {
         fprintf(stderr, "samtools rocksort: CRAM output to '%s' needs a reference: use "
                 "--reference FILE (or --output-fmt-option embed_ref=2)\n", c->out_fn);
+        return -1;
+    }
+    /* Refused now, not after hours of sorting: the output is opened later. */
+    char *err = NULL;
+    if (output_target_check(c->run.out_fn, &err) < 0
+        || (c->run.index_fn && output_target_check(c->run.index_fn, &err) < 0)) {
+        fprintf(stderr, "samtools rocksort: %s\n", err ? err : "out of memory");
+        free(err);
         return -1;
     }
     return 0;

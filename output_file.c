@@ -8,7 +8,9 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include <htslib/hfile.h>
 #include "output_file.h"
+#include "output_target.h"
 #include "cleanup.h"
 
 static char *errmsg(const char *what, const char *path)
@@ -55,45 +57,86 @@ static char *reserve_temp_beside(const char *path, int *fd_out, char **err)
     return tmp;
 }
 
-int output_open(output_file *o, const char *fn, const char *mode, char **err)
+static int open_stdout(output_file *o, const char *mode, char **err)
 {
-    memset(o, 0, sizeof *o);
-    o->cache_fd = -1;
-    if (!strcmp(fn, "-")) {
-        o->fp = sam_open("-", mode);
-        if (!o->fp) { *err = errmsg("cannot write to", "-"); return -1; }
-        return 0;
+    o->fp = sam_open("-", mode);
+    if (!o->fp) { *err = errmsg("cannot write to", "-"); return -1; }
+    o->stream_fd = STDOUT_FILENO;
+    return 0;
+}
+
+/* A device, FIFO or descriptor has no directory entry to replace, and a
+ * FIFO's reader waits on this very one: open it as samtools does.  Our own
+ * open (not sam_open) keeps the descriptor, so that a failed run can
+ * withhold the EOF marker.  No signal hold: opening a FIFO may block until
+ * a reader comes, and nothing is created that a signal would have to undo. */
+static int open_in_place(output_file *o, const char *path, const char *mode, char **err)
+{
+    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
+    hFILE *h = fd >= 0 ? hdopen(fd, "w") : NULL;
+    o->fp = h ? hts_hopen(h, path, mode) : NULL;
+    if (!o->fp) {
+        *err = errmsg("cannot open output file", o->name);
+        if (h) hclose_abruptly(h);
+        else if (fd >= 0) close(fd);
+        return -1;
     }
-    o->final_path = strdup(fn);
+    o->stream_fd = fd;
+    return 0;
+}
+
+static int open_beside(output_file *o, const char *path, const char *mode, char **err)
+{
+    o->final_path = strdup(path);
     if (!o->final_path) { *err = strdup("out of memory"); return -1; }
     /* sam_open() recreates a name removed under it: no signal in between. */
     cleanup_hold_signals();
-    o->tmp_path = reserve_temp_beside(fn, &o->cache_fd, err);
+    o->tmp_path = reserve_temp_beside(path, &o->cache_fd, err);
     o->fp = o->tmp_path ? sam_open(o->tmp_path, mode) : NULL;
     cleanup_release_signals();
-    if (!o->tmp_path) {
-        output_abort(o);
-        return -1;
-    }
-    if (!o->fp) {
-        *err = errmsg("cannot open output file", fn);
-        output_abort(o);
-        return -1;
-    }
-    return 0;
+    if (o->tmp_path && !o->fp) *err = errmsg("cannot open output file", o->name);
+    return o->fp ? 0 : -1;
+}
+
+int output_open(output_file *o, const char *fn, const char *mode, char **err)
+{
+    memset(o, 0, sizeof *o);
+    o->cache_fd = o->stream_fd = -1;
+    char *path = NULL;
+    int kind = output_target(fn, &path, err);
+    if (kind < 0) return -1;
+    o->name = strdup(fn);
+    int ret = -1;
+    if (!o->name) *err = strdup("out of memory");
+    else if (kind == TARGET_STDOUT) ret = open_stdout(o, mode, err);
+    else if (kind == TARGET_DIRECT) ret = open_in_place(o, path, mode, err);
+    else ret = open_beside(o, path, mode, err);
+    free(path);
+    if (ret < 0) output_abort(o);
+    return ret;
 }
 
 int output_index_begin(output_file *o, sam_hdr_t *h, const char *idx_fn, int min_shift,
                        char **err)
 {
-    o->idx_final_path = strdup(idx_fn);
-    if (!o->idx_final_path) { *err = strdup("out of memory"); return -1; }
-    o->idx_tmp_path = reserve_temp_beside(idx_fn, NULL, err);
-    if (!o->idx_tmp_path) return -1;
-    if (sam_idx_init(o->fp, h, min_shift, o->idx_tmp_path) < 0) {
+    char *path = NULL;
+    int kind = output_target(idx_fn, &path, err);
+    if (kind < 0) return -1;
+    o->idx_name = strdup(idx_fn);
+    if (!o->idx_name) { free(path); *err = strdup("out of memory"); return -1; }
+    if (kind == TARGET_RENAME) {
+        o->idx_final_path = path;
+        o->idx_tmp_path = reserve_temp_beside(path, NULL, err);
+        if (!o->idx_tmp_path) return -1;
+    }
+    const char *write_to = o->idx_tmp_path ? o->idx_tmp_path : path;
+    int ret = sam_idx_init(o->fp, h, min_shift, write_to);
+    if (!o->idx_final_path) free(path);
+    if (ret < 0) {
         *err = errmsg("cannot start the index", idx_fn);
         return -1;
     }
+    o->indexing = 1;
     return 0;
 }
 
@@ -121,22 +164,39 @@ static void forget_temp(char **tmp_path)
     *tmp_path = NULL;
 }
 
+static void free_names(output_file *o)
+{
+    free(o->name);
+    free(o->idx_name);
+    free(o->final_path);
+    free(o->idx_final_path);
+    o->name = o->idx_name = o->final_path = o->idx_final_path = NULL;
+}
+
+static int save_index(output_file *o)
+{
+    if (!o->indexing) return 0;
+    /* sam_idx_save() creates a temporary index by name: no signal meanwhile. */
+    if (o->idx_tmp_path) cleanup_hold_signals();
+    int ret = sam_idx_save(o->fp);
+    if (o->idx_tmp_path) cleanup_release_signals();
+    return ret;
+}
+
 int output_commit(output_file *o, char **err)
 {
-    cleanup_hold_signals();     /* sam_idx_save() creates the index by name */
-    int idx_failed = o->idx_tmp_path && sam_idx_save(o->fp) < 0;
-    cleanup_release_signals();
-    if (idx_failed) {
-        *err = errmsg("error writing the index", o->idx_final_path);
+    if (save_index(o) < 0) {
+        *err = errmsg("error writing the index", o->idx_name);
         output_abort(o);
         return -1;
     }
     int ret = sam_close(o->fp);
     o->fp = NULL;
+    o->stream_fd = -1;
     output_drop_written(o);
     close_cache_fd(o);
     if (ret < 0) {
-        *err = errmsg("error closing output file", o->final_path ? o->final_path : "-");
+        *err = errmsg("error closing output file", o->name);
         output_abort(o);
         return -1;
     }
@@ -156,26 +216,30 @@ int output_commit(output_file *o, char **err)
         return -1;
     }
     if (o->idx_tmp_path) forget_temp(&o->idx_tmp_path);
-    free(o->final_path);
-    free(o->idx_final_path);
-    o->final_path = o->idx_final_path = NULL;
+    free_names(o);
     return 0;
+}
+
+/* Closing writes the BGZF EOF block: on a destination written in place,
+ * where the bytes so far are already out, send it (and whatever htslib still
+ * buffers) nowhere, so that a reader sees a truncated stream. */
+static void withhold_eof(int fd)
+{
+    if (fd == STDOUT_FILENO) fflush(stdout);
+    int null = open("/dev/null", O_WRONLY);
+    if (null >= 0) {
+        dup2(null, fd);
+        close(null);
+    }
 }
 
 void output_abort(output_file *o)
 {
     if (o->fp) {
-        if (!o->final_path) {
-            /* Closing writes the BGZF EOF block; send it nowhere. */
-            fflush(stdout);
-            int null = open("/dev/null", O_WRONLY);
-            if (null >= 0) {
-                dup2(null, STDOUT_FILENO);
-                close(null);
-            }
-        }
+        if (o->stream_fd >= 0) withhold_eof(o->stream_fd);
         sam_close(o->fp);
         o->fp = NULL;
+        o->stream_fd = -1;
     }
     close_cache_fd(o);
     char **temps[] = { &o->tmp_path, &o->idx_tmp_path };
@@ -184,7 +248,5 @@ void output_abort(output_file *o)
             unlink(*temps[i]);
             forget_temp(temps[i]);
         }
-    free(o->final_path);
-    free(o->idx_final_path);
-    o->final_path = o->idx_final_path = NULL;
+    free_names(o);
 }

@@ -1,12 +1,16 @@
 /* output_file.h -- all-or-nothing output.
  *
- * Contract: output_open() writes to a hidden temporary name in the
- * destination's directory (or to stdout for "-"); output_commit() closes it
- * and renames it into place only when every write and the close succeeded,
- * so a failed run never leaves a truncated file that looks finished.
- * An index, if asked for, follows the same rule.
- * output_abort() removes the temporary files; on stdout it diverts the BGZF
- * EOF marker to /dev/null, so a reader sees the stream as truncated.
+ * Contract: for a new name or a regular file (a symlink's target, when the
+ * name is a link), output_open() writes to a hidden temporary name in the
+ * destination's directory; output_commit() closes it and renames it into
+ * place only when every write and the close succeeded, so a failed run
+ * never leaves a truncated file that looks finished.  An index, if asked
+ * for, follows the same rule.  Stdout ("-") and anything that is not a
+ * regular file (a device, a FIFO, /dev/stdout; see output_target.h) are
+ * written in place.
+ * output_abort() removes the temporary files; on a destination written in
+ * place it diverts the BGZF EOF marker to /dev/null, so a reader sees the
+ * stream as truncated.
  * The output does not stay in the page cache: output_drop_written() drops
  * the pages already written to disk, and the commit drops the rest.
  */
@@ -16,20 +20,24 @@
 #include <htslib/sam.h>
 
 typedef struct {
-    char *final_path;   /* NULL for stdout */
+    char *name, *idx_name;  /* as the user gave them, for messages */
+    char *final_path;       /* renamed onto at the commit; NULL: written in place */
     char *tmp_path;
-    char *idx_final_path, *idx_tmp_path;    /* NULL: no index */
+    char *idx_final_path, *idx_tmp_path;    /* NULL: no index, or written in place */
     samFile *fp;
-    int cache_fd;       /* the output file, for dropping its pages; -1 on stdout */
+    int indexing;
+    int cache_fd;       /* the temporary file, for dropping its pages; else -1 */
+    int stream_fd;      /* written in place: its descriptor, to withhold the EOF marker */
 } output_file;
 
 /* mode is an htslib mode ("wb6", "w", "wc"...).  Returns 0, or -1 with a
- * message in *err. */
+ * message in *err (also for a destination output_target() refuses). */
 int output_open(output_file *o, const char *fn, const char *mode, char **err);
 
 /* Builds an index while the records are written: call it after the header
  * and before the first record.  The index is written under a temporary name
- * too and renamed to idx_fn right after the output.  min_shift 0 makes a
+ * too and renamed to idx_fn right after the output (written in place if
+ * idx_fn is not a regular file).  min_shift 0 makes a
  * BAI, 14 a CSI; CRAM always gets a CRAI. */
 int output_index_begin(output_file *o, sam_hdr_t *h, const char *idx_fn, int min_shift,
                        char **err);

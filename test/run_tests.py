@@ -905,6 +905,9 @@ workflows.register(test, sys.modules[__name__])
 # --write-index, --max-memory, progress, sizing: test/features.py.
 import features  # noqa: E402
 features.register(test, sys.modules[__name__])
+# -o on devices, FIFOs, links and unwritable paths; make install: test/destinations.py.
+import destinations  # noqa: E402
+destinations.register(test, sys.modules[__name__])
 
 
 # --- the harness -----------------------------------------------------------
