@@ -20,6 +20,7 @@
 #include <htslib/kstring.h>
 #include "bam_sort.h"
 #include "minimiser.h"
+#include "mix64.h"
 
 #define SEQ_LEN 8
 /* tid, pos+1, strand */
@@ -463,15 +464,6 @@ static uint8_t *minimiser_body(const sort_spec *s, const bam1_t *b, uint8_t *p)
 }
 
 /* ---- --shuffle ---- */
-
-static uint64_t mix64(uint64_t x)
-{
-    x ^= x >> 30;
-    x *= 0xbf58476d1ce4e5b9ULL;
-    x ^= x >> 27;
-    x *= 0x94d049bb133111ebULL;
-    return x ^ (x >> 31);
-}
 
 static uint8_t *shuffle_body(const sort_spec *s, uint64_t seq, uint8_t *p)
 {

@@ -7,6 +7,7 @@
 #include <time.h>
 #include <unistd.h>
 #include "progress.h"
+#include "clock_util.h"
 
 #define TTY_TICK 1.0
 
@@ -22,13 +23,6 @@ struct progress {
     pthread_cond_t cv;
     int stopping;
 };
-
-static double now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
-}
 
 /* 1234567 -> "1.2M"; bytes with unit "B" -> "1.2 GB". */
 static void human(char *buf, size_t n, double v, const char *unit)
@@ -48,7 +42,7 @@ static void eta(char *buf, size_t n, double seconds)
 
 static void describe(progress *p, char *line, size_t n)
 {
-    double elapsed = now() - p->t_phase;
+    double elapsed = now_seconds() - p->t_phase;
     if (elapsed <= 0) elapsed = 1e-9;
     uint64_t rin = atomic_load_explicit(&p->records_in, memory_order_relaxed);
     uint64_t bin = atomic_load_explicit(&p->bytes_in, memory_order_relaxed);
@@ -83,7 +77,7 @@ static void describe(progress *p, char *line, size_t n)
                  d, a, rin ? 100.0 * (double)rout / (double)rin : 100.0, b, e);
         break;
     default:
-        eta(e, sizeof e, now() - p->t_start);
+        eta(e, sizeof e, now_seconds() - p->t_start);
         snprintf(line, n, "[rocksort] done: %s records sorted in %s, temp %s", a, e, c);
     }
 }
@@ -125,7 +119,7 @@ progress *progress_start(int forced, double interval)
     if (!p) return NULL;
     p->tty = tty;
     p->interval = interval > 0 ? interval : 30;
-    p->t_start = p->t_phase = now();
+    p->t_start = p->t_phase = now_seconds();
     atomic_store(&p->permille, -1);
     pthread_mutex_init(&p->mu, NULL);
     pthread_cond_init(&p->cv, NULL);
@@ -143,7 +137,7 @@ void progress_set_phase(progress *p, progress_phase phase)
 {
     if (!p) return;
     pthread_mutex_lock(&p->mu);     /* the reporter reads t_phase under it */
-    p->t_phase = now();
+    p->t_phase = now_seconds();
     atomic_store(&p->phase, (int)phase);
     pthread_mutex_unlock(&p->mu);
 }

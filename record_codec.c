@@ -1,6 +1,7 @@
 /* record_codec.c -- see record_codec.h. */
 #include <string.h>
 #include "record_codec.h"
+#include "mix64.h"
 
 void record_value_pack(const bam1_t *b, uint8_t *out)
 {
@@ -29,14 +30,12 @@ int record_value_unpack(const uint8_t *val, size_t len, bam1_t *b)
     return bam_copy1(b, &view) ? 0 : -1;
 }
 
-/* Multiply-xorshift mixing of 8-byte words: not cryptographic, but every
- * bit of the input reaches every bit of the result, so a lost, duplicated
- * or altered record changes the sum. */
+/* Not cryptographic, but every bit of the input reaches every bit of the
+ * result, so a lost, duplicated or altered record changes the sum.  The
+ * golden-ratio step keeps a zero word from leaving the state unchanged. */
 static uint64_t mix(uint64_t h, uint64_t w)
 {
-    h ^= w * 0x9e3779b97f4a7c15ULL;
-    h = (h ^ (h >> 31)) * 0xbf58476d1ce4e5b9ULL;
-    return h ^ (h >> 29);
+    return mix64(h ^ w) + 0x9e3779b97f4a7c15ULL;
 }
 
 static uint64_t digest_bytes(uint64_t h, const uint8_t *p, size_t n)

@@ -12,6 +12,7 @@
 #include "rocks_store.h"
 #include "cleanup.h"
 #include "temp_env.h"
+#include "clock_util.h"
 
 /* RocksDB's InfoLogLevel FATAL_LEVEL (c.h has no names for the levels). */
 #define STORE_LOG_FATAL 4
@@ -390,13 +391,6 @@ int store_run_end(rocks_store *st, char **err)
     if (!st->compaction_forced && int_property(st, "rocksdb.num-files-at-level0") >= (uint64_t)st->run_limit)
         force_compaction(st);
     return 0;
-}
-
-static double now_seconds(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
 static void nap(void)

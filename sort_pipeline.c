@@ -20,6 +20,7 @@
 #include <htslib/hfile.h>
 #include <htslib/thread_pool.h>
 #include "sort_pipeline.h"
+#include "clock_util.h"
 #include "sort_batch.h"
 #include "rocks_store.h"
 #include "record_codec.h"
@@ -75,13 +76,6 @@ typedef struct {
     int size_planned;
     sort_spec sort;             /* o->sort, prepared with the input header */
 } sort_job;
-
-static double now_seconds(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
-}
 
 static void fail(const char *fmt, const char *a, const char *b)
 {
