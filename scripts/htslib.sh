@@ -9,7 +9,7 @@
 # only when htslib/libhts.a is missing.
 #
 # Needs: gcc, make, zlib1g-dev, libbz2-dev, liblzma-dev, libdeflate-dev and
-# python3-venv (for pip), which `scripts/deps.sh build` installs.
+# python3-venv (pip's index settings), which `scripts/deps.sh build` installs.
 set -euo pipefail
 PYSAM_VERSION=0.24.1
 PYSAM_SHA256=90f612afccdb454d2447ecb5229266c6e7f991093deed4ed0a791db01f7fc994
@@ -26,18 +26,32 @@ fi
 work=$(mktemp -d "${TMPDIR:-/tmp}/rocksort-htslib.XXXXXX")
 trap 'rm -rf "$work"' EXIT
 
-# pip is the registry's own client.  The project's .venv has one once the test
-# dependencies are in; otherwise a throw-away venv provides it.
-pip="$here/.venv/bin/pip"
-if ! [ -x "$pip" ]; then
+# The archive comes from the package index pip is configured with (PIP_INDEX_URL,
+# pip's config, else its default), read through PEP 691's JSON API by pip's own
+# Python.  `pip download` of a source distribution would first run its setup.py,
+# which configures htslib and fails on a machine without libcurl.
+py="$here/.venv/bin/python"
+if ! "$py" -c 'import pip' 2>/dev/null; then
     python3 -m venv "$work/venv" 2>/dev/null || /usr/bin/python3 -m venv "$work/venv"
-    pip="$work/venv/bin/pip"
+    py="$work/venv/bin/python"
 fi
 echo "htslib: fetching pysam $PYSAM_VERSION's source (htslib $HTSLIB_VERSION)" >&2
-# --no-binary pysam fetches the source distribution; its build requirements may
-# come as wheels, which keeps pip's metadata step short.
-"$pip" download -q --disable-pip-version-check --no-deps --no-binary pysam \
-    -d "$work" "pysam==$PYSAM_VERSION" >&2
+"$py" - "$work" "pysam-$PYSAM_VERSION.tar.gz" <<'PY'
+import json, os, subprocess, sys, urllib.request
+from pip._internal.models.index import PyPI
+work, filename = sys.argv[1:]
+index = os.environ.get("PIP_INDEX_URL") or subprocess.run(
+    [sys.executable, "-m", "pip", "config", "get", "global.index-url"],
+    capture_output=True, text=True).stdout.strip() or PyPI.simple_url
+request = urllib.request.Request(index.rstrip("/") + "/pysam/",
+                                 headers={"Accept": "application/vnd.pypi.simple.v1+json"})
+with urllib.request.urlopen(request, timeout=120) as reply:
+    files = json.load(reply)["files"]
+url = next(f["url"] for f in files if f["filename"] == filename)
+with urllib.request.urlopen(url, timeout=300) as reply, \
+        open(os.path.join(work, filename), "wb") as out:
+    out.write(reply.read())
+PY
 archive="$work/pysam-$PYSAM_VERSION.tar.gz"
 got=$(sha256sum "$archive" | cut -d' ' -f1)
 if [ "$got" != "$PYSAM_SHA256" ]; then
