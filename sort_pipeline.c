@@ -28,6 +28,7 @@
 #include "output_file.h"
 #include "cleanup.h"
 #include "progress.h"
+#include "input_check.h"
 
 #define ROCKSORT_VERSION_PG "rocksort-" ROCKSORT_VERSION
 
@@ -65,7 +66,7 @@ typedef struct {
     int spiller_started;
     uint64_t records_in, records_out, bytes_in;
     uint64_t digest_in, digest_out;     /* --verify sums */
-    int input_lacks_eof;
+    int n_refs;                 /* references a record may name, see open_input() */
     sort_batch *tail;           /* the last, unspilled batch, sorted */
     double t_load, t_settle, t_readout;
     progress *prog;
@@ -279,11 +280,17 @@ static int open_input(sort_job *j)
         fail("failed to read the header of '%s'%s", o->in_fn, "");
         return -1;
     }
+    /* The references htslib's BAM reader checks records against; adding
+     * @PG parses the text header, which may list more (see load_record). */
+    j->n_refs = sam_hdr_nref(j->hdr);
     struct stat st;
     if (strcmp(o->in_fn, "-") && stat(o->in_fn, &st) == 0 && S_ISREG(st.st_mode))
         j->in_file_size = (uint64_t)st.st_size;
-    if (j->in->format.format == bam)
-        j->input_lacks_eof = bgzf_check_EOF(j->in->fp.bgzf) == 0;
+    char why[1024];
+    if (input_check_start(j->in, o->in_fn, j->in_file_size, why, sizeof why) < 0) {
+        fail("%s%s", why, "");
+        return -1;
+    }
     return 0;
 }
 
@@ -301,6 +308,8 @@ static int prepare_header(sort_job *j)
         fail("failed to add a @PG line for '%s'%s", j->o->in_fn, "");
         return -1;
     }
+    /* The output header is this one: a record must fit it too. */
+    if (sam_hdr_nref(j->hdr) < j->n_refs) j->n_refs = sam_hdr_nref(j->hdr);
     return 0;
 }
 
@@ -502,18 +511,88 @@ static int reference_given(const rocksort_opts *o)
     return 0;
 }
 
+/* A record naming a reference the header lacks would make a BAM that no
+ * tool can index or read by region.  htslib's BAM reader refuses most such
+ * records itself; this check holds whatever the htslib and the format. */
+static int refs_beyond_header(const sort_job *j, const bam1_t *b)
+{
+    const bam1_core_t *c = &b->core;
+    return c->tid < -1 || c->tid >= j->n_refs || c->mtid < -1 || c->mtid >= j->n_refs;
+}
+
+static void report_refs_beyond(const sort_job *j, const bam1_t *b)
+{
+    int mate = b->core.tid >= -1 && b->core.tid < j->n_refs;
+    char what[640];
+    snprintf(what, sizeof what, "record '%s' has %sreference id %d, but the header has "
+             "%d reference%s", bam_get_qname(b), mate ? "mate " : "",
+             mate ? b->core.mtid : b->core.tid, j->n_refs, j->n_refs == 1 ? "" : "s");
+    fail("'%s': %s", j->o->in_fn, what);
+}
+
 /* A CRAM slice fails to decode most often because its reference was not
  * found (moved FASTA, empty REF_PATH); htslib's own message says so, but it
- * is silenced, so say it here. */
-static void report_read_error(const sort_job *j)
+ * is silenced, so say it here.  htslib's BAM reader returns -3 for a
+ * record whose reference ids lie beyond the header (and for a cut one). */
+static void report_read_error(const sort_job *j, const bam1_t *b, int r)
 {
     char after[48];
     snprintf(after, sizeof after, "after %llu records", (unsigned long long)j->records_in);
-    if (j->in->format.format == cram && !reference_given(j->o))
+    if (r == -3 && refs_beyond_header(j, b))
+        report_refs_beyond(j, b);
+    else if (j->in->format.format == cram && !reference_given(j->o))
         fail("cannot decode CRAM '%s' (%s): reference sequence not found, or corrupt "
              "data; give --reference FILE or set REF_PATH", j->o->in_fn, after);
     else
         fail("'%s' is truncated or corrupt (%s)", j->o->in_fn, after);
+}
+
+/* Adds one record to the batch being filled, handing full batches to the
+ * spill thread.  Returns 0, or -1 once the error is reported. */
+static int take_record(sort_job *j, sort_batch **cur, bam1_t *b)
+{
+    int added;
+    if (refs_beyond_header(j, b)) {
+        report_refs_beyond(j, b);
+        return -1;
+    }
+    while ((added = batch_add(*cur, &j->sort, b, j->records_in)) == 0) {
+        if (!j->size_planned) plan_from_input(j);
+        *cur = swap_batches(&j->q, *cur);
+        if (!*cur) return spill_error(j);
+    }
+    if (added == -2) {
+        char what[640];
+        snprintf(what, sizeof what, "read '%s' %s", bam_get_qname(b),
+                 sort_key_error(&j->sort, b));
+        fail("'%s': %s", j->o->in_fn, what);
+        return -1;
+    }
+    if (added < 0) {
+        fail("out of memory reading '%s'%s", j->o->in_fn, "");
+        return -1;
+    }
+    j->records_in++;
+    j->bytes_in += (uint64_t)b->l_data + 36;
+    if (j->o->verify) j->digest_in += record_digest(b);
+    if ((j->records_in & PROGRESS_EVERY) == 0) report_reading(j);
+    return 0;
+}
+
+/* sam_read1()'s last result r: an error, or an end of file that must also
+ * be the input's real end (input_check.h). */
+static int check_read_end(const sort_job *j, const bam1_t *b, int r)
+{
+    char why[1024];
+    if (r < -1) {
+        report_read_error(j, b, r);
+        return -1;
+    }
+    if (input_check_end(j->in, j->o->in_fn, j->in_file_size, why, sizeof why) < 0) {
+        fail("%s%s", why, "");
+        return -1;
+    }
+    return 0;
 }
 
 static int load(sort_job *j)
@@ -527,41 +606,10 @@ static int load(sort_job *j)
         ret = -1;
         goto done;
     }
-    while ((r = sam_read1(j->in, j->hdr, b)) >= 0) {
-        int added;
-        while ((added = batch_add(cur, &j->sort, b, j->records_in)) == 0) {
-            if (!j->size_planned) plan_from_input(j);
-            sort_batch *next = swap_batches(&j->q, cur);
-            if (!next) { cur = NULL; ret = spill_error(j); goto done; }
-            cur = next;
-        }
-        if (added == -2) {
-            char what[640];
-            snprintf(what, sizeof what, "read '%s' %s", bam_get_qname(b),
-                     sort_key_error(&j->sort, b));
-            fail("'%s': %s", j->o->in_fn, what);
-            ret = -1;
-            goto done;
-        }
-        if (added < 0) {
-            fail("out of memory reading '%s'%s", j->o->in_fn, "");
-            ret = -1;
-            goto done;
-        }
-        j->records_in++;
-        j->bytes_in += (uint64_t)b->l_data + 36;
-        if (j->o->verify) j->digest_in += record_digest(b);
-        if ((j->records_in & PROGRESS_EVERY) == 0) report_reading(j);
-    }
+    while ((r = sam_read1(j->in, j->hdr, b)) >= 0)
+        if (take_record(j, &cur, b) < 0) { ret = -1; goto done; }
     report_reading(j);
-    if (r < -1) {
-        report_read_error(j);
-        ret = -1;
-        goto done;
-    }
-    if (j->input_lacks_eof)
-        fprintf(stderr, "samtools rocksort: warning: '%s' has no BGZF EOF marker; "
-                "it may be truncated\n", j->o->in_fn);
+    if (check_read_end(j, b, r) < 0) { ret = -1; goto done; }
     /* The last batch never goes to disk: the readout merges it from memory
      * (an input that fits in one batch is sorted without temp I/O). */
     batch_sort(cur);
