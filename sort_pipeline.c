@@ -17,6 +17,7 @@
 #include <sys/stat.h>
 #include <time.h>
 #include <htslib/bgzf.h>
+#include <htslib/cram.h>
 #include <htslib/hfile.h>
 #include <htslib/thread_pool.h>
 #include "sort_pipeline.h"
@@ -326,6 +327,20 @@ static int check_bam_can_hold_references(const sort_job *j)
     return 0;
 }
 
+/* SAM output gets threads for its compression only.  htslib 1.24's
+ * threaded SAM writer hangs when a write fails (disk full, closed pipe):
+ * its writer thread waits for a lock that sam_write1() holds while it
+ * waits for that thread to make room in the queue. */
+static void share_pool_with_output(sort_job *j)
+{
+    samFile *fp = j->out.fp;
+    if (!j->pool.pool) return;
+    int text = fp->format.format == sam || fp->format.format == text_format;
+    if (!text) hts_set_thread_pool(fp, &j->pool);
+    else if (fp->format.compression == bgzf)
+        bgzf_thread_pool(fp->fp.bgzf, j->pool.pool, j->pool.qsize);
+}
+
 static int open_output(sort_job *j)
 {
     const rocksort_opts *o = j->o;
@@ -336,7 +351,7 @@ static int open_output(sort_job *j)
         free(err);
         return -1;
     }
-    if (j->pool.pool) hts_set_thread_pool(j->out.fp, &j->pool);
+    share_pool_with_output(j);
     if (o->reference && hts_set_fai_filename(j->out.fp, o->reference) < 0) {
         fail("cannot load reference '%s' for '%s'", o->reference, o->out_fn);
         return -1;
@@ -641,6 +656,25 @@ static int write_value(sort_job *j, const uint8_t *v, size_t vlen, bam1_t *owned
     return sam_write1(j->out.fp, j->hdr, b) < 0 ? -1 : 0;
 }
 
+/* The file htslib writes the output through. */
+static hFILE *output_hfile(const samFile *fp)
+{
+    if (fp->format.format == cram) return cram_fd_get_fp(fp->fp.cram);
+    if (fp->format.format == bam || fp->format.compression != no_compression)
+        return fp->fp.bgzf->fp;
+    return fp->fp.hfile;
+}
+
+/* Why a record could not be written.  Compression threads do the writing,
+ * so errno here is seldom theirs; the output's hFILE keeps the cause.
+ * Without one, htslib refused the record itself. */
+static const char *write_error_cause(const sort_job *j)
+{
+    int e = herrno(output_hfile(j->out.fp));
+    if (!e) e = errno;
+    return e ? strerror(e) : "htslib could not encode the record (e.g. a position BAM cannot hold)";
+}
+
 typedef struct {
     int n;
     rocksdb_iterator_t *it[STORE_MAX_PARTS];
@@ -743,8 +777,7 @@ static int readout(sort_job *j)
             break;
         }
         if (r < 0) {
-            fail("error writing to '%s': %s", j->o->out_fn,
-                 errno ? strerror(errno) : "htslib could not write the record (e.g. a position BAM cannot hold)");
+            fail("error writing to '%s': %s", j->o->out_fn, write_error_cause(j));
             ret = -1;
             break;
         }
@@ -788,9 +821,21 @@ static int check_accounting(const sort_job *j)
     return 0;
 }
 
+/* Writes out the blocks htslib's threads still hold, so that a failure
+ * (a full disk) shows while its cause can be read: sam_close() reports it
+ * after freeing the hFILE that keeps the errno. */
+static int flush_output(sort_job *j)
+{
+    samFile *fp = j->out.fp;
+    errno = 0;
+    if (fp->format.compression != bgzf || bgzf_flush(fp->fp.bgzf) == 0) return 0;
+    fail("error writing to '%s': %s", j->o->out_fn, write_error_cause(j));
+    return -1;
+}
+
 static int finish_output(sort_job *j)
 {
-    if (check_accounting(j) < 0) return -1;
+    if (check_accounting(j) < 0 || flush_output(j) < 0) return -1;
     char *err = NULL;
     if (output_commit(&j->out, &err) < 0) {
         fail("%s%s", err ? err : "error closing output", "");
