@@ -36,7 +36,7 @@ PREFIX   ?= /usr/local
 MANDIR   ?= $(PREFIX)/share/man
 PYTHON    = .venv/bin/python
 
-OBJS = bamtk.o bam_rocksort.o sort_pipeline.o input_check.o run_merge.o bam_sort.o minimiser.o sort_batch.o \
+OBJS = bamtk.o bam_rocksort.o sort_pipeline.o input_check.o fd_budget.o merge_plan.o run_merge.o bam_sort.o minimiser.o sort_batch.o \
        record_codec.o rocks_store.o output_file.o cleanup.o progress.o \
        temp_sync.o store_stream.o
 
@@ -136,7 +136,7 @@ test-valgrind: test-deps
 FUZZ_CC      = clang
 FUZZ_FLAGS   = -g -O1 -fsanitize=address,undefined -fno-sanitize-recover=undefined
 FUZZ_SECONDS = 900
-ENGINE_SRCS  = sort_pipeline.c input_check.c run_merge.c bam_sort.c minimiser.c sort_batch.c record_codec.c rocks_store.c \
+ENGINE_SRCS  = sort_pipeline.c input_check.c fd_budget.c merge_plan.c run_merge.c bam_sort.c minimiser.c sort_batch.c record_codec.c rocks_store.c \
                output_file.c cleanup.c progress.c temp_sync.c store_stream.c
 RECORD_SRCS  = bam_sort.c minimiser.c record_codec.c
 

@@ -30,6 +30,7 @@
 #include "cleanup.h"
 #include "progress.h"
 #include "input_check.h"
+#include "fd_budget.h"
 
 #define ROCKSORT_VERSION_PG "rocksort-" ROCKSORT_VERSION
 
@@ -381,21 +382,11 @@ static size_t batch_bytes_for(const rocksort_opts *o)
     return b < MAX_BATCH_BYTES ? b : MAX_BATCH_BYTES;
 }
 
-/* Files RocksDB may keep open: raise the soft limit as far as allowed, and
- * leave room for our own files, htslib's and RocksDB's bookkeeping. */
-static int open_file_budget(void)
-{
-    struct rlimit rl;
-    if (getrlimit(RLIMIT_NOFILE, &rl) < 0) return 256;
-    if (rl.rlim_cur < rl.rlim_max) {
-        rl.rlim_cur = rl.rlim_max;
-        setrlimit(RLIMIT_NOFILE, &rl);
-        getrlimit(RLIMIT_NOFILE, &rl);
-    }
-    rlim_t budget = rl.rlim_cur == RLIM_INFINITY ? 1 << 20 : rl.rlim_cur;
-    budget = budget > 48 ? budget - 32 : 16;
-    return budget > (1 << 20) ? 1 << 20 : (int)budget;
-}
+/* Descriptors opened after the store: the index (at the commit), a CRAM
+ * reference and its .fai for the input and for the output (htslib opens
+ * them once it needs a sequence), and /dev/null if a failed run on stdout
+ * has to divert the BGZF EOF block there. */
+#define FD_RESERVE_LATER 6
 
 /* Threads that read the spilled runs at the readout (when nothing merges
  * them in the background), each its own share of the runs: two keep the
@@ -409,7 +400,7 @@ static int open_store(sort_job *j)
         .compression = o->temp_compression,
         .size_hint = o->size_hint,
         .run_bytes = batch_bytes_for(o),
-        .max_open_files = open_file_budget(),
+        .max_open_files = fd_budget_available(FD_RESERVE_LATER),
         .background_threads = o->threads > 1 ? o->threads : 1,
         .parts = READOUT_STREAMS,
     };
