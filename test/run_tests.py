@@ -895,6 +895,9 @@ def test_wrapper_passes_view_on(case):
 # Signals, full disks, damaged input and the like: test/robustness.py.
 import robustness  # noqa: E402
 robustness.register(test, sys.modules[__name__])
+# Damage made the way it happens outside a test suite: test/faults.py.
+import faults  # noqa: E402
+faults.register(test, sys.modules[__name__])
 import workflows  # noqa: E402  (Snakemake and CWL examples: test/workflows.py)
 workflows.register(test, sys.modules[__name__])
 # --write-index, --max-memory, progress, sizing: test/features.py.
