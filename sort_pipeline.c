@@ -283,7 +283,7 @@ static int open_input(sort_job *j)
         return -1;
     }
     /* The references htslib's BAM reader checks records against; adding
-     * @PG parses the text header, which may list more (see load_record). */
+     * @PG parses the text header, which may list more (refs_beyond_header). */
     j->n_refs = sam_hdr_nref(j->hdr);
     struct stat st;
     if (strcmp(o->in_fn, "-") && stat(o->in_fn, &st) == 0 && S_ISREG(st.st_mode))
