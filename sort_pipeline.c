@@ -425,7 +425,9 @@ static int start_spiller(sort_job *j)
     j->q.batch_cap = batch_bytes_for(j->o);
     j->q.empty = batch_create(j->q.batch_cap);
     if (!j->q.empty) {
-        fail("out of memory for a %s-byte batch%s", "sort", "");
+        char bytes[32];
+        snprintf(bytes, sizeof bytes, "%zu", j->q.batch_cap);
+        fail("out of memory for a %s-byte sort batch%s (lower -m)", bytes, "");
         return -1;
     }
     if (pthread_create(&j->spiller, NULL, spill_main, &j->q) != 0) {
