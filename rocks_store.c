@@ -10,6 +10,7 @@
 #include <time.h>
 #include <unistd.h>
 #include "rocks_store.h"
+#include "merge_plan.h"
 #include "cleanup.h"
 #include "temp_env.h"
 #include "clock_util.h"
@@ -36,7 +37,7 @@ struct rocks_store {
     rocksdb_readoptions_t *read;
     char *run_path;
     uint64_t runs, bytes_written;
-    int run_limit;              /* level-0 runs allowed before merging */
+    files_plan files;           /* the open-file budget's split */
     int compaction_forced;
     int merges_planned;         /* a size hint or estimate set up background merges */
     int catch_up_runs;          /* runs merged at settle time, after the load */
@@ -86,45 +87,29 @@ static char *make_temp_dir(const char *prefix, char **err)
     return tmpl;
 }
 
-/* Universal compaction merges sorted runs in the background so that the
- * readout merges at most a budget of B = k + T/k runs, k = sqrt(T): about
- * 2*sqrt(T) for T runs in all.  It counts merged and fresh runs alike
- * against its trigger, so the trigger is B, and a merge takes every fresh
- * run at once (at least k, at most B).  Similar-size picking keeps merged
- * runs, each many times a fresh one, out of later merges: each byte is
- * rewritten once.  Without a size hint compaction stays off, unless the
- * runs would need more open files than the process may have (see
- * store_run_end). */
-typedef struct {
-    int min_width, budget;
-} merge_plan;
-
+/* Background merges follow merge_plan_for(), within the open-file budget
+ * (files_plan_for).  Similar-size picking keeps merged runs, each many
+ * times a fresh one, out of later merges: each byte is rewritten once.
+ * Without a size hint compaction stays off, unless the runs would need more
+ * open files than the process may have (see store_run_end). */
 static uint64_t runs_for(const rocks_store *st, uint64_t size)
 {
     return st->run_bytes ? (size + st->run_bytes - 1) / st->run_bytes : 1;
 }
 
-static merge_plan plan_for(uint64_t t)
-{
-    int k = (int)ceil(sqrt((double)t));
-    if (k < 2) k = 2;
-    merge_plan p = { k, k + (int)((t + (uint64_t)k - 1) / (uint64_t)k) };
-    return p;
-}
-
 static void configure_compaction(rocks_store *st, const store_options *o)
 {
-    merge_plan p = { st->run_limit / 2, st->run_limit / 2 };
+    merge_plan p = { 2, st->files.merge_width, st->files.max_runs };
     st->run_bytes = o->run_bytes;
     st->merges_planned = o->size_hint > 0;
-    if (o->size_hint > 0) p = plan_for(runs_for(st, o->size_hint));
+    if (o->size_hint > 0) p = merge_plan_for(runs_for(st, o->size_hint));
     else rocksdb_options_set_disable_auto_compactions(st->opts, 1);
-    if (p.min_width < 2) p.min_width = p.budget = 2;
+    p = fit_to_files(&st->files, p);
     /* Merged runs stay in level 0 next to fresh ones. */
     rocksdb_options_set_num_levels(st->opts, 1);
     st->universal = rocksdb_universal_compaction_options_create();
     rocksdb_universal_compaction_options_set_min_merge_width(st->universal, p.min_width);
-    rocksdb_universal_compaction_options_set_max_merge_width(st->universal, p.budget);
+    rocksdb_universal_compaction_options_set_max_merge_width(st->universal, p.max_width);
     rocksdb_universal_compaction_options_set_size_ratio(st->universal, MERGE_SIZE_RATIO);
     rocksdb_universal_compaction_options_set_stop_style(st->universal,
                                                         rocksdb_similar_size_compaction_stop_style);
@@ -132,7 +117,7 @@ static void configure_compaction(rocks_store *st, const store_options *o)
     rocksdb_universal_compaction_options_set_max_size_amplification_percent(st->universal, 1 << 30);
     rocksdb_options_set_compaction_style(st->opts, rocksdb_universal_compaction);
     rocksdb_options_set_universal_compaction_options(st->opts, st->universal);
-    rocksdb_options_set_level0_file_num_compaction_trigger(st->opts, p.budget);
+    rocksdb_options_set_level0_file_num_compaction_trigger(st->opts, p.trigger);
 }
 
 /* Whether files in dir can be opened for direct I/O (tmpfs before Linux
@@ -178,15 +163,17 @@ static void configure(rocks_store *st, const store_options *o)
      * made RocksDB 7.8 abort on an assertion at the next one (in the
      * ingestion's statistics) instead of returning the error. */
     rocksdb_options_set_info_log_level(st->opts, STORE_LOG_FATAL);
-    /* Each level-0 run is an open file during the readout: keep their
-     * number to half of what RocksDB may open. */
-    rocksdb_options_set_max_open_files(st->opts, o->max_open_files);
-    st->run_limit = o->max_open_files > 0 ? o->max_open_files / 2 : 1 << 20;
+    /* Each level-0 run is an open file during the readout and while merged. */
+    st->files = files_plan_for(o->max_open_files, o->background_threads);
+    rocksdb_options_set_max_open_files(st->opts, st->files.table_cache);
+    /* One shard: a sharded cache holds up to its capacity per shard, not
+     * in all (64 shards kept 64 runs open under a capacity of 10). */
+    rocksdb_options_set_table_cache_numshardbits(st->opts, 0);
     /* Ingested runs all overlap, so they pile up in level 0 by design:
      * never let that count throttle or stop us. */
     rocksdb_options_set_level0_slowdown_writes_trigger(st->opts, 1 << 30);
     rocksdb_options_set_level0_stop_writes_trigger(st->opts, 1 << 30);
-    rocksdb_options_set_max_background_jobs(st->opts, o->background_threads + 1);
+    rocksdb_options_set_max_background_jobs(st->opts, st->files.merge_threads + 1);
     rocksdb_options_set_target_file_size_base(st->opts, 1ULL << 40);
 
     st->table = rocksdb_block_based_options_create();
@@ -201,7 +188,7 @@ static void configure(rocks_store *st, const store_options *o)
      * (see temp_env.cc).  NULL only when out of memory: store_open fails. */
     st->env = temp_env_create();
     if (st->env) {
-        rocksdb_env_set_background_threads(st->env, o->background_threads);
+        rocksdb_env_set_background_threads(st->env, st->files.merge_threads);
         rocksdb_options_set_env(st->opts, st->env);
     }
     st->envopts = rocksdb_envoptions_create();
@@ -289,13 +276,6 @@ static void set_auto_compaction(rocks_store *st, int on)
     set_part_options(st, 1, keys, vals);
 }
 
-/* Too many runs for the open-file limit: let compaction merge them. */
-static void force_compaction(rocks_store *st)
-{
-    st->compaction_forced = 1;
-    set_auto_compaction(st, 1);
-}
-
 /* Turns background merging on: a merge starts once `trigger` runs exist and
  * takes min_width to max_width of them, neighbours in age whose sizes
  * differ by at most size_ratio percent. */
@@ -317,10 +297,29 @@ int store_plan_merges(rocks_store *st, uint64_t size_estimate)
 {
     uint64_t t = runs_for(st, size_estimate);
     if (t <= STORE_MERGE_MIN_RUNS) return 0;
-    merge_plan p = plan_for(t);
-    if (start_merging(st, p.budget, p.min_width, p.budget, MERGE_SIZE_RATIO) < 0) return -1;
+    merge_plan p = fit_to_files(&st->files, merge_plan_for(t));
+    if (start_merging(st, p.trigger, p.min_width, p.max_width, MERGE_SIZE_RATIO) < 0) return -1;
     st->merges_planned = 1;
     return p.min_width;
+}
+
+/* Merges runs of similar size (a merged run is not taken again with fresh
+ * ones), as many at once as a merge may keep open, while more than `keep`
+ * runs are left.  Each part merges its own runs, so each keeps its share.
+ * When no runs are similar, RocksDB merges the newest once a part holds
+ * more runs than the trigger, down to the trigger. */
+static int start_merging_to_fit(rocks_store *st, int keep)
+{
+    int parts = st->parts_used > 1 ? st->parts_used : 1;
+    int per_part = keep / parts > 2 ? keep / parts : 2;
+    return start_merging(st, per_part, 2, st->files.merge_width, MERGE_SIZE_RATIO);
+}
+
+/* Too many runs for the open-file limit and no merges planned: start them. */
+static void force_compaction(rocks_store *st)
+{
+    st->compaction_forced = 1;
+    start_merging_to_fit(st, st->files.max_runs / 2);
 }
 
 int store_run_begin(rocks_store *st, char **err)
@@ -388,7 +387,8 @@ int store_run_end(rocks_store *st, char **err)
     st->runs++;
     if (part >= st->parts_used) st->parts_used = part + 1;
     st->bytes_written += size;
-    if (!st->compaction_forced && int_property(st, "rocksdb.num-files-at-level0") >= (uint64_t)st->run_limit)
+    if (!st->compaction_forced && !st->merges_planned &&
+        int_property(st, "rocksdb.num-files-at-level0") >= (uint64_t)st->files.max_runs / 2)
         force_compaction(st);
     return 0;
 }
@@ -404,34 +404,52 @@ static void wait_for_running_merges(rocks_store *st)
     while (running_merges(st) > 0) nap();
 }
 
-/* One merge of the newest n - target + 1 runs, whatever their sizes. */
-static int merge_newest(rocks_store *st, int n, int target)
+/* Lets the merges set up by start that run until at most target runs are
+ * left, or until none has run for a second; then stops merging.  Returns
+ * the runs it removed, or -1 if RocksDB refused the options. */
+static int merge_until(rocks_store *st, int target, int start)
 {
-    int width = n - target + 1;
-    if (start_merging(st, target + 1, width, width, 1 << 20) < 0) return -1;
-    /* Give the merge up if it neither starts nor shows a result within a second. */
-    for (int idle = 0; store_sorted_runs(st) >= n && idle < 50; idle++) {
+    int before = store_sorted_runs(st);
+    if (start < 0) return -1;
+    for (int idle = 0; store_sorted_runs(st) > target && idle < 50; idle++) {
         nap();
         if (running_merges(st) > 0) idle = 0;
     }
     set_auto_compaction(st, 0);
     wait_for_running_merges(st);
-    int left = store_sorted_runs(st);
-    if (left >= n) return -1;
-    st->catch_up_runs += n - left + 1;
-    return 0;
+    int removed = before - store_sorted_runs(st);
+    if (removed > 0) st->catch_up_runs += removed + 1;
+    return removed;
+}
+
+/* The most runs the readout may merge: those the open-file budget lets it
+ * keep open, and with background merges planned, 2*sqrt(T) of the T runs
+ * written (when above STORE_MERGE_MIN_RUNS). */
+static int readout_runs(const rocks_store *st)
+{
+    int target = st->files.max_runs;
+    if (st->merges_planned && st->runs > STORE_MERGE_MIN_RUNS) {
+        int budget = (int)floor(2.0 * sqrt((double)st->runs));
+        if (budget < target) target = budget;
+    }
+    return target;
 }
 
 /* Background merges fall behind when input arrives faster than one thread
- * can rewrite it (a file on busy cores).  The readout should still merge
- * at most 2*sqrt(T) runs, T the runs actually written: merge the newest
- * (smallest) runs down to that. */
+ * can rewrite it (a file on busy cores), and without a plan they merge
+ * only what the open-file limit demands.  Merge down to readout_runs():
+ * the newest (smallest) runs in one merge when a merge may hold them all
+ * open at once, else in merges of similar runs, which rewrite each byte a
+ * few times rather than once per merge. */
 static void merge_down_to_budget(rocks_store *st)
 {
-    if (!st->merges_planned || st->runs <= STORE_MERGE_MIN_RUNS) return;
-    int target = (int)floor(2.0 * sqrt((double)st->runs));
-    for (int n = store_sorted_runs(st); n > target; n = store_sorted_runs(st))
-        if (merge_newest(st, n, target) < 0) return;
+    int target = readout_runs(st), n = store_sorted_runs(st);
+    if (n <= target) return;
+    int width = n - target + 1;
+    if (st->parts_used <= 1 && width <= st->files.merge_width)
+        merge_until(st, target, start_merging(st, target + 1, width, width, 1 << 20));
+    while (store_sorted_runs(st) > target)
+        if (merge_until(st, target, start_merging_to_fit(st, target)) <= 0) return;
 }
 
 double store_settle(rocks_store *st)

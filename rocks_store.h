@@ -12,7 +12,10 @@
  * as a merge only combines runs of one part.  Runs bypass the page cache:
  * the SST writer drops what it wrote, and reads and merges use direct I/O
  * where the temp file system allows it.  Nothing in the directory is ever
- * synced (temp_env.h): the runs need no durability.  store_close() removes the
+ * synced (temp_env.h): the runs need no durability.  A merge keeps its runs
+ * open, and so does the readout: the store stays within max_open_files
+ * descriptors (merge_plan.h), merging more, and after the load if it must,
+ * when that is low.  store_close() removes the
  * directory unless asked to keep it.  Errors come back as a malloc'd message.
  */
 #ifndef ROCKS_STORE_H
@@ -26,7 +29,7 @@ typedef struct {
     int compression;        /* rocksdb_no_compression, _lz4_, _snappy_, _zstd_ */
     uint64_t size_hint;     /* expected total bytes of all runs; 0: unknown */
     uint64_t run_bytes;     /* expected bytes of one run */
-    int max_open_files;     /* cap on files RocksDB keeps open; -1: no cap */
+    int max_open_files;     /* descriptors the store may use in all; -1: no limit */
     int background_threads; /* compaction threads */
     int parts;              /* column families runs are dealt to, 1..STORE_MAX_PARTS */
 } store_options;
@@ -56,7 +59,8 @@ int store_run_end(rocks_store *st, char **err);
 /* Stops starting new compactions and waits for running ones to end.  If
  * background merges were planned but fell behind, merges the newest runs
  * until at most 2*sqrt(T) remain (T: runs written, when above
- * STORE_MERGE_MIN_RUNS).  Returns the seconds spent. */
+ * STORE_MERGE_MIN_RUNS), and in any case until the readout can keep every
+ * run open.  Returns the seconds spent. */
 double store_settle(rocks_store *st);
 /* Runs that store_settle() merged to meet the budget (0: none needed). */
 int store_catch_up_runs(const rocks_store *st);

@@ -17,6 +17,7 @@
 #include <sys/stat.h>
 #include <time.h>
 #include <htslib/bgzf.h>
+#include <htslib/cram.h>
 #include <htslib/hfile.h>
 #include <htslib/thread_pool.h>
 #include "sort_pipeline.h"
@@ -29,6 +30,8 @@
 #include "output_file.h"
 #include "cleanup.h"
 #include "progress.h"
+#include "input_check.h"
+#include "fd_budget.h"
 
 #define ROCKSORT_VERSION_PG "rocksort-" ROCKSORT_VERSION
 
@@ -66,7 +69,7 @@ typedef struct {
     int spiller_started;
     uint64_t records_in, records_out, bytes_in;
     uint64_t digest_in, digest_out;     /* --verify sums */
-    int input_lacks_eof;
+    int n_refs;                 /* references a record may name, see open_input() */
     sort_batch *tail;           /* the last, unspilled batch, sorted */
     double t_load, t_settle, t_readout;
     progress *prog;
@@ -273,11 +276,17 @@ static int open_input(sort_job *j)
         fail("failed to read the header of '%s'%s", o->in_fn, "");
         return -1;
     }
+    /* The references htslib's BAM reader checks records against; adding
+     * @PG parses the text header, which may list more (refs_beyond_header). */
+    j->n_refs = sam_hdr_nref(j->hdr);
     struct stat st;
     if (strcmp(o->in_fn, "-") && stat(o->in_fn, &st) == 0 && S_ISREG(st.st_mode))
         j->in_file_size = (uint64_t)st.st_size;
-    if (j->in->format.format == bam)
-        j->input_lacks_eof = bgzf_check_EOF(j->in->fp.bgzf) == 0;
+    char why[1024];
+    if (input_check_start(j->in, o->in_fn, j->in_file_size, why, sizeof why) < 0) {
+        fail("%s%s", why, "");
+        return -1;
+    }
     return 0;
 }
 
@@ -295,6 +304,8 @@ static int prepare_header(sort_job *j)
         fail("failed to add a @PG line for '%s'%s", j->o->in_fn, "");
         return -1;
     }
+    /* The output header is this one: a record must fit it too. */
+    if (sam_hdr_nref(j->hdr) < j->n_refs) j->n_refs = sam_hdr_nref(j->hdr);
     return 0;
 }
 
@@ -311,6 +322,20 @@ static int check_bam_can_hold_references(const sort_job *j)
     return 0;
 }
 
+/* SAM output gets threads for its compression only.  htslib 1.24's
+ * threaded SAM writer hangs when a write fails (disk full, closed pipe):
+ * its writer thread waits for a lock that sam_write1() holds while it
+ * waits for that thread to make room in the queue. */
+static void share_pool_with_output(sort_job *j)
+{
+    samFile *fp = j->out.fp;
+    if (!j->pool.pool) return;
+    int text = fp->format.format == sam || fp->format.format == text_format;
+    if (!text) hts_set_thread_pool(fp, &j->pool);
+    else if (fp->format.compression == bgzf)
+        bgzf_thread_pool(fp->fp.bgzf, j->pool.pool, j->pool.qsize);
+}
+
 static int open_output(sort_job *j)
 {
     const rocksort_opts *o = j->o;
@@ -321,7 +346,7 @@ static int open_output(sort_job *j)
         free(err);
         return -1;
     }
-    if (j->pool.pool) hts_set_thread_pool(j->out.fp, &j->pool);
+    share_pool_with_output(j);
     if (o->reference && hts_set_fai_filename(j->out.fp, o->reference) < 0) {
         fail("cannot load reference '%s' for '%s'", o->reference, o->out_fn);
         return -1;
@@ -351,21 +376,11 @@ static size_t batch_bytes_for(const rocksort_opts *o)
     return b < MAX_BATCH_BYTES ? b : MAX_BATCH_BYTES;
 }
 
-/* Files RocksDB may keep open: raise the soft limit as far as allowed, and
- * leave room for our own files, htslib's and RocksDB's bookkeeping. */
-static int open_file_budget(void)
-{
-    struct rlimit rl;
-    if (getrlimit(RLIMIT_NOFILE, &rl) < 0) return 256;
-    if (rl.rlim_cur < rl.rlim_max) {
-        rl.rlim_cur = rl.rlim_max;
-        setrlimit(RLIMIT_NOFILE, &rl);
-        getrlimit(RLIMIT_NOFILE, &rl);
-    }
-    rlim_t budget = rl.rlim_cur == RLIM_INFINITY ? 1 << 20 : rl.rlim_cur;
-    budget = budget > 48 ? budget - 32 : 16;
-    return budget > (1 << 20) ? 1 << 20 : (int)budget;
-}
+/* Descriptors opened after the store: the index (at the commit), a CRAM
+ * reference and its .fai for the input and for the output (htslib opens
+ * them once it needs a sequence), and /dev/null if a failed run on stdout
+ * has to divert the BGZF EOF block there. */
+#define FD_RESERVE_LATER 6
 
 /* Threads that read the spilled runs at the readout (when nothing merges
  * them in the background), each its own share of the runs: two keep the
@@ -379,7 +394,7 @@ static int open_store(sort_job *j)
         .compression = o->temp_compression,
         .size_hint = o->size_hint,
         .run_bytes = batch_bytes_for(o),
-        .max_open_files = open_file_budget(),
+        .max_open_files = fd_budget_available(FD_RESERVE_LATER),
         .background_threads = o->threads > 1 ? o->threads : 1,
         .parts = READOUT_STREAMS,
     };
@@ -404,7 +419,9 @@ static int start_spiller(sort_job *j)
     j->q.batch_cap = batch_bytes_for(j->o);
     j->q.empty = batch_create(j->q.batch_cap);
     if (!j->q.empty) {
-        fail("out of memory for a %s-byte batch%s", "sort", "");
+        char bytes[32];
+        snprintf(bytes, sizeof bytes, "%zu", j->q.batch_cap);
+        fail("out of memory for a %s-byte sort batch%s (lower -m)", bytes, "");
         return -1;
     }
     if (pthread_create(&j->spiller, NULL, spill_main, &j->q) != 0) {
@@ -496,18 +513,88 @@ static int reference_given(const rocksort_opts *o)
     return 0;
 }
 
+/* A record naming a reference the header lacks would make a BAM that no
+ * tool can index or read by region.  htslib's BAM reader refuses most such
+ * records itself; this check holds whatever the htslib and the format. */
+static int refs_beyond_header(const sort_job *j, const bam1_t *b)
+{
+    const bam1_core_t *c = &b->core;
+    return c->tid < -1 || c->tid >= j->n_refs || c->mtid < -1 || c->mtid >= j->n_refs;
+}
+
+static void report_refs_beyond(const sort_job *j, const bam1_t *b)
+{
+    int mate = b->core.tid >= -1 && b->core.tid < j->n_refs;
+    char what[640];
+    snprintf(what, sizeof what, "record '%s' has %sreference id %d, but the header has "
+             "%d reference%s", bam_get_qname(b), mate ? "mate " : "",
+             mate ? b->core.mtid : b->core.tid, j->n_refs, j->n_refs == 1 ? "" : "s");
+    fail("'%s': %s", j->o->in_fn, what);
+}
+
 /* A CRAM slice fails to decode most often because its reference was not
  * found (moved FASTA, empty REF_PATH); htslib's own message says so, but it
- * is silenced, so say it here. */
-static void report_read_error(const sort_job *j)
+ * is silenced, so say it here.  htslib's BAM reader returns -3 for a
+ * record whose reference ids lie beyond the header (and for a cut one). */
+static void report_read_error(const sort_job *j, const bam1_t *b, int r)
 {
     char after[48];
     snprintf(after, sizeof after, "after %llu records", (unsigned long long)j->records_in);
-    if (j->in->format.format == cram && !reference_given(j->o))
+    if (r == -3 && refs_beyond_header(j, b))
+        report_refs_beyond(j, b);
+    else if (j->in->format.format == cram && !reference_given(j->o))
         fail("cannot decode CRAM '%s' (%s): reference sequence not found, or corrupt "
              "data; give --reference FILE or set REF_PATH", j->o->in_fn, after);
     else
         fail("'%s' is truncated or corrupt (%s)", j->o->in_fn, after);
+}
+
+/* Adds one record to the batch being filled, handing full batches to the
+ * spill thread.  Returns 0, or -1 once the error is reported. */
+static int take_record(sort_job *j, sort_batch **cur, bam1_t *b)
+{
+    int added;
+    if (refs_beyond_header(j, b)) {
+        report_refs_beyond(j, b);
+        return -1;
+    }
+    while ((added = batch_add(*cur, &j->sort, b, j->records_in)) == 0) {
+        if (!j->size_planned) plan_from_input(j);
+        *cur = swap_batches(&j->q, *cur);
+        if (!*cur) return spill_error(j);
+    }
+    if (added == -2) {
+        char what[640];
+        snprintf(what, sizeof what, "read '%s' %s", bam_get_qname(b),
+                 sort_key_error(&j->sort, b));
+        fail("'%s': %s", j->o->in_fn, what);
+        return -1;
+    }
+    if (added < 0) {
+        fail("out of memory reading '%s'%s", j->o->in_fn, "");
+        return -1;
+    }
+    j->records_in++;
+    j->bytes_in += (uint64_t)b->l_data + 36;
+    if (j->o->verify) j->digest_in += record_digest(b);
+    if ((j->records_in & PROGRESS_EVERY) == 0) report_reading(j);
+    return 0;
+}
+
+/* sam_read1()'s last result r: an error, or an end of file that must also
+ * be the input's real end (input_check.h). */
+static int check_read_end(const sort_job *j, const bam1_t *b, int r)
+{
+    char why[1024];
+    if (r < -1) {
+        report_read_error(j, b, r);
+        return -1;
+    }
+    if (input_check_end(j->in, j->o->in_fn, j->in_file_size, why, sizeof why) < 0) {
+        fail("%s%s", why, "");
+        return -1;
+    }
+    return 0;
 }
 
 static int load(sort_job *j)
@@ -521,41 +608,10 @@ static int load(sort_job *j)
         ret = -1;
         goto done;
     }
-    while ((r = sam_read1(j->in, j->hdr, b)) >= 0) {
-        int added;
-        while ((added = batch_add(cur, &j->sort, b, j->records_in)) == 0) {
-            if (!j->size_planned) plan_from_input(j);
-            sort_batch *next = swap_batches(&j->q, cur);
-            if (!next) { cur = NULL; ret = spill_error(j); goto done; }
-            cur = next;
-        }
-        if (added == -2) {
-            char what[640];
-            snprintf(what, sizeof what, "read '%s' %s", bam_get_qname(b),
-                     sort_key_error(&j->sort, b));
-            fail("'%s': %s", j->o->in_fn, what);
-            ret = -1;
-            goto done;
-        }
-        if (added < 0) {
-            fail("out of memory reading '%s'%s", j->o->in_fn, "");
-            ret = -1;
-            goto done;
-        }
-        j->records_in++;
-        j->bytes_in += (uint64_t)b->l_data + 36;
-        if (j->o->verify) j->digest_in += record_digest(b);
-        if ((j->records_in & PROGRESS_EVERY) == 0) report_reading(j);
-    }
+    while ((r = sam_read1(j->in, j->hdr, b)) >= 0)
+        if (take_record(j, &cur, b) < 0) { ret = -1; goto done; }
     report_reading(j);
-    if (r < -1) {
-        report_read_error(j);
-        ret = -1;
-        goto done;
-    }
-    if (j->input_lacks_eof)
-        fprintf(stderr, "samtools rocksort: warning: '%s' has no BGZF EOF marker; "
-                "it may be truncated\n", j->o->in_fn);
+    if (check_read_end(j, b, r) < 0) { ret = -1; goto done; }
     /* The last batch never goes to disk: the readout merges it from memory
      * (an input that fits in one batch is sorted without temp I/O). */
     batch_sort(cur);
@@ -585,6 +641,25 @@ static int write_value(sort_job *j, const uint8_t *v, size_t vlen, bam1_t *owned
     }
     if (j->o->verify) j->digest_out += record_digest(b);
     return sam_write1(j->out.fp, j->hdr, b) < 0 ? -1 : 0;
+}
+
+/* The file htslib writes the output through. */
+static hFILE *output_hfile(const samFile *fp)
+{
+    if (fp->format.format == cram) return cram_fd_get_fp(fp->fp.cram);
+    if (fp->format.format == bam || fp->format.compression != no_compression)
+        return fp->fp.bgzf->fp;
+    return fp->fp.hfile;
+}
+
+/* Why a record could not be written.  Compression threads do the writing,
+ * so errno here is seldom theirs; the output's hFILE keeps the cause.
+ * Without one, htslib refused the record itself. */
+static const char *write_error_cause(const sort_job *j)
+{
+    int e = herrno(output_hfile(j->out.fp));
+    if (!e) e = errno;
+    return e ? strerror(e) : "htslib could not encode the record (e.g. a position BAM cannot hold)";
 }
 
 typedef struct {
@@ -689,8 +764,7 @@ static int readout(sort_job *j)
             break;
         }
         if (r < 0) {
-            fail("error writing to '%s': %s", j->o->out_fn,
-                 errno ? strerror(errno) : "htslib could not write the record (e.g. a position BAM cannot hold)");
+            fail("error writing to '%s': %s", j->o->out_fn, write_error_cause(j));
             ret = -1;
             break;
         }
@@ -734,9 +808,21 @@ static int check_accounting(const sort_job *j)
     return 0;
 }
 
+/* Writes out the blocks htslib's threads still hold, so that a failure
+ * (a full disk) shows while its cause can be read: sam_close() reports it
+ * after freeing the hFILE that keeps the errno. */
+static int flush_output(sort_job *j)
+{
+    samFile *fp = j->out.fp;
+    errno = 0;
+    if (fp->format.compression != bgzf || bgzf_flush(fp->fp.bgzf) == 0) return 0;
+    fail("error writing to '%s': %s", j->o->out_fn, write_error_cause(j));
+    return -1;
+}
+
 static int finish_output(sort_job *j)
 {
-    if (check_accounting(j) < 0) return -1;
+    if (check_accounting(j) < 0 || flush_output(j) < 0) return -1;
     char *err = NULL;
     if (output_commit(&j->out, &err) < 0) {
         fail("%s%s", err ? err : "error closing output", "");

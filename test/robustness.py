@@ -538,38 +538,47 @@ def register(test, h):
 
     @test
     def test_signal_any_moment_all_or_nothing(case):
-        """SIGTERM at many moments, most of them near the end (the rename
-        and the removal of the temp database): every run must end either
-        with status 0 and the complete output, or with 143 and nothing at
-        all.  A finished output with status 143 is the bug this catches."""
+        """SIGTERM in each phase a run can be seen in: the temporary database
+        made, a sorted run written, the output begun, the output nearly
+        written, the output renamed into place (the commit).  Every run must
+        end either with status 0 and the complete output, or with 143 and
+        nothing at all.  A finished output with status 143 is the bug this
+        catches.  The moments are observed, not timed, so a slow or loaded
+        machine (or ASan) aims at the same phases."""
         src = case.input("bulk.bam")
         expected = case.session.expected("bulk.bam", [])
         out = case.out("out.bam")
         args = [*case.session.rocksort_cmd, *h.SPILL, "-T", case.temp_prefix,
                 "-o", out, src]
         env = dict(case.session.env, TMPDIR=case.tmp)
+        full = os.path.getsize(expected)
 
-        def start():
-            return subprocess.Popen(args, stdout=subprocess.DEVNULL,
-                                    stderr=subprocess.PIPE, env=env, cwd=case.out_dir)
-        t0 = time.monotonic()
-        start().communicate(timeout=WAIT)
-        clean = time.monotonic() - t0
-        rng = random.Random(7)
+        def output_written():
+            """Bytes in the hidden file the output is written to, -1 if none."""
+            sizes = [-1]
+            for name in listing(case.out_dir):
+                if name.startswith(".out.bam.rocksort."):
+                    try:
+                        sizes.append(os.path.getsize(os.path.join(case.out_dir, name)))
+                    except OSError:
+                        pass
+            return max(sizes)
+        phases = [("database made", lambda: store_dirs(case)),
+                  ("run written", lambda: has_sorted_run(case)),
+                  ("output begun", lambda: output_written() > 0),
+                  ("output nearly written", lambda: output_written() >= full * 9 // 10),
+                  ("output renamed", lambda: os.path.exists(out))]
         outcomes = {0: 0, 128 + signal.SIGTERM: 0}
-        # The late signals track the commit: a run that finished moves them
-        # earlier, a killed one later.  One timed run alone is a poor guide
-        # on a loaded machine or under ASan, where every run could land on
-        # one side.
-        late = 1.0
-        for attempt in range(60):
+        for attempt in range(len(phases) * 4):
+            phase, reached = phases[attempt % len(phases)]
             if os.path.exists(out):
                 os.unlink(out)
-            proc = start()
-            near_end = attempt % 4 != 0
-            time.sleep(clean * late * rng.uniform(0.8, 1.05) if near_end else
-                       clean * rng.uniform(0.0, 0.6))
-            proc.send_signal(signal.SIGTERM)
+            proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                                    env=env, cwd=case.out_dir)
+            deadline = time.monotonic() + WAIT
+            while proc.poll() is None and not reached() and time.monotonic() < deadline:
+                time.sleep(0.001)
+            proc.send_signal(signal.SIGTERM)    # nothing if it has ended
             _, err = proc.communicate(timeout=WAIT)
             status = proc.returncode
             case.expect_no_temp_left()
@@ -578,10 +587,11 @@ def register(test, h):
             elif status == 128 + signal.SIGTERM or status == -signal.SIGTERM:
                 case.expect_only_files(case.out_dir, [])
             else:
-                raise Failure(f"exit status {status} after SIGTERM", h.tail(err))
+                raise Failure(f"exit status {status} after SIGTERM ({phase})", h.tail(err))
+            if phase == "output renamed" and status != 0:
+                raise Failure(f"exit status {status} after SIGTERM past the commit",
+                              h.tail(err))
             outcomes[max(status, 128 + signal.SIGTERM) if status else 0] += 1
-            if near_end:
-                late = late / 1.05 if status == 0 else late * 1.05
         if not all(outcomes.values()):
             raise Failure(f"the signals never hit both sides of the commit: {outcomes}")
 

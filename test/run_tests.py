@@ -900,6 +900,9 @@ robustness.register(test, sys.modules[__name__])
 # Odd SAM text parsed as samtools 1.24 parses it: test/parsing.py.
 import parsing  # noqa: E402
 parsing.register(test, sys.modules[__name__])
+# Damage made the way it happens outside a test suite: test/faults.py.
+import faults  # noqa: E402
+faults.register(test, sys.modules[__name__])
 import workflows  # noqa: E402  (Snakemake and CWL examples: test/workflows.py)
 workflows.register(test, sys.modules[__name__])
 # --write-index, --max-memory, progress, sizing: test/features.py.

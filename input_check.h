@@ -1,0 +1,27 @@
+/* input_check.h -- was the input read to its end?
+ *
+ * Contract: htslib reports most damage as a read error, but some truncated
+ * inputs read as a clean end of file: a BAM or BGZF file cut between two
+ * blocks, a CRAM cut between two containers, a SAM file cut inside its last
+ * line, and (with older htslib) a BAM cut inside a block.  The sort must not
+ * take those for complete.
+ *
+ * input_check_start(), right after the header, refuses a regular file whose
+ * end is visibly missing (no EOF marker, no final newline), before any
+ * sorting.  input_check_end(), once sam_read1() has returned -1, refuses an
+ * input whose end marker never came (files and streams alike) and a regular
+ * file whose bytes consumed fall short of the size it had when opened,
+ * whatever htslib reported.  file_size is 0 when the input is not a regular
+ * file.  Both return 0, or -1 with a one-line cause naming the file in why.
+ */
+#ifndef INPUT_CHECK_H
+#define INPUT_CHECK_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <htslib/sam.h>
+
+int input_check_start(samFile *in, const char *fn, uint64_t file_size, char *why, size_t n);
+int input_check_end(samFile *in, const char *fn, uint64_t file_size, char *why, size_t n);
+
+#endif

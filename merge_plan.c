@@ -1,0 +1,51 @@
+/* merge_plan.c -- see merge_plan.h. */
+#include <math.h>
+#include "merge_plan.h"
+
+/* RocksDB's own descriptors: LOCK, LOG, MANIFEST, the empty WAL and the
+ * directory; the run being written; and short-lived ones: the OPTIONS file
+ * rewritten at each change of options, an ingested run opened to be
+ * checked and then synced, the directory synced. */
+#define STORE_OWN_FILES 11
+/* RocksDB keeps this many of its max_open_files for files other than runs. */
+#define ROCKS_NON_TABLE_FILES 10
+/* A merge of fewer runs is not worth a thread of its own. */
+#define MIN_USEFUL_WIDTH 4
+#define NO_LIMIT (1 << 20)
+
+/* RocksDB's table cache keeps unused runs open up to its capacity and the
+ * runs in use (pinned by a merge or the readout) beyond it: its capacity
+ * leaves room for the merges' outputs, which it does not hold. */
+files_plan files_plan_for(int max_open_files, int threads)
+{
+    files_plan f = { NO_LIMIT, NO_LIMIT, threads > 0 ? threads : 1, NO_LIMIT };
+    if (max_open_files < 0) return f;
+    int runs = max_open_files - STORE_OWN_FILES;
+    if (runs < 3) runs = 3;     /* too few for any sort that spills: RocksDB will say so */
+    int useful = runs / (MIN_USEFUL_WIDTH + 1);
+    if (useful < f.merge_threads) f.merge_threads = useful > 1 ? useful : 1;
+    f.merge_width = (runs - f.merge_threads) / f.merge_threads;
+    f.max_runs = runs;
+    f.table_cache = runs - f.merge_threads + ROCKS_NON_TABLE_FILES;
+    return f;
+}
+
+merge_plan merge_plan_for(uint64_t t)
+{
+    int k = (int)ceil(sqrt((double)t));
+    if (k < 2) k = 2;
+    int budget = k + (int)((t + (uint64_t)k - 1) / (uint64_t)k);
+    merge_plan p = { k, budget, budget };
+    return p;
+}
+
+merge_plan fit_to_files(const files_plan *f, merge_plan p)
+{
+    if (p.max_width > f->merge_width) p.max_width = f->merge_width;
+    if (p.min_width > p.max_width) p.min_width = p.max_width;
+    if (p.trigger > f->max_runs) p.trigger = f->max_runs;
+    if (p.min_width < 2) p.min_width = 2;
+    if (p.max_width < 2) p.max_width = 2;
+    if (p.trigger < 2) p.trigger = 2;
+    return p;
+}

@@ -1,0 +1,42 @@
+/* merge_plan.h -- how many sorted runs to merge at once.
+ *
+ * Contract: pure arithmetic for rocks_store.c, no RocksDB calls.
+ * files_plan_for() splits the descriptors the temporary database may use
+ * between the runs the readout keeps open (every one) and the background
+ * merges (each keeps its inputs and its output open, several at once), and
+ * sizes RocksDB's table cache so that the two never add up past the budget.
+ * merge_plan_for() gives the background merges for T runs; fit_to_files()
+ * narrows a plan to a files_plan.
+ */
+#ifndef MERGE_PLAN_H
+#define MERGE_PLAN_H
+
+#include <stdint.h>
+
+typedef struct {
+    int max_runs;       /* runs that may be open at once: the readout's cap */
+    int merge_width;    /* most runs one merge may take */
+    int merge_threads;  /* merges that may run at once */
+    int table_cache;    /* RocksDB's max_open_files */
+} files_plan;
+
+/* max_open_files: descriptors the store may use, -1 for no limit;
+ * threads: the background threads it was offered. */
+files_plan files_plan_for(int max_open_files, int threads);
+
+/* Universal compaction merges sorted runs in the background so that the
+ * readout merges at most a budget of B = k + T/k runs, k = sqrt(T): about
+ * 2*sqrt(T) for T runs in all.  It counts merged and fresh runs alike
+ * against its trigger, so the trigger is B, and a merge takes every fresh
+ * run at once (at least k, at most B). */
+typedef struct {
+    int min_width, max_width, trigger;
+} merge_plan;
+
+merge_plan merge_plan_for(uint64_t runs);
+
+/* A plan wider than the open-file budget allows is narrowed, at the cost
+ * of rewriting runs more often. */
+merge_plan fit_to_files(const files_plan *f, merge_plan p);
+
+#endif
