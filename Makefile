@@ -73,11 +73,14 @@ htslib/libhts.a: scripts/htslib.sh
 test/test_keys: test/test_keys.c bam_sort.o minimiser.o
 	$(CC) $(CFLAGS) $(CPPFLAGS) -I. -o $@ $^ $(LDLIBS)
 
-test/test_run_merge: test/test_run_merge.c run_merge.o store_stream.o sort_batch.o record_codec.o bam_sort.o minimiser.o
-	$(CC) $(CFLAGS) $(CPPFLAGS) -I. -o $@ $^ $(LDLIBS)
+# The spilled runs are read through the store, which brings RocksDB's C++ side.
+STORE_OBJS = store_stream.o rocks_store.o merge_plan.o cleanup.o temp_env.o
 
-test/test_store_stream: test/test_store_stream.c store_stream.o sort_batch.o record_codec.o bam_sort.o minimiser.o
-	$(CC) $(CFLAGS) $(CPPFLAGS) -I. -o $@ $^ $(LDLIBS)
+test/test_run_merge: test/test_run_merge.c run_merge.o $(STORE_OBJS) sort_batch.o record_codec.o bam_sort.o minimiser.o
+	$(CC) $(CFLAGS) $(CPPFLAGS) -I. -o $@ $^ $(LDLIBS) $(CXX_RUNTIME)
+
+test/test_store_stream: test/test_store_stream.c $(STORE_OBJS) sort_batch.o record_codec.o bam_sort.o minimiser.o
+	$(CC) $(CFLAGS) $(CPPFLAGS) -I. -o $@ $^ $(LDLIBS) $(CXX_RUNTIME)
 
 test/test_cleanup: test/test_cleanup.c cleanup.o
 	$(CC) $(CFLAGS) $(CPPFLAGS) -I. -o $@ $^ $(LDLIBS)

@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
+#include <rocksdb/c.h>
 #include "rocks_store.h"
 #include "merge_plan.h"
 #include "cleanup.h"
@@ -475,12 +476,52 @@ int store_direct_io(const rocks_store *st) { return st && st->direct_io; }
 
 int store_parts(const rocks_store *st) { return st->parts_used; }
 
-rocksdb_iterator_t *store_iter(rocks_store *st, int part, size_t readahead)
+struct store_iter {
+    rocksdb_iterator_t *it;
+};
+
+store_iter *store_iter_open(rocks_store *st, int part, size_t readahead)
 {
+    store_iter *si = malloc(sizeof *si);
+    if (!si) return NULL;
     if (!st->read) st->read = rocksdb_readoptions_create();
     rocksdb_readoptions_set_fill_cache(st->read, 0);
     rocksdb_readoptions_set_readahead_size(st->read, readahead);
-    return rocksdb_create_iterator_cf(st->db, st->read, st->part[part]);
+    si->it = rocksdb_create_iterator_cf(st->db, st->read, st->part[part]);
+    return si;
+}
+
+void store_iter_first(store_iter *si)
+{
+    rocksdb_set_perf_level(rocksdb_disable);
+    rocksdb_iter_seek_to_first(si->it);
+}
+
+int store_iter_valid(const store_iter *si) { return rocksdb_iter_valid(si->it); }
+void store_iter_next(store_iter *si) { rocksdb_iter_next(si->it); }
+
+const uint8_t *store_iter_key(const store_iter *si, size_t *len)
+{
+    return (const uint8_t *)rocksdb_iter_key(si->it, len);
+}
+
+const uint8_t *store_iter_value(const store_iter *si, size_t *len)
+{
+    return (const uint8_t *)rocksdb_iter_value(si->it, len);
+}
+
+char *store_iter_error(const store_iter *si)
+{
+    char *err = NULL;
+    rocksdb_iter_get_error(si->it, &err);
+    return err;
+}
+
+void store_iter_close(store_iter *si)
+{
+    if (!si) return;
+    rocksdb_iter_destroy(si->it);
+    free(si);
 }
 
 void store_close(rocks_store *st, int keep)

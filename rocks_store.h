@@ -23,7 +23,6 @@
 
 #include <stddef.h>
 #include <stdint.h>
-#include <rocksdb/c.h>
 
 typedef struct {
     int compression;        /* rocksdb_no_compression, _lz4_, _snappy_, _zstd_ */
@@ -74,9 +73,24 @@ uint64_t store_bytes_written(const rocks_store *st);
  * cache (direct I/O reads are synchronous: no kernel readahead). */
 #define STORE_DIRECT_READAHEAD (2u << 20)
 
-/* Parts holding runs: the readout merges store_iter(st, 0..n-1, ...). */
+/* Parts holding runs: the readout merges store_iter_open(st, 0..n-1, ...). */
 int store_parts(const rocks_store *st);
-rocksdb_iterator_t *store_iter(rocks_store *st, int part, size_t readahead);
+
+/* One part's runs in key order.  store_iter_first() positions the iterator
+ * at the first key, on the thread that will read (it also turns off
+ * RocksDB's per-thread perf counting there, see store_run_begin()).  Key and
+ * value stay valid until store_iter_next().  After the end,
+ * store_iter_error() returns the iterator's error, malloc'd, or NULL.
+ * Close every iterator before store_close(). */
+typedef struct store_iter store_iter;
+store_iter *store_iter_open(rocks_store *st, int part, size_t readahead);   /* NULL: no memory */
+void store_iter_first(store_iter *it);
+int store_iter_valid(const store_iter *it);
+const uint8_t *store_iter_key(const store_iter *it, size_t *len);
+const uint8_t *store_iter_value(const store_iter *it, size_t *len);
+void store_iter_next(store_iter *it);
+char *store_iter_error(const store_iter *it);
+void store_iter_close(store_iter *it);
 
 /* True when runs are read with direct I/O (the temp file system allows it). */
 int store_direct_io(const rocks_store *st);

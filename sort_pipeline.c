@@ -664,7 +664,7 @@ static const char *write_error_cause(const sort_job *j)
 
 typedef struct {
     int n;
-    rocksdb_iterator_t *it[STORE_MAX_PARTS];
+    store_iter *it[STORE_MAX_PARTS];
     store_stream *stream[STORE_MAX_PARTS];
 } spilled_runs;
 
@@ -695,10 +695,11 @@ static int open_spilled(sort_job *j, spilled_runs *r)
 {
     int parts = store_parts(j->store);
     for (r->n = 0; r->n < parts; r->n++) {
-        r->it[r->n] = store_iter(j->store, r->n, STORE_DIRECT_READAHEAD);
-        r->stream[r->n] = stream_open(r->it[r->n], STREAM_CHUNK_BYTES, STREAM_CHUNKS);
+        r->it[r->n] = store_iter_open(j->store, r->n, STORE_DIRECT_READAHEAD);
+        r->stream[r->n] = r->it[r->n] ? stream_open(r->it[r->n], STREAM_CHUNK_BYTES, STREAM_CHUNKS)
+                                      : NULL;
         if (!r->stream[r->n]) {
-            rocksdb_iter_destroy(r->it[r->n]);
+            store_iter_close(r->it[r->n]);
             return -1;
         }
     }
@@ -716,7 +717,7 @@ static void close_spilled(spilled_runs *r)
 {
     for (int i = 0; i < r->n; i++) {
         stream_close(r->stream[i]);
-        rocksdb_iter_destroy(r->it[i]);
+        store_iter_close(r->it[i]);
     }
     r->n = 0;
 }

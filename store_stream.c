@@ -7,6 +7,7 @@
 #define _GNU_SOURCE
 #include <pthread.h>
 #include <stdlib.h>
+#include "rocks_store.h"
 #include "sort_batch.h"
 #include "store_stream.h"
 
@@ -16,7 +17,7 @@ typedef struct {
 } chunk;
 
 struct store_stream {
-    rocksdb_iterator_t *it;
+    store_iter *it;
     pthread_t thread;
     pthread_mutex_t lock;
     pthread_cond_t changed;
@@ -46,18 +47,18 @@ static int reserve(chunk *c, size_t need)
 static int fill(store_stream *s, chunk *c)
 {
     c->used = 0;
-    while (rocksdb_iter_valid(s->it)) {
+    while (store_iter_valid(s->it)) {
         size_t kl, vl;
-        const char *k = rocksdb_iter_key(s->it, &kl);
-        const char *v = rocksdb_iter_value(s->it, &vl);
+        const uint8_t *k = store_iter_key(s->it, &kl);
+        const uint8_t *v = store_iter_value(s->it, &vl);
         size_t need = packed_record_size(kl, vl);
         if (c->used + need > c->cap) {
             if (c->used > 0) return 0;
             if (reserve(c, need) < 0) return -1;
         }
-        packed_put(c->data + c->used, (const uint8_t *)k, kl, (const uint8_t *)v, vl);
+        packed_put(c->data + c->used, k, kl, v, vl);
         c->used += need;
-        rocksdb_iter_next(s->it);
+        store_iter_next(s->it);
     }
     return 0;
 }
@@ -85,15 +86,14 @@ static void publish(store_stream *s, int filled, int last)
 static void *produce(void *arg)
 {
     store_stream *s = arg;
-    rocksdb_set_perf_level(rocksdb_disable);  /* why: see store_run_begin() */
-    rocksdb_iter_seek_to_first(s->it);
+    store_iter_first(s->it);
     for (;;) {
         int i = next_free_chunk(s);
         if (i < 0) break;
         chunk *c = &s->chunks[i];
         s->out_of_memory = fill(s, c) < 0;
-        int last = s->out_of_memory || !rocksdb_iter_valid(s->it);
-        if (last && !s->out_of_memory) rocksdb_iter_get_error(s->it, &s->error);
+        int last = s->out_of_memory || !store_iter_valid(s->it);
+        if (last && !s->out_of_memory) s->error = store_iter_error(s->it);
         publish(s, c->used > 0, last);
         if (last) break;
     }
@@ -128,7 +128,7 @@ static void free_stream(store_stream *s)
     free(s);
 }
 
-store_stream *stream_open(rocksdb_iterator_t *it, size_t chunk_bytes, int n_chunks)
+store_stream *stream_open(store_iter *it, size_t chunk_bytes, int n_chunks)
 {
     store_stream *s = calloc(1, sizeof *s);
     if (!s) return NULL;

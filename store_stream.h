@@ -1,13 +1,14 @@
 /* store_stream.h -- the spilled runs, read in key order on a thread of their own.
  *
- * Contract: stream_open() takes a RocksDB iterator; from then on only the
- * stream's thread touches it.  That thread seeks to the first key and copies
- * the records, in key order, into a few fixed-size chunks, waiting while all
- * of them are full.  The caller reads the current record with stream_key()
- * and stream_value() (valid until the next stream_next()) and checks
- * stream_valid().  Once the stream ends, stream_error() says whether the
- * iterator failed.  stream_close() stops and joins the thread; the caller
- * then destroys the iterator.
+ * Contract: stream_open() takes an iterator over one part of the store
+ * (store_iter_open()); from then on only the stream's thread touches it.
+ * That thread seeks to the first key and copies the records, in key order,
+ * into a few fixed-size chunks, waiting while all of them are full.  The
+ * caller reads the current record with stream_key() and stream_value()
+ * (valid until the next stream_next()) and checks stream_valid().  Once the
+ * stream ends, stream_error() says whether the iterator failed.
+ * stream_close() stops and joins the thread; the caller then closes the
+ * iterator (store_iter_close()).
  *
  * Why: RocksDB reads the runs with synchronous direct I/O, so the thread
  * that iterates sits idle on every refill.  Here that wait overlaps with
@@ -18,13 +19,13 @@
 
 #include <stddef.h>
 #include <stdint.h>
-#include <rocksdb/c.h>
+#include "rocks_store.h"
 
 typedef struct store_stream store_stream;
 
 /* n_chunks >= 2 chunks of chunk_bytes each (a larger record gets a chunk
  * of its own size).  NULL if out of memory or the thread cannot start. */
-store_stream *stream_open(rocksdb_iterator_t *it, size_t chunk_bytes, int n_chunks);
+store_stream *stream_open(store_iter *it, size_t chunk_bytes, int n_chunks);
 
 int stream_valid(const store_stream *s);
 const uint8_t *stream_key(const store_stream *s, size_t *len);

@@ -1,8 +1,9 @@
 /* test_store_stream.c -- unit tests: the spilled runs read ahead on a thread.
  *
- * A RocksDB database in a fresh temp directory holds records with 8-byte
- * big-endian keys and values whose bytes follow from the key; some values
- * are several chunks long.  Tiny chunks force a hand-over every few
+ * A store (rocks_store.h) in a fresh temp directory holds records with
+ * 8-byte big-endian keys and values whose bytes follow from the key, dealt
+ * over a few runs so that their order comes from RocksDB's merge; some
+ * values are several chunks long.  Tiny chunks force a hand-over every few
  * records.  The stream must return every record once, in key order, with
  * its own bytes; an empty database gives an empty stream; closing a
  * stream whose reader is blocked on full chunks must return.  Prints
@@ -12,8 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
-#include <rocksdb/c.h>
+#include "rocks_store.h"
 #include "store_stream.h"
 #include "unit_report.h"
 
@@ -28,9 +28,9 @@ static size_t value_len(uint64_t seq)
 
 static uint8_t value_byte(uint64_t seq, size_t i) { return (uint8_t)(seq * 31 + i * 7); }
 
-static void encode_key(uint64_t seq, char key[8])
+static void encode_key(uint64_t seq, uint8_t key[8])
 {
-    for (int i = 0; i < 8; i++) key[i] = (char)(seq >> (56 - 8 * i));
+    for (int i = 0; i < 8; i++) key[i] = (uint8_t)(seq >> (56 - 8 * i));
 }
 
 static uint64_t decode_key(const uint8_t *key)
@@ -40,45 +40,46 @@ static uint64_t decode_key(const uint8_t *key)
     return seq;
 }
 
+#define N_RUNS 3             /* run r holds the records whose seq % N_RUNS == r */
+
 typedef struct {
-    char dir[64];
-    rocksdb_options_t *opts;
-    rocksdb_t *db;
+    rocks_store *st;
 } test_db;
+
+/* Each run must be written in key order, as the engine writes them. */
+static int write_run(rocks_store *st, int run, int n_records, uint8_t *val)
+{
+    char *err = NULL;
+    int ok = store_run_begin(st, &err) == 0;
+    for (int s = run; ok && s < n_records; s += N_RUNS) {
+        uint8_t key[8];
+        encode_key((uint64_t)s, key);
+        for (size_t i = 0; i < value_len((uint64_t)s); i++) val[i] = value_byte((uint64_t)s, i);
+        ok = store_run_put(st, key, 8, val, value_len((uint64_t)s), &err) == 0;
+    }
+    ok = ok && store_run_end(st, &err) == 0;
+    free(err);
+    return ok ? 0 : -1;
+}
 
 static int open_db(test_db *t, int n_records)
 {
-    strcpy(t->dir, "/tmp/test_store_stream.XXXXXX");
-    if (!mkdtemp(t->dir)) return -1;
-    t->opts = rocksdb_options_create();
-    rocksdb_options_set_create_if_missing(t->opts, 1);
+    store_options so = { .max_open_files = -1, .background_threads = 1, .parts = 1 };
     char *err = NULL;
-    t->db = rocksdb_open(t->opts, t->dir, &err);
-    if (err) { free(err); return -1; }
-    rocksdb_writeoptions_t *w = rocksdb_writeoptions_create();
-    rocksdb_writeoptions_disable_WAL(w, 1);
+    t->st = store_open("/tmp/test_store_stream", &so, &err);
+    free(err);
+    if (!t->st) return -1;
     uint8_t *val = malloc(3 * CHUNK);
-    /* Put in reverse, so the order comes from RocksDB, not from us. */
-    for (int s = n_records - 1; s >= 0 && !err; s--) {
-        char key[8];
-        encode_key((uint64_t)s, key);
-        for (size_t i = 0; i < value_len((uint64_t)s); i++) val[i] = value_byte((uint64_t)s, i);
-        rocksdb_put(t->db, w, key, 8, (const char *)val, value_len((uint64_t)s), &err);
-    }
+    int ret = val ? 0 : -1;
+    for (int run = 0; n_records > 0 && run < N_RUNS && ret == 0; run++)
+        ret = write_run(t->st, run, n_records, val);
     free(val);
-    rocksdb_writeoptions_destroy(w);
-    if (err) { free(err); return -1; }
-    return 0;
+    return ret;
 }
 
 static void close_db(test_db *t)
 {
-    if (t->db) rocksdb_close(t->db);
-    char *err = NULL;
-    rocksdb_destroy_db(t->opts, t->dir, &err);
-    free(err);
-    rmdir(t->dir);
-    rocksdb_options_destroy(t->opts);
+    store_close(t->st, 0);
 }
 
 static const char *check_record(const store_stream *s, uint64_t expect)
@@ -95,17 +96,15 @@ static const char *check_record(const store_stream *s, uint64_t expect)
 /* Reads up to limit records (all if limit < 0); *n gets the count. */
 static const char *read_stream(test_db *t, int limit, int *n)
 {
-    rocksdb_readoptions_t *ro = rocksdb_readoptions_create();
-    rocksdb_iterator_t *it = rocksdb_create_iterator(t->db, ro);
-    store_stream *s = stream_open(it, CHUNK, 2);
+    store_iter *it = store_iter_open(t->st, 0, CHUNK);
+    store_stream *s = it ? stream_open(it, CHUNK, 2) : NULL;
     const char *problem = s ? NULL : "stream_open failed";
     *n = 0;
     for (; !problem && stream_valid(s) && (limit < 0 || *n < limit); stream_next(s))
         problem = check_record(s, (uint64_t)(*n)++);
     if (!problem && limit < 0 && stream_error(s)) problem = stream_error(s);
     stream_close(s);
-    rocksdb_iter_destroy(it);
-    rocksdb_readoptions_destroy(ro);
+    store_iter_close(it);
     return problem;
 }
 
