@@ -19,7 +19,6 @@
 #include <htslib/hts.h>
 #include <htslib/sam.h>
 #include "sort_pipeline.h"
-#include "rocks_store.h"
 #include "cleanup.h"
 #include "output_target.h"
 
@@ -338,10 +337,12 @@ static int apply_option(cli_state *c, int ch, const char *arg)
         if (*end) return bad_value("--verbosity", arg);
         r->htslib_verbosity_set = 1;
         break;
-    case OPT_TEMP_COMPRESSION:
-        if ((r->temp_compression = store_parse_compression(arg)) < 0)
-            return bad_value("--temp-compression", arg);
+    case OPT_TEMP_COMPRESSION: {
+        int tc = temp_compression_parse(arg);
+        if (tc < 0) return bad_value("--temp-compression", arg);
+        r->temp_compression = (temp_compression)tc;
         break;
+    }
     default:
         return -1;
     }
@@ -529,7 +530,7 @@ int bam_rocksort(int argc, char *argv[])
     c.out_fn = "-";
     c.run.mem_per_thread = DEFAULT_MEM_PER_THREAD;
     sort_spec_init(&c.run.sort, ORDER_COORDINATE);
-    c.run.temp_compression = store_parse_compression("none");
+    c.run.temp_compression = TEMP_COMPRESSION_NONE;
     char *cmdline = join_cmdline(argc, argv);
     c.run.pg_cmdline = cmdline;
 

@@ -63,13 +63,15 @@ static char *wrap_rocks_error(const char *what, char *rocks_err)
     return m;
 }
 
-int store_parse_compression(const char *name)
+static int rocks_compression(temp_compression c)
 {
-    if (!strcmp(name, "none")) return rocksdb_no_compression;
-    if (!strcmp(name, "lz4")) return rocksdb_lz4_compression;
-    if (!strcmp(name, "snappy")) return rocksdb_snappy_compression;
-    if (!strcmp(name, "zstd")) return rocksdb_zstd_compression;
-    return -1;
+    switch (c) {
+    case TEMP_COMPRESSION_LZ4: return rocksdb_lz4_compression;
+    case TEMP_COMPRESSION_SNAPPY: return rocksdb_snappy_compression;
+    case TEMP_COMPRESSION_ZSTD: return rocksdb_zstd_compression;
+    case TEMP_COMPRESSION_NONE: break;
+    }
+    return rocksdb_no_compression;
 }
 
 static char *make_temp_dir(const char *prefix, char **err)
@@ -158,7 +160,7 @@ static void configure(rocks_store *st, const store_options *o)
     st->opts = rocksdb_options_create();
     rocksdb_options_set_create_if_missing(st->opts, 1);
     rocksdb_options_set_error_if_exists(st->opts, 1);
-    rocksdb_options_set_compression(st->opts, o->compression);
+    rocksdb_options_set_compression(st->opts, rocks_compression(o->compression));
     /* Only fatal messages in RocksDB's LOG file.  Its per-run lines are of
      * no use here, and on a full temp file system a LOG line that failed
      * made RocksDB 7.8 abort on an assertion at the next one (in the

@@ -7,7 +7,7 @@
  * write-ahead log).  With a size hint, universal compaction merges runs in
  * the background so that the final readout merges about 2*sqrt(T) of them.
  * Without merges, runs are dealt in turn to up to `parts` column families,
- * each read in key order by its own store_iter(), so that several threads
+ * each read in key order by its own store_iter_open(), so that several threads
  * can read the runs at once; with merges planned every run goes to part 0,
  * as a merge only combines runs of one part.  Runs bypass the page cache:
  * the SST writer drops what it wrote, and reads and merges use direct I/O
@@ -23,9 +23,10 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include "sort_pipeline.h"
 
 typedef struct {
-    int compression;        /* rocksdb_no_compression, _lz4_, _snappy_, _zstd_ */
+    temp_compression compression;
     uint64_t size_hint;     /* expected total bytes of all runs; 0: unknown */
     uint64_t run_bytes;     /* expected bytes of one run */
     int max_open_files;     /* descriptors the store may use in all; -1: no limit */
@@ -98,8 +99,5 @@ const char *store_path(const rocks_store *st);
 
 /* Closes the database; removes its directory unless keep is set. */
 void store_close(rocks_store *st, int keep);
-
-/* Name of a compression, or -1 if unknown: "none", "lz4", "snappy", "zstd". */
-int store_parse_compression(const char *name);
 
 #endif

@@ -80,6 +80,17 @@ typedef struct {
     sort_spec sort;             /* o->sort, prepared with the input header */
 } sort_job;
 
+int temp_compression_parse(const char *name)
+{
+    static const char *const names[] = {
+        [TEMP_COMPRESSION_NONE] = "none", [TEMP_COMPRESSION_LZ4] = "lz4",
+        [TEMP_COMPRESSION_SNAPPY] = "snappy", [TEMP_COMPRESSION_ZSTD] = "zstd",
+    };
+    for (int i = 0; i < (int)(sizeof names / sizeof *names); i++)
+        if (!strcmp(name, names[i])) return i;
+    return -1;
+}
+
 static void fail(const char *fmt, const char *a, const char *b)
 {
     if (cleanup_interrupted()) return;

@@ -16,6 +16,14 @@
 #include <htslib/hts.h>
 #include "bam_sort.h"
 
+/* --temp-compression: how the spilled runs are compressed. */
+typedef enum {
+    TEMP_COMPRESSION_NONE, TEMP_COMPRESSION_LZ4, TEMP_COMPRESSION_SNAPPY, TEMP_COMPRESSION_ZSTD
+} temp_compression;
+
+/* "none", "lz4", "snappy" or "zstd"; -1 if the name is none of these. */
+int temp_compression_parse(const char *name);
+
 typedef struct {
     const char *in_fn;          /* "-" for stdin */
     const char *out_fn;         /* "-" for stdout */
@@ -28,7 +36,7 @@ typedef struct {
     size_t mem_per_thread;      /* -m */
     const char *tmp_prefix;     /* -T, or NULL for $TMPDIR */
     uint64_t size_hint;         /* -s, 0 if none */
-    int temp_compression;       /* rocksdb compression type */
+    temp_compression temp_compression; /* --temp-compression */
     int keep_db;                /* -k */
     int verbose;                /* -v */
     int verify;                 /* --verify: checksum records in and out */
