@@ -11,6 +11,11 @@
 #include <unistd.h>
 #include "cleanup.h"
 
+/* A directory whose files background threads may still be creating is
+ * emptied and removed up to this many times, this far apart. */
+#define REMOVE_ATTEMPTS 20
+#define REMOVE_RETRY_US 10000
+
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 /* Taken before lock, by the signal thread and by cleanup_hold_signals(). */
 static pthread_mutex_t setup = PTHREAD_MUTEX_INITIALIZER;
@@ -107,11 +112,10 @@ void cleanup_remove_path(const char *path)
         unlink(path);
         return;
     }
-    /* Background threads may still be creating files: retry a few times. */
-    for (int attempt = 0; attempt < 20; attempt++) {
+    for (int attempt = 0; attempt < REMOVE_ATTEMPTS; attempt++) {
         remove_dir_entries(path);
         if (rmdir(path) == 0) return;
-        usleep(10000);
+        usleep(REMOVE_RETRY_US);
     }
 }
 

@@ -10,6 +10,10 @@
 #include "clock_util.h"
 
 #define TTY_TICK 1.0
+/* Seconds between plain lines when the caller gives no interval. */
+#define DEFAULT_INTERVAL 30
+/* Past 100 hours an estimate says nothing: it shows as "?". */
+#define ETA_MAX_SECONDS 360000
 
 struct progress {
     _Atomic int phase;
@@ -35,7 +39,7 @@ static void human(char *buf, size_t n, double v, const char *unit)
 
 static void eta(char *buf, size_t n, double seconds)
 {
-    if (seconds < 0 || seconds > 360000) { snprintf(buf, n, "?"); return; }
+    if (seconds < 0 || seconds > ETA_MAX_SECONDS) { snprintf(buf, n, "?"); return; }
     int s = (int)(seconds + 0.5);
     snprintf(buf, n, "%d:%02d:%02d", s / 3600, s / 60 % 60, s % 60);
 }
@@ -118,7 +122,7 @@ progress *progress_start(int forced, double interval)
     progress *p = calloc(1, sizeof *p);
     if (!p) return NULL;
     p->tty = tty;
-    p->interval = interval > 0 ? interval : 30;
+    p->interval = interval > 0 ? interval : DEFAULT_INTERVAL;
     p->t_start = p->t_phase = now_seconds();
     atomic_store(&p->permille, -1);
     pthread_mutex_init(&p->mu, NULL);

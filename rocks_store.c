@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,6 +22,22 @@
 
 /* Percent by which neighbouring runs may differ and still be merged. */
 #define MERGE_SIZE_RATIO 10
+/* A size ratio under which any two runs are similar. */
+#define ANY_SIZE_RATIO (1 << 20)
+
+/* For RocksDB's counts and percentages: a value never reached, no limit. */
+#define NO_LIMIT (1 << 30)
+
+/* SST blocks: large, as the data is read once, sequentially. */
+#define BLOCK_BYTES (256 << 10)
+
+/* A merge's output file may grow this large: each merge writes one run. */
+#define MERGED_RUN_MAX_BYTES (1ULL << 40)
+
+/* Waiting for merges: how often to look, and how long none may run
+ * before merging is taken to be over. */
+#define NAP_MS 20
+#define IDLE_NAPS (1000 / NAP_MS)
 
 struct rocks_store {
     char *dir;
@@ -48,10 +65,15 @@ struct rocks_store {
 
 static const char *const part_names[STORE_MAX_PARTS] = { "default", "part1", "part2", "part3" };
 
-static char *msg(const char *fmt, const char *a, const char *b)
+static char *msg(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+static char *msg(const char *fmt, ...)
 {
     char *m = NULL;
-    if (asprintf(&m, fmt, a, b) < 0) m = NULL;
+    va_list ap;
+    va_start(ap, fmt);
+    if (vasprintf(&m, fmt, ap) < 0) m = NULL;
+    va_end(ap);
     return m;
 }
 
@@ -117,7 +139,7 @@ static void configure_compaction(rocks_store *st, const store_options *o)
     rocksdb_universal_compaction_options_set_stop_style(st->universal,
                                                         rocksdb_similar_size_compaction_stop_style);
     /* Never rewrite everything to bound space: temp data is short-lived. */
-    rocksdb_universal_compaction_options_set_max_size_amplification_percent(st->universal, 1 << 30);
+    rocksdb_universal_compaction_options_set_max_size_amplification_percent(st->universal, NO_LIMIT);
     rocksdb_options_set_compaction_style(st->opts, rocksdb_universal_compaction);
     rocksdb_options_set_universal_compaction_options(st->opts, st->universal);
     rocksdb_options_set_level0_file_num_compaction_trigger(st->opts, p.trigger);
@@ -174,14 +196,13 @@ static void configure(rocks_store *st, const store_options *o)
     rocksdb_options_set_table_cache_numshardbits(st->opts, 0);
     /* Ingested runs all overlap, so they pile up in level 0 by design:
      * never let that count throttle or stop us. */
-    rocksdb_options_set_level0_slowdown_writes_trigger(st->opts, 1 << 30);
-    rocksdb_options_set_level0_stop_writes_trigger(st->opts, 1 << 30);
+    rocksdb_options_set_level0_slowdown_writes_trigger(st->opts, NO_LIMIT);
+    rocksdb_options_set_level0_stop_writes_trigger(st->opts, NO_LIMIT);
     rocksdb_options_set_max_background_jobs(st->opts, st->files.merge_threads + 1);
-    rocksdb_options_set_target_file_size_base(st->opts, 1ULL << 40);
+    rocksdb_options_set_target_file_size_base(st->opts, MERGED_RUN_MAX_BYTES);
 
     st->table = rocksdb_block_based_options_create();
-    /* Large blocks: the data is read once, sequentially. */
-    rocksdb_block_based_options_set_block_size(st->table, 256 << 10);
+    rocksdb_block_based_options_set_block_size(st->table, BLOCK_BYTES);
     rocksdb_block_based_options_set_no_block_cache(st->table, 1);
     rocksdb_options_set_block_based_table_factory(st->opts, st->table);
 
@@ -229,7 +250,7 @@ rocks_store *store_open(const char *tmp_prefix, const store_options *o, char **e
     if (st->env) open_parts(st, o->parts, &rerr);
     cleanup_release_signals();
     if (!st->db) {
-        *err = rerr ? wrap_rocks_error(st->dir, rerr) : msg("%s: %s", st->dir, "out of memory");
+        *err = rerr ? wrap_rocks_error(st->dir, rerr) : msg("%s: out of memory", st->dir);
         store_close(st, 0);
         return NULL;
     }
@@ -335,7 +356,7 @@ int store_run_begin(rocks_store *st, char **err)
     if (asprintf(&st->run_path, "%s/run-%06llu.sst", st->dir,
                  (unsigned long long)st->runs) < 0) {
         st->run_path = NULL;
-        *err = msg("%s%s", "out of memory", "");
+        *err = msg("out of memory");
         return -1;
     }
     char *rerr = NULL;
@@ -398,7 +419,7 @@ int store_run_end(rocks_store *st, char **err)
 
 static void nap(void)
 {
-    struct timespec t = { 0, 20 * 1000 * 1000 };
+    struct timespec t = { 0, NAP_MS * 1000 * 1000 };
     nanosleep(&t, NULL);
 }
 
@@ -414,7 +435,7 @@ static int merge_until(rocks_store *st, int target, int start)
 {
     int before = store_sorted_runs(st);
     if (start < 0) return -1;
-    for (int idle = 0; store_sorted_runs(st) > target && idle < 50; idle++) {
+    for (int idle = 0; store_sorted_runs(st) > target && idle < IDLE_NAPS; idle++) {
         nap();
         if (running_merges(st) > 0) idle = 0;
     }
@@ -450,7 +471,7 @@ static void merge_down_to_budget(rocks_store *st)
     if (n <= target) return;
     int width = n - target + 1;
     if (st->parts_used <= 1 && width <= st->files.merge_width)
-        merge_until(st, target, start_merging(st, target + 1, width, width, 1 << 20));
+        merge_until(st, target, start_merging(st, target + 1, width, width, ANY_SIZE_RATIO));
     while (store_sorted_runs(st) > target)
         if (merge_until(st, target, start_merging_to_fit(st, target)) <= 0) return;
 }

@@ -26,6 +26,8 @@
 #define HUGE_PAGE (2u << 20)
 #define INSERTION_RUN 24
 #define INLINE_KEY 24     /* key bytes held next to each record pointer */
+#define FIRST_ENTRIES 4096
+#define CACHE_LINE 64
 
 /* A record in the arena: key length, value length, key, value. */
 typedef struct {
@@ -91,7 +93,7 @@ static uint64_t load_be(const uint8_t *p, size_t avail)
 
 static int grow_entries(sort_batch *sb)
 {
-    size_t m = sb->m ? sb->m * 2 : 4096;
+    size_t m = sb->m ? sb->m * 2 : FIRST_ENTRIES;
     batch_entry *e = realloc(sb->ent, m * sizeof *e);
     if (!e) return -1;
     sb->ent = e;
@@ -291,8 +293,8 @@ void batch_prefetch(const sort_batch *sb, size_t i)
     if (i >= sb->n) return;
     const uint8_t *r = sb->ent[i].rec;
     const uint8_t *end = r + record_size(header_of(&sb->ent[i]));
-    uintptr_t line = ((uintptr_t)r | 63) + 1;
-    for (; line < (uintptr_t)end; line += 64) __builtin_prefetch((const void *)line);
+    uintptr_t line = ((uintptr_t)r | (CACHE_LINE - 1)) + 1;
+    for (; line < (uintptr_t)end; line += CACHE_LINE) __builtin_prefetch((const void *)line);
 }
 
 const uint8_t *batch_key(const sort_batch *sb, size_t i, size_t *len)
