@@ -10,6 +10,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <pthread.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -91,12 +92,17 @@ int temp_compression_parse(const char *name)
     return -1;
 }
 
-static void fail(const char *fmt, const char *a, const char *b)
+static void fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+static void fail(const char *fmt, ...)
 {
     if (cleanup_interrupted()) return;
+    va_list ap;
+    va_start(ap, fmt);
     fprintf(stderr, "samtools rocksort: ");
-    fprintf(stderr, fmt, a, b);
+    vfprintf(stderr, fmt, ap);
     fputc('\n', stderr);
+    va_end(ap);
 }
 
 /* ---- the spill thread ---- */
@@ -270,7 +276,7 @@ static int open_input(sort_job *j)
         return -1;
     }
     if (j->in->format.category != sequence_data) {
-        fail("'%s' is not a SAM, BAM or CRAM file%s", o->in_fn, "");
+        fail("'%s' is not a SAM, BAM or CRAM file", o->in_fn);
         return -1;
     }
     if (j->pool.pool) hts_set_thread_pool(j->in, &j->pool);
@@ -279,12 +285,12 @@ static int open_input(sort_job *j)
         return -1;
     }
     if (o->in_opts && hts_opt_apply(j->in, o->in_opts) < 0) {
-        fail("bad --input-fmt-option for '%s'%s", o->in_fn, "");
+        fail("bad --input-fmt-option for '%s'", o->in_fn);
         return -1;
     }
     j->hdr = sam_hdr_read(j->in);
     if (!j->hdr) {
-        fail("failed to read the header of '%s'%s", o->in_fn, "");
+        fail("failed to read the header of '%s'", o->in_fn);
         return -1;
     }
     /* The references htslib's BAM reader checks records against; adding
@@ -295,7 +301,7 @@ static int open_input(sort_job *j)
         j->in_file_size = (uint64_t)st.st_size;
     char why[1024];
     if (input_check_start(j->in, o->in_fn, j->in_file_size, why, sizeof why) < 0) {
-        fail("%s%s", why, "");
+        fail("%s", why);
         return -1;
     }
     return 0;
@@ -312,7 +318,7 @@ static int prepare_header(sort_job *j)
     if (j->o->pg_cmdline &&
         sam_hdr_add_pg(j->hdr, "samtools", "VN", ROCKSORT_VERSION_PG,
                        "CL", j->o->pg_cmdline, NULL) < 0) {
-        fail("failed to add a @PG line for '%s'%s", j->o->in_fn, "");
+        fail("failed to add a @PG line for '%s'", j->o->in_fn);
         return -1;
     }
     /* The output header is this one: a record must fit it too. */
@@ -353,7 +359,7 @@ static int open_output(sort_job *j)
     char *err = NULL;
     if (check_bam_can_hold_references(j) < 0) return -1;
     if (output_open(&j->out, o->out_fn, o->out_mode, &err) < 0) {
-        fail("%s%s", err ? err : "cannot open output", "");
+        fail("%s", err ? err : "cannot open output");
         free(err);
         return -1;
     }
@@ -363,7 +369,7 @@ static int open_output(sort_job *j)
         return -1;
     }
     if (o->out_opts && hts_opt_apply(j->out.fp, o->out_opts) < 0) {
-        fail("bad --output-fmt-option for '%s'%s", o->out_fn, "");
+        fail("bad --output-fmt-option for '%s'", o->out_fn);
         return -1;
     }
     return 0;
@@ -417,7 +423,7 @@ static int open_store(sort_job *j)
     char *err = NULL;
     j->store = store_open(prefix, &so, &err);
     if (!j->store) {
-        fail("%s%s", err ? err : "cannot create the temporary database", "");
+        fail("%s", err ? err : "cannot create the temporary database");
         free(err);
         return -1;
     }
@@ -430,13 +436,11 @@ static int start_spiller(sort_job *j)
     j->q.batch_cap = batch_bytes_for(j->o);
     j->q.empty = batch_create(j->q.batch_cap);
     if (!j->q.empty) {
-        char bytes[32];
-        snprintf(bytes, sizeof bytes, "%zu", j->q.batch_cap);
-        fail("out of memory for a %s-byte sort batch%s (lower -m)", bytes, "");
+        fail("out of memory for a %zu-byte sort batch (lower -m)", j->q.batch_cap);
         return -1;
     }
     if (pthread_create(&j->spiller, NULL, spill_main, &j->q) != 0) {
-        fail("cannot start the %s thread%s", "spill", "");
+        fail("cannot start the spill thread");
         return -1;
     }
     j->spiller_started = 1;
@@ -536,11 +540,9 @@ static int refs_beyond_header(const sort_job *j, const bam1_t *b)
 static void report_refs_beyond(const sort_job *j, const bam1_t *b)
 {
     int mate = b->core.tid >= -1 && b->core.tid < j->n_refs;
-    char what[640];
-    snprintf(what, sizeof what, "record '%s' has %sreference id %d, but the header has "
-             "%d reference%s", bam_get_qname(b), mate ? "mate " : "",
-             mate ? b->core.mtid : b->core.tid, j->n_refs, j->n_refs == 1 ? "" : "s");
-    fail("'%s': %s", j->o->in_fn, what);
+    fail("'%s': record '%s' has %sreference id %d, but the header has %d reference%s",
+         j->o->in_fn, bam_get_qname(b), mate ? "mate " : "",
+         mate ? b->core.mtid : b->core.tid, j->n_refs, j->n_refs == 1 ? "" : "s");
 }
 
 /* A CRAM slice fails to decode most often because its reference was not
@@ -549,15 +551,14 @@ static void report_refs_beyond(const sort_job *j, const bam1_t *b)
  * record whose reference ids lie beyond the header (and for a cut one). */
 static void report_read_error(const sort_job *j, const bam1_t *b, int r)
 {
-    char after[48];
-    snprintf(after, sizeof after, "after %llu records", (unsigned long long)j->records_in);
+    unsigned long long n = j->records_in;
     if (r == -3 && refs_beyond_header(j, b))
         report_refs_beyond(j, b);
     else if (j->in->format.format == cram && !reference_given(j->o))
-        fail("cannot decode CRAM '%s' (%s): reference sequence not found, or corrupt "
-             "data; give --reference FILE or set REF_PATH", j->o->in_fn, after);
+        fail("cannot decode CRAM '%s' (after %llu records): reference sequence not found, "
+             "or corrupt data; give --reference FILE or set REF_PATH", j->o->in_fn, n);
     else
-        fail("'%s' is truncated or corrupt (%s)", j->o->in_fn, after);
+        fail("'%s' is truncated or corrupt (after %llu records)", j->o->in_fn, n);
 }
 
 /* Adds one record to the batch being filled, handing full batches to the
@@ -575,14 +576,11 @@ static int take_record(sort_job *j, sort_batch **cur, bam1_t *b)
         if (!*cur) return spill_error(j);
     }
     if (added == -2) {
-        char what[640];
-        snprintf(what, sizeof what, "read '%s' %s", bam_get_qname(b),
-                 sort_key_error(&j->sort, b));
-        fail("'%s': %s", j->o->in_fn, what);
+        fail("'%s': read '%s' %s", j->o->in_fn, bam_get_qname(b), sort_key_error(&j->sort, b));
         return -1;
     }
     if (added < 0) {
-        fail("out of memory reading '%s'%s", j->o->in_fn, "");
+        fail("out of memory reading '%s'", j->o->in_fn);
         return -1;
     }
     j->records_in++;
@@ -602,7 +600,7 @@ static int check_read_end(const sort_job *j, const bam1_t *b, int r)
         return -1;
     }
     if (input_check_end(j->in, j->o->in_fn, j->in_file_size, why, sizeof why) < 0) {
-        fail("%s%s", why, "");
+        fail("%s", why);
         return -1;
     }
     return 0;
@@ -615,7 +613,7 @@ static int load(sort_job *j)
     bam1_t *b = bam_init1();
     int ret = 0, r;
     if (!cur || !b) {
-        fail("out of memory reading '%s'%s", j->o->in_fn, "");
+        fail("out of memory reading '%s'", j->o->in_fn);
         ret = -1;
         goto done;
     }
@@ -743,17 +741,17 @@ static int readout(sort_job *j)
     int ret = 0;
     /* Here, not before reading: -M's tags depend on the records. */
     if (sort_order_set_hd_tags(j->hdr, &j->sort) < 0) {
-        fail("failed to update the @HD line of '%s'%s", j->o->in_fn, "");
+        fail("failed to update the @HD line of '%s'", j->o->in_fn);
         return -1;
     }
     if (sam_hdr_write(j->out.fp, j->hdr) < 0) {
-        fail("cannot write the header to '%s'%s", j->o->out_fn, "");
+        fail("cannot write the header to '%s'", j->o->out_fn);
         return -1;
     }
     char *err = NULL;
     if (j->o->index_fn && output_index_begin(&j->out, j->hdr, j->o->index_fn,
                                              j->o->index_min_shift, &err) < 0) {
-        fail("%s%s", err ? err : "cannot start the index", "");
+        fail("%s", err ? err : "cannot start the index");
         free(err);
         return -1;
     }
@@ -764,14 +762,14 @@ static int readout(sort_job *j)
     const uint8_t *v;
     size_t vlen, unwritten = 0;
     if (!m || !owned) {
-        fail("out of memory for the final merge of '%s'%s", j->o->in_fn, "");
+        fail("out of memory for the final merge of '%s'", j->o->in_fn);
         ret = -1;
     }
     while (ret == 0 && (v = merge_next(m, &vlen)) != NULL) {
         errno = 0;
         int r = write_value(j, v, vlen, owned);
         if (r == -2) {
-            fail("corrupt record in the temporary database '%s'%s", store_path(j->store), "");
+            fail("corrupt record in the temporary database '%s'", store_path(j->store));
             ret = -1;
             break;
         }
@@ -788,7 +786,7 @@ static int readout(sort_job *j)
         }
     }
     if (ret == 0 && spilled_error(&runs)) {
-        fail("error reading the temporary database: %s%s", spilled_error(&runs), "");
+        fail("error reading the temporary database: %s", spilled_error(&runs));
         ret = -1;
     }
     merge_close(m);
@@ -801,20 +799,18 @@ static int readout(sort_job *j)
 /* Records in and out must match in number and, with --verify, in content. */
 static int check_accounting(const sort_job *j)
 {
-    char in[64], out[64];
-    snprintf(in, sizeof in, "%llu", (unsigned long long)j->records_in);
-    snprintf(out, sizeof out, "%llu", (unsigned long long)j->records_out);
-    if (j->records_out != j->records_in) {
-        fail("record count mismatch: %s read, %s written", in, out);
+    unsigned long long in = j->records_in, out = j->records_out;
+    if (out != in) {
+        fail("record count mismatch: %llu read, %llu written", in, out);
         return -1;
     }
     if (!j->o->verify) return 0;
     int same = j->digest_in == j->digest_out;
-    fprintf(stderr, "[rocksort] verify: %s records in, %s out; checksum in %016llx, out %016llx: %s\n",
+    fprintf(stderr, "[rocksort] verify: %llu records in, %llu out; checksum in %016llx, out %016llx: %s\n",
             in, out, (unsigned long long)j->digest_in, (unsigned long long)j->digest_out,
             same ? "OK" : "MISMATCH");
     if (!same) {
-        fail("verify failed: the records written differ from the records read%s%s", "", "");
+        fail("verify failed: the records written differ from the records read");
         return -1;
     }
     return 0;
@@ -837,7 +833,7 @@ static int finish_output(sort_job *j)
     if (check_accounting(j) < 0 || flush_output(j) < 0) return -1;
     char *err = NULL;
     if (output_commit(&j->out, &err) < 0) {
-        fail("%s%s", err ? err : "error closing output", "");
+        fail("%s", err ? err : "error closing output");
         free(err);
         return -1;
     }
@@ -928,7 +924,7 @@ int rocksort_run(const rocksort_opts *o)
     pthread_mutex_init(&j.q.mu, NULL);
     pthread_cond_init(&j.q.cv, NULL);
     if (o->threads > 0 && !(j.pool.pool = hts_tpool_init(o->threads))) {
-        fail("cannot create %s threads%s", "worker", "");
+        fail("cannot create worker threads");
         cleanup(&j, 1);
         return -1;
     }
