@@ -21,7 +21,7 @@
 #include <htslib/cram.h>
 #include <htslib/hfile.h>
 #include <htslib/thread_pool.h>
-#include "sort_pipeline.h"
+#include "sort_job.h"
 #include "clock_util.h"
 #include "sort_batch.h"
 #include "rocks_store.h"
@@ -36,51 +36,6 @@
 
 #define ROCKSORT_VERSION_PG "rocksort-" ROCKSORT_VERSION
 
-typedef struct {
-    pthread_mutex_t mu;
-    pthread_cond_t cv;
-    sort_batch *full;       /* waiting for the spill thread */
-    sort_batch *empty;      /* spilled, ready to refill */
-    int finished;           /* no more batches will come */
-    char *error;            /* first spill error */
-    /* Sorted batches kept in memory, not spilled: as packed copies when the
-     * budget has room for them beside the two batch arenas, else as the
-     * arenas themselves.  One of the two arrays is used; max_held 0: spill
-     * every batch. */
-    packed_run **packed;
-    sort_batch **kept;
-    int n_held, max_held;
-    int hold_abandoned;     /* the input outgrew the batches planned to hold */
-    size_t batch_cap;
-    rocks_store *store;
-    progress *prog;
-    double sort_seconds, write_seconds, hold_seconds;
-    double wait_seconds;    /* the loader, waiting for a spilled batch */
-} spill_queue;
-
-typedef struct {
-    const rocksort_opts *o;
-    samFile *in;
-    sam_hdr_t *hdr;
-    htsThreadPool pool;
-    output_file out;
-    rocks_store *store;
-    spill_queue q;
-    pthread_t spiller;
-    int spiller_started;
-    uint64_t records_in, records_out, bytes_in;
-    uint64_t digest_in, digest_out;     /* --verify sums */
-    int n_refs;                 /* references a record may name, see open_input() */
-    sort_batch *tail;           /* the last, unspilled batch, sorted */
-    double t_load, t_settle, t_readout;
-    progress *prog;
-    uint64_t in_file_size;      /* 0: not a regular file */
-    uint64_t size_estimate;     /* without -s: from the input file, 0 if none */
-    int merge_width;            /* the fewest runs a background merge takes */
-    int size_planned;
-    sort_spec sort;             /* o->sort, prepared with the input header */
-} sort_job;
-
 int temp_compression_parse(const char *name)
 {
     static const char *const names[] = {
@@ -92,9 +47,7 @@ int temp_compression_parse(const char *name)
     return -1;
 }
 
-static void fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-
-static void fail(const char *fmt, ...)
+void job_fail(const char *fmt, ...)
 {
     if (cleanup_interrupted()) return;
     va_list ap;
@@ -105,166 +58,6 @@ static void fail(const char *fmt, ...)
     va_end(ap);
 }
 
-/* ---- the spill thread ---- */
-
-static char *write_run(rocks_store *st, sort_batch *sb)
-{
-    char *err = NULL;
-    if (store_run_begin(st, &err) < 0) return err;
-    size_t n = batch_count(sb);
-    for (size_t i = 0; i < n; i++) {
-        size_t kl, vl;
-        /* Sorted order visits the arena at random: fetch ahead. */
-        batch_prefetch(sb, i + BATCH_PREFETCH_DISTANCE);
-        const uint8_t *k = batch_key(sb, i, &kl);
-        const uint8_t *v = batch_value(sb, i, &vl);
-        if (store_run_put(st, k, kl, v, vl, &err) < 0) return err;
-    }
-    store_run_end(st, &err);
-    return err;
-}
-
-/* A held run spilled after all: it is in key order already. */
-static char *write_packed(rocks_store *st, const packed_run *pr)
-{
-    char *err = NULL;
-    if (store_run_begin(st, &err) < 0) return err;
-    for (const uint8_t *r = packed_first(pr); r; r = packed_next(pr, r)) {
-        size_t kl, vl;
-        const uint8_t *k = packed_key(r, &kl), *v = packed_value(r, &vl);
-        if (store_run_put(st, k, kl, v, vl, &err) < 0) return err;
-    }
-    store_run_end(st, &err);
-    return err;
-}
-
-/* Keeps a sorted batch in memory if the plan allows, and returns the batch
- * the loader fills next; NULL: sb must be spilled.  A packed copy, read in
- * order at the end, is cheaper to merge than the arena in sort order, and
- * the arena goes back to the loader, so holding touches each byte of new
- * memory once.  A small budget keeps the arena itself instead. */
-static sort_batch *try_hold(spill_queue *q, sort_batch *sb)
-{
-    if (q->n_held >= q->max_held) return NULL;
-    if (q->packed) {
-        packed_run *pr = batch_pack(sb);
-        if (!pr) return NULL;
-        q->packed[q->n_held++] = pr;
-        return sb;
-    }
-    sort_batch *fresh = batch_create(q->batch_cap);
-    if (!fresh) return NULL;
-    q->kept[q->n_held++] = sb;
-    return fresh;
-}
-
-static void drop_held(spill_queue *q)
-{
-    for (int i = 0; i < q->n_held; i++) {
-        if (q->packed) packed_destroy(q->packed[i]);
-        else batch_destroy(q->kept[i]);
-    }
-    q->n_held = 0;
-}
-
-/* The input outgrew the estimate: held batches become runs like the rest. */
-static char *spill_held(spill_queue *q)
-{
-    char *err = NULL;
-    if (q->max_held) q->hold_abandoned = 1;
-    for (int i = 0; i < q->n_held && !err; i++)
-        err = q->packed ? write_packed(q->store, q->packed[i]) : write_run(q->store, q->kept[i]);
-    drop_held(q);
-    q->max_held = 0;
-    return err;
-}
-
-/* Sorts a full batch, then holds or spills it; returns the empty batch the
- * loader gets back, and sets *err on a write error. */
-static sort_batch *settle_batch(spill_queue *q, sort_batch *sb, char **err)
-{
-    double t0 = now_seconds();
-    batch_sort(sb);
-    double t1 = now_seconds();
-    sort_batch *back = q->error ? NULL : try_hold(q, sb);
-    int held = back != NULL;
-    if (!back) {
-        if (!q->error) *err = spill_held(q);
-        if (!q->error && !*err) *err = write_run(q->store, sb);
-        back = sb;
-    }
-    if (back == sb) batch_clear(sb);
-    double t2 = now_seconds();
-    progress_set_temp(q->prog, store_bytes_written(q->store));
-    pthread_mutex_lock(&q->mu);
-    q->sort_seconds += t1 - t0;
-    *(held ? &q->hold_seconds : &q->write_seconds) += t2 - t1;
-    pthread_mutex_unlock(&q->mu);
-    return back;
-}
-
-static void *spill_main(void *arg)
-{
-    spill_queue *q = arg;
-    pthread_mutex_lock(&q->mu);
-    for (;;) {
-        while (!q->full && !q->finished) pthread_cond_wait(&q->cv, &q->mu);
-        sort_batch *sb = q->full;
-        if (!sb) break;
-        q->full = NULL;
-        pthread_cond_broadcast(&q->cv);
-        pthread_mutex_unlock(&q->mu);
-
-        char *err = NULL;
-        sort_batch *back = settle_batch(q, sb, &err);
-
-        pthread_mutex_lock(&q->mu);
-        if (err && !q->error) q->error = err;
-        else free(err);
-        /* A batch spilled fast (after an error nothing is written) can come
-         * back before the loader took the previous one: never overwrite it. */
-        while (q->empty && !q->finished) pthread_cond_wait(&q->cv, &q->mu);
-        if (q->empty) batch_destroy(back);
-        else q->empty = back;
-        pthread_cond_broadcast(&q->cv);
-    }
-    pthread_mutex_unlock(&q->mu);
-    return NULL;
-}
-
-/* Hands a full batch over and returns the other one once it is spilled. */
-static sort_batch *swap_batches(spill_queue *q, sort_batch *full)
-{
-    double t0 = now_seconds();
-    pthread_mutex_lock(&q->mu);
-    while (q->full) pthread_cond_wait(&q->cv, &q->mu);
-    q->full = full;
-    pthread_cond_broadcast(&q->cv);
-    while (!q->empty) pthread_cond_wait(&q->cv, &q->mu);
-    sort_batch *next = q->empty;
-    q->empty = NULL;
-    pthread_cond_broadcast(&q->cv);     /* a spilled batch may wait for room */
-    int failed = q->error != NULL;
-    q->wait_seconds += now_seconds() - t0;
-    pthread_mutex_unlock(&q->mu);
-    if (failed) {
-        batch_destroy(next);
-        return NULL;
-    }
-    return next;
-}
-
-static void stop_spiller(sort_job *j)
-{
-    if (!j->spiller_started) return;
-    pthread_mutex_lock(&j->q.mu);
-    j->q.finished = 1;
-    pthread_cond_broadcast(&j->q.cv);
-    pthread_mutex_unlock(&j->q.mu);
-    pthread_join(j->spiller, NULL);
-    j->spiller_started = 0;
-}
-
 /* ---- phases ---- */
 
 static int open_input(sort_job *j)
@@ -272,25 +65,25 @@ static int open_input(sort_job *j)
     const rocksort_opts *o = j->o;
     j->in = hts_open_format(o->in_fn, "r", o->in_format);
     if (!j->in) {
-        fail("cannot open '%s': %s", o->in_fn, strerror(errno));
+        job_fail("cannot open '%s': %s", o->in_fn, strerror(errno));
         return -1;
     }
     if (j->in->format.category != sequence_data) {
-        fail("'%s' is not a SAM, BAM or CRAM file", o->in_fn);
+        job_fail("'%s' is not a SAM, BAM or CRAM file", o->in_fn);
         return -1;
     }
     if (j->pool.pool) hts_set_thread_pool(j->in, &j->pool);
     if (o->reference && hts_set_fai_filename(j->in, o->reference) < 0) {
-        fail("cannot load reference '%s' for '%s'", o->reference, o->in_fn);
+        job_fail("cannot load reference '%s' for '%s'", o->reference, o->in_fn);
         return -1;
     }
     if (o->in_opts && hts_opt_apply(j->in, o->in_opts) < 0) {
-        fail("bad --input-fmt-option for '%s'", o->in_fn);
+        job_fail("bad --input-fmt-option for '%s'", o->in_fn);
         return -1;
     }
     j->hdr = sam_hdr_read(j->in);
     if (!j->hdr) {
-        fail("failed to read the header of '%s'", o->in_fn);
+        job_fail("failed to read the header of '%s'", o->in_fn);
         return -1;
     }
     /* The references htslib's BAM reader checks records against; adding
@@ -301,7 +94,7 @@ static int open_input(sort_job *j)
         j->in_file_size = (uint64_t)st.st_size;
     char why[1024];
     if (input_check_start(j->in, o->in_fn, j->in_file_size, why, sizeof why) < 0) {
-        fail("%s", why);
+        job_fail("%s", why);
         return -1;
     }
     return 0;
@@ -312,13 +105,13 @@ static int prepare_header(sort_job *j)
     char why[512];
     j->sort = j->o->sort;
     if (sort_spec_prepare(&j->sort, j->hdr, why, sizeof why) < 0) {
-        fail("%s (sorting '%s')", why, j->o->in_fn);
+        job_fail("%s (sorting '%s')", why, j->o->in_fn);
         return -1;
     }
     if (j->o->pg_cmdline &&
         sam_hdr_add_pg(j->hdr, "samtools", "VN", ROCKSORT_VERSION_PG,
                        "CL", j->o->pg_cmdline, NULL) < 0) {
-        fail("failed to add a @PG line for '%s'", j->o->in_fn);
+        job_fail("failed to add a @PG line for '%s'", j->o->in_fn);
         return -1;
     }
     /* The output header is this one: a record must fit it too. */
@@ -332,7 +125,7 @@ static int check_bam_can_hold_references(const sort_job *j)
     if (!strchr(j->o->out_mode, 'b')) return 0;
     for (int tid = 0; tid < sam_hdr_nref(j->hdr); tid++)
         if (sam_hdr_tid2len(j->hdr, tid) > INT32_MAX) {
-            fail("BAM output '%s' cannot hold reference '%s' (longer than 2^31-1): "
+            job_fail("BAM output '%s' cannot hold reference '%s' (longer than 2^31-1): "
                  "write SAM or CRAM", j->o->out_fn, sam_hdr_tid2name(j->hdr, tid));
             return -1;
         }
@@ -359,17 +152,17 @@ static int open_output(sort_job *j)
     char *err = NULL;
     if (check_bam_can_hold_references(j) < 0) return -1;
     if (output_open(&j->out, o->out_fn, o->out_mode, &err) < 0) {
-        fail("%s", err ? err : "cannot open output");
+        job_fail("%s", err ? err : "cannot open output");
         free(err);
         return -1;
     }
     share_pool_with_output(j);
     if (o->reference && hts_set_fai_filename(j->out.fp, o->reference) < 0) {
-        fail("cannot load reference '%s' for '%s'", o->reference, o->out_fn);
+        job_fail("cannot load reference '%s' for '%s'", o->reference, o->out_fn);
         return -1;
     }
     if (o->out_opts && hts_opt_apply(j->out.fp, o->out_opts) < 0) {
-        fail("bad --output-fmt-option for '%s'", o->out_fn);
+        job_fail("bad --output-fmt-option for '%s'", o->out_fn);
         return -1;
     }
     return 0;
@@ -423,34 +216,27 @@ static int open_store(sort_job *j)
     char *err = NULL;
     j->store = store_open(prefix, &so, &err);
     if (!j->store) {
-        fail("%s", err ? err : "cannot create the temporary database");
+        job_fail("%s", err ? err : "cannot create the temporary database");
         free(err);
         return -1;
     }
-    j->q.store = j->store;
     return 0;
 }
 
 static int start_spiller(sort_job *j)
 {
-    j->q.batch_cap = batch_bytes_for(j->o);
-    j->q.empty = batch_create(j->q.batch_cap);
-    if (!j->q.empty) {
-        fail("out of memory for a %zu-byte sort batch (lower -m)", j->q.batch_cap);
-        return -1;
-    }
-    if (pthread_create(&j->spiller, NULL, spill_main, &j->q) != 0) {
-        fail("cannot start the spill thread");
-        return -1;
-    }
-    j->spiller_started = 1;
-    pthread_setname_np(j->spiller, "rocksort-spill");
-    return 0;
+    size_t cap = batch_bytes_for(j->o);
+    int r = spill_start(&j->q, j->store, j->prog, cap);
+    if (r == SPILL_NO_MEMORY)
+        job_fail("out of memory for a %zu-byte sort batch (lower -m)", cap);
+    else if (r < 0)
+        job_fail("cannot start the spill thread");
+    return r < 0 ? -1 : 0;
 }
 
 static int spill_error(sort_job *j)
 {
-    fail("writing temporary data under '%s' failed: %s", store_path(j->store),
+    job_fail("writing temporary data under '%s' failed: %s", store_path(j->store),
          j->q.error ? j->q.error : "unknown error");
     return -1;
 }
@@ -492,10 +278,8 @@ static void plan_holding(sort_job *j, double input_batches)
     int fit = (int)(total_memory(j->o) / q->batch_cap);
     double need = input_batches * HOLD_SLACK;
     if (fit < 2 || need > fit) return;
-    if (need + 1 <= fit && (q->packed = calloc((size_t)fit - 2, sizeof *q->packed)))
-        q->max_held = fit - 2;
-    else if ((q->kept = calloc((size_t)fit - 1, sizeof *q->kept)))
-        q->max_held = fit - 1;
+    if (need + 1 <= fit && spill_allow_holding(q, fit - 2, 1) == 0) return;
+    spill_allow_holding(q, fit - 1, 0);
 }
 
 /* Size the background merging and in-memory holding from the input file:
@@ -540,7 +324,7 @@ static int refs_beyond_header(const sort_job *j, const bam1_t *b)
 static void report_refs_beyond(const sort_job *j, const bam1_t *b)
 {
     int mate = b->core.tid >= -1 && b->core.tid < j->n_refs;
-    fail("'%s': record '%s' has %sreference id %d, but the header has %d reference%s",
+    job_fail("'%s': record '%s' has %sreference id %d, but the header has %d reference%s",
          j->o->in_fn, bam_get_qname(b), mate ? "mate " : "",
          mate ? b->core.mtid : b->core.tid, j->n_refs, j->n_refs == 1 ? "" : "s");
 }
@@ -555,10 +339,10 @@ static void report_read_error(const sort_job *j, const bam1_t *b, int r)
     if (r == -3 && refs_beyond_header(j, b))
         report_refs_beyond(j, b);
     else if (j->in->format.format == cram && !reference_given(j->o))
-        fail("cannot decode CRAM '%s' (after %llu records): reference sequence not found, "
+        job_fail("cannot decode CRAM '%s' (after %llu records): reference sequence not found, "
              "or corrupt data; give --reference FILE or set REF_PATH", j->o->in_fn, n);
     else
-        fail("'%s' is truncated or corrupt (after %llu records)", j->o->in_fn, n);
+        job_fail("'%s' is truncated or corrupt (after %llu records)", j->o->in_fn, n);
 }
 
 /* Adds one record to the batch being filled, handing full batches to the
@@ -572,15 +356,15 @@ static int take_record(sort_job *j, sort_batch **cur, bam1_t *b)
     }
     while ((added = batch_add(*cur, &j->sort, b, j->records_in)) == 0) {
         if (!j->size_planned) plan_from_input(j);
-        *cur = swap_batches(&j->q, *cur);
+        *cur = spill_swap(&j->q, *cur);
         if (!*cur) return spill_error(j);
     }
     if (added == -2) {
-        fail("'%s': read '%s' %s", j->o->in_fn, bam_get_qname(b), sort_key_error(&j->sort, b));
+        job_fail("'%s': read '%s' %s", j->o->in_fn, bam_get_qname(b), sort_key_error(&j->sort, b));
         return -1;
     }
     if (added < 0) {
-        fail("out of memory reading '%s'", j->o->in_fn);
+        job_fail("out of memory reading '%s'", j->o->in_fn);
         return -1;
     }
     j->records_in++;
@@ -600,7 +384,7 @@ static int check_read_end(const sort_job *j, const bam1_t *b, int r)
         return -1;
     }
     if (input_check_end(j->in, j->o->in_fn, j->in_file_size, why, sizeof why) < 0) {
-        fail("%s", why);
+        job_fail("%s", why);
         return -1;
     }
     return 0;
@@ -613,7 +397,7 @@ static int load(sort_job *j)
     bam1_t *b = bam_init1();
     int ret = 0, r;
     if (!cur || !b) {
-        fail("out of memory reading '%s'", j->o->in_fn);
+        job_fail("out of memory reading '%s'", j->o->in_fn);
         ret = -1;
         goto done;
     }
@@ -626,9 +410,7 @@ static int load(sort_job *j)
     batch_sort(cur);
     j->tail = cur;
     cur = NULL;
-    stop_spiller(j);
-    batch_destroy(j->q.empty);   /* the idle batch: give its memory back */
-    j->q.empty = NULL;
+    spill_stop(&j->q);
     if (j->q.error) ret = spill_error(j);
 done:
     batch_destroy(cur);
@@ -741,17 +523,17 @@ static int readout(sort_job *j)
     int ret = 0;
     /* Here, not before reading: -M's tags depend on the records. */
     if (sort_order_set_hd_tags(j->hdr, &j->sort) < 0) {
-        fail("failed to update the @HD line of '%s'", j->o->in_fn);
+        job_fail("failed to update the @HD line of '%s'", j->o->in_fn);
         return -1;
     }
     if (sam_hdr_write(j->out.fp, j->hdr) < 0) {
-        fail("cannot write the header to '%s'", j->o->out_fn);
+        job_fail("cannot write the header to '%s'", j->o->out_fn);
         return -1;
     }
     char *err = NULL;
     if (j->o->index_fn && output_index_begin(&j->out, j->hdr, j->o->index_fn,
                                              j->o->index_min_shift, &err) < 0) {
-        fail("%s", err ? err : "cannot start the index");
+        job_fail("%s", err ? err : "cannot start the index");
         free(err);
         return -1;
     }
@@ -762,19 +544,19 @@ static int readout(sort_job *j)
     const uint8_t *v;
     size_t vlen, unwritten = 0;
     if (!m || !owned) {
-        fail("out of memory for the final merge of '%s'", j->o->in_fn);
+        job_fail("out of memory for the final merge of '%s'", j->o->in_fn);
         ret = -1;
     }
     while (ret == 0 && (v = merge_next(m, &vlen)) != NULL) {
         errno = 0;
         int r = write_value(j, v, vlen, owned);
         if (r == -2) {
-            fail("corrupt record in the temporary database '%s'", store_path(j->store));
+            job_fail("corrupt record in the temporary database '%s'", store_path(j->store));
             ret = -1;
             break;
         }
         if (r < 0) {
-            fail("error writing to '%s': %s", j->o->out_fn, write_error_cause(j));
+            job_fail("error writing to '%s': %s", j->o->out_fn, write_error_cause(j));
             ret = -1;
             break;
         }
@@ -786,7 +568,7 @@ static int readout(sort_job *j)
         }
     }
     if (ret == 0 && spilled_error(&runs)) {
-        fail("error reading the temporary database: %s", spilled_error(&runs));
+        job_fail("error reading the temporary database: %s", spilled_error(&runs));
         ret = -1;
     }
     merge_close(m);
@@ -801,7 +583,7 @@ static int check_accounting(const sort_job *j)
 {
     unsigned long long in = j->records_in, out = j->records_out;
     if (out != in) {
-        fail("record count mismatch: %llu read, %llu written", in, out);
+        job_fail("record count mismatch: %llu read, %llu written", in, out);
         return -1;
     }
     if (!j->o->verify) return 0;
@@ -810,7 +592,7 @@ static int check_accounting(const sort_job *j)
             in, out, (unsigned long long)j->digest_in, (unsigned long long)j->digest_out,
             same ? "OK" : "MISMATCH");
     if (!same) {
-        fail("verify failed: the records written differ from the records read");
+        job_fail("verify failed: the records written differ from the records read");
         return -1;
     }
     return 0;
@@ -824,7 +606,7 @@ static int flush_output(sort_job *j)
     samFile *fp = j->out.fp;
     errno = 0;
     if (fp->format.compression != bgzf || bgzf_flush(fp->fp.bgzf) == 0) return 0;
-    fail("error writing to '%s': %s", j->o->out_fn, write_error_cause(j));
+    job_fail("error writing to '%s': %s", j->o->out_fn, write_error_cause(j));
     return -1;
 }
 
@@ -833,7 +615,7 @@ static int finish_output(sort_job *j)
     if (check_accounting(j) < 0 || flush_output(j) < 0) return -1;
     char *err = NULL;
     if (output_commit(&j->out, &err) < 0) {
-        fail("%s", err ? err : "error closing output");
+        job_fail("%s", err ? err : "error closing output");
         free(err);
         return -1;
     }
@@ -894,14 +676,8 @@ static void report(const sort_job *j)
 
 static void cleanup(sort_job *j, int failed)
 {
-    stop_spiller(j);
-    free(j->q.error);
-    batch_destroy(j->q.empty);
-    batch_destroy(j->q.full);
+    spill_free(&j->q);
     batch_destroy(j->tail);
-    drop_held(&j->q);
-    free(j->q.packed);
-    free(j->q.kept);
     if (failed && (j->out.fp || j->out.tmp_path)) output_abort(&j->out);
     if (j->store) {
         if (j->o->keep_db && !failed)
@@ -912,8 +688,6 @@ static void cleanup(sort_job *j, int failed)
     if (j->hdr) sam_hdr_destroy(j->hdr);
     if (j->in) sam_close(j->in);
     if (j->pool.pool) hts_tpool_destroy(j->pool.pool);
-    pthread_mutex_destroy(&j->q.mu);
-    pthread_cond_destroy(&j->q.cv);
 }
 
 int rocksort_run(const rocksort_opts *o)
@@ -921,10 +695,9 @@ int rocksort_run(const rocksort_opts *o)
     sort_job j;
     memset(&j, 0, sizeof j);
     j.o = o;
-    pthread_mutex_init(&j.q.mu, NULL);
-    pthread_cond_init(&j.q.cv, NULL);
+    spill_init(&j.q);
     if (o->threads > 0 && !(j.pool.pool = hts_tpool_init(o->threads))) {
-        fail("cannot create worker threads");
+        job_fail("cannot create worker threads");
         cleanup(&j, 1);
         return -1;
     }
@@ -932,7 +705,7 @@ int rocksort_run(const rocksort_opts *o)
      * cause once.  --verbosity restores its voice. */
     int verbosity = hts_verbose;
     if (!o->htslib_verbosity_set) hts_verbose = 0;
-    j.prog = j.q.prog = progress_start(o->progress, o->progress_interval);
+    j.prog = progress_start(o->progress, o->progress_interval);
     int ok = open_input(&j) == 0 && prepare_header(&j) == 0 && open_output(&j) == 0
           && open_store(&j) == 0 && start_spiller(&j) == 0 && load(&j) == 0;
     if (ok) {

@@ -1,0 +1,48 @@
+/* sort_job.h -- one sort's state, shared by the engine's files.
+ *
+ * Contract: rocksort_run() (sort_pipeline.c) owns the job and takes it
+ * through its phases, each in a file of its own: open (sort_load.h,
+ * sort_output.h, sort_plan.h), load (sort_load.h), readout and commit
+ * (sort_output.h), accounting and the -v report (sort_report.h).  A phase
+ * that fails reports why with job_fail() and returns -1; whatever the
+ * phases set up, rocksort_run() releases.
+ */
+#ifndef SORT_JOB_H
+#define SORT_JOB_H
+
+#include <stdint.h>
+#include <htslib/sam.h>
+#include <htslib/thread_pool.h>
+#include "sort_pipeline.h"
+#include "sort_batch.h"
+#include "output_file.h"
+#include "rocks_store.h"
+#include "progress.h"
+#include "spill_queue.h"
+
+typedef struct {
+    const rocksort_opts *o;
+    samFile *in;
+    sam_hdr_t *hdr;
+    htsThreadPool pool;
+    output_file out;
+    rocks_store *store;
+    spill_queue q;
+    uint64_t records_in, records_out, bytes_in;
+    uint64_t digest_in, digest_out;     /* --verify sums */
+    int n_refs;                 /* references a record may name, see open_input() */
+    sort_batch *tail;           /* the last, unspilled batch, sorted */
+    double t_load, t_settle, t_readout;
+    progress *prog;
+    uint64_t in_file_size;      /* 0: not a regular file */
+    uint64_t size_estimate;     /* without -s: from the input file, 0 if none */
+    int merge_width;            /* the fewest runs a background merge takes */
+    int size_planned;
+    sort_spec sort;             /* o->sort, prepared with the input header */
+} sort_job;
+
+/* Prints "samtools rocksort: " and the message as one line on stderr;
+ * nothing once a fatal signal is being handled (cleanup.h). */
+void job_fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+#endif

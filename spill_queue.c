@@ -1,0 +1,207 @@
+/* spill_queue.c -- see spill_queue.h. */
+#define _GNU_SOURCE
+#include <pthread.h>
+#include <stdlib.h>
+#include "spill_queue.h"
+#include "clock_util.h"
+
+void spill_init(spill_queue *q)
+{
+    pthread_mutex_init(&q->mu, NULL);
+    pthread_cond_init(&q->cv, NULL);
+}
+
+static char *write_run(rocks_store *st, sort_batch *sb)
+{
+    char *err = NULL;
+    if (store_run_begin(st, &err) < 0) return err;
+    size_t n = batch_count(sb);
+    for (size_t i = 0; i < n; i++) {
+        size_t kl, vl;
+        /* Sorted order visits the arena at random: fetch ahead. */
+        batch_prefetch(sb, i + BATCH_PREFETCH_DISTANCE);
+        const uint8_t *k = batch_key(sb, i, &kl);
+        const uint8_t *v = batch_value(sb, i, &vl);
+        if (store_run_put(st, k, kl, v, vl, &err) < 0) return err;
+    }
+    store_run_end(st, &err);
+    return err;
+}
+
+/* A held run spilled after all: it is in key order already. */
+static char *write_packed(rocks_store *st, const packed_run *pr)
+{
+    char *err = NULL;
+    if (store_run_begin(st, &err) < 0) return err;
+    for (const uint8_t *r = packed_first(pr); r; r = packed_next(pr, r)) {
+        size_t kl, vl;
+        const uint8_t *k = packed_key(r, &kl), *v = packed_value(r, &vl);
+        if (store_run_put(st, k, kl, v, vl, &err) < 0) return err;
+    }
+    store_run_end(st, &err);
+    return err;
+}
+
+/* Keeps a sorted batch in memory if the plan allows, and returns the batch
+ * the loader fills next; NULL: sb must be spilled.  A packed copy, read in
+ * order at the end, is cheaper to merge than the arena in sort order, and
+ * the arena goes back to the loader, so holding touches each byte of new
+ * memory once.  A small budget keeps the arena itself instead. */
+static sort_batch *try_hold(spill_queue *q, sort_batch *sb)
+{
+    if (q->n_held >= q->max_held) return NULL;
+    if (q->packed) {
+        packed_run *pr = batch_pack(sb);
+        if (!pr) return NULL;
+        q->packed[q->n_held++] = pr;
+        return sb;
+    }
+    sort_batch *fresh = batch_create(q->batch_cap);
+    if (!fresh) return NULL;
+    q->kept[q->n_held++] = sb;
+    return fresh;
+}
+
+static void drop_held(spill_queue *q)
+{
+    for (int i = 0; i < q->n_held; i++) {
+        if (q->packed) packed_destroy(q->packed[i]);
+        else batch_destroy(q->kept[i]);
+    }
+    q->n_held = 0;
+}
+
+/* The input outgrew the estimate: held batches become runs like the rest. */
+static char *spill_held(spill_queue *q)
+{
+    char *err = NULL;
+    if (q->max_held) q->hold_abandoned = 1;
+    for (int i = 0; i < q->n_held && !err; i++)
+        err = q->packed ? write_packed(q->store, q->packed[i]) : write_run(q->store, q->kept[i]);
+    drop_held(q);
+    q->max_held = 0;
+    return err;
+}
+
+/* Sorts a full batch, then holds or spills it; returns the empty batch the
+ * loader gets back, and sets *err on a write error. */
+static sort_batch *settle_batch(spill_queue *q, sort_batch *sb, char **err)
+{
+    double t0 = now_seconds();
+    batch_sort(sb);
+    double t1 = now_seconds();
+    sort_batch *back = q->error ? NULL : try_hold(q, sb);
+    int held = back != NULL;
+    if (!back) {
+        if (!q->error) *err = spill_held(q);
+        if (!q->error && !*err) *err = write_run(q->store, sb);
+        back = sb;
+    }
+    if (back == sb) batch_clear(sb);
+    double t2 = now_seconds();
+    progress_set_temp(q->prog, store_bytes_written(q->store));
+    pthread_mutex_lock(&q->mu);
+    q->sort_seconds += t1 - t0;
+    *(held ? &q->hold_seconds : &q->write_seconds) += t2 - t1;
+    pthread_mutex_unlock(&q->mu);
+    return back;
+}
+
+static void *spill_main(void *arg)
+{
+    spill_queue *q = arg;
+    pthread_mutex_lock(&q->mu);
+    for (;;) {
+        while (!q->full && !q->finished) pthread_cond_wait(&q->cv, &q->mu);
+        sort_batch *sb = q->full;
+        if (!sb) break;
+        q->full = NULL;
+        pthread_cond_broadcast(&q->cv);
+        pthread_mutex_unlock(&q->mu);
+
+        char *err = NULL;
+        sort_batch *back = settle_batch(q, sb, &err);
+
+        pthread_mutex_lock(&q->mu);
+        if (err && !q->error) q->error = err;
+        else free(err);
+        /* A batch spilled fast (after an error nothing is written) can come
+         * back before the loader took the previous one: never overwrite it. */
+        while (q->empty && !q->finished) pthread_cond_wait(&q->cv, &q->mu);
+        if (q->empty) batch_destroy(back);
+        else q->empty = back;
+        pthread_cond_broadcast(&q->cv);
+    }
+    pthread_mutex_unlock(&q->mu);
+    return NULL;
+}
+
+/* Hands a full batch over and returns the other one once it is spilled. */
+sort_batch *spill_swap(spill_queue *q, sort_batch *full)
+{
+    double t0 = now_seconds();
+    pthread_mutex_lock(&q->mu);
+    while (q->full) pthread_cond_wait(&q->cv, &q->mu);
+    q->full = full;
+    pthread_cond_broadcast(&q->cv);
+    while (!q->empty) pthread_cond_wait(&q->cv, &q->mu);
+    sort_batch *next = q->empty;
+    q->empty = NULL;
+    pthread_cond_broadcast(&q->cv);     /* a spilled batch may wait for room */
+    int failed = q->error != NULL;
+    q->wait_seconds += now_seconds() - t0;
+    pthread_mutex_unlock(&q->mu);
+    if (failed) {
+        batch_destroy(next);
+        return NULL;
+    }
+    return next;
+}
+
+int spill_start(spill_queue *q, rocks_store *st, progress *prog, size_t batch_cap)
+{
+    q->store = st;
+    q->prog = prog;
+    q->batch_cap = batch_cap;
+    q->empty = batch_create(batch_cap);
+    if (!q->empty) return SPILL_NO_MEMORY;
+    if (pthread_create(&q->thread, NULL, spill_main, q) != 0) return SPILL_NO_THREAD;
+    q->started = 1;
+    pthread_setname_np(q->thread, "rocksort-spill");
+    return 0;
+}
+
+int spill_allow_holding(spill_queue *q, int max_held, int packed)
+{
+    if (packed) q->packed = calloc((size_t)max_held, sizeof *q->packed);
+    else q->kept = calloc((size_t)max_held, sizeof *q->kept);
+    if (packed ? !q->packed : !q->kept) return -1;
+    q->max_held = max_held;
+    return 0;
+}
+
+void spill_stop(spill_queue *q)
+{
+    if (q->started) {
+        pthread_mutex_lock(&q->mu);
+        q->finished = 1;
+        pthread_cond_broadcast(&q->cv);
+        pthread_mutex_unlock(&q->mu);
+        pthread_join(q->thread, NULL);
+        q->started = 0;
+    }
+    batch_destroy(q->empty);    /* the idle batch: give its memory back */
+    q->empty = NULL;
+}
+
+void spill_free(spill_queue *q)
+{
+    spill_stop(q);
+    free(q->error);
+    batch_destroy(q->full);
+    drop_held(q);
+    free(q->packed);
+    free(q->kept);
+    pthread_mutex_destroy(&q->mu);
+    pthread_cond_destroy(&q->cv);
+}

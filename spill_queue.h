@@ -1,0 +1,67 @@
+/* spill_queue.h -- the spill thread: full batches in, sorted runs out.
+ *
+ * Contract: two batches alternate.  The loader fills one while the spill
+ * thread sorts the other and writes it to the store as one run, or, while
+ * the holding plan allows (spill_allow_holding()), keeps it in memory:
+ * packed in key order, or as the batch itself.  If the input outgrows the
+ * plan, the held batches are written as runs then.  spill_swap() hands a
+ * full batch over and returns an empty one, or NULL once a spill failed
+ * (q->error says why).  After spill_stop(), packed[0..n_held) or
+ * kept[0..n_held) are the held batches, for the readout to merge; the
+ * timings are for the -v report.  spill_free() releases everything.
+ */
+#ifndef SPILL_QUEUE_H
+#define SPILL_QUEUE_H
+
+#include <pthread.h>
+#include <stddef.h>
+#include "sort_batch.h"
+#include "rocks_store.h"
+#include "progress.h"
+
+typedef struct {
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    pthread_t thread;
+    int started;
+    sort_batch *full;       /* waiting for the spill thread */
+    sort_batch *empty;      /* spilled, ready to refill */
+    int finished;           /* no more batches will come */
+    char *error;            /* first spill error */
+    /* Sorted batches kept in memory, not spilled: as packed copies when the
+     * budget has room for them beside the two batch arenas, else as the
+     * arenas themselves.  One of the two arrays is used; max_held 0: spill
+     * every batch. */
+    packed_run **packed;
+    sort_batch **kept;
+    int n_held, max_held;
+    int hold_abandoned;     /* the input outgrew the batches planned to hold */
+    size_t batch_cap;
+    rocks_store *store;
+    progress *prog;
+    double sort_seconds, write_seconds, hold_seconds;
+    double wait_seconds;    /* the loader, waiting for a spilled batch */
+} spill_queue;
+
+/* Before anything else: the lock and condition. */
+void spill_init(spill_queue *q);
+
+/* Creates the idle batch (batch_cap bytes) and starts the thread, which
+ * writes runs to st and the temp bytes to prog (which may be NULL). */
+#define SPILL_NO_MEMORY (-1)
+#define SPILL_NO_THREAD (-2)
+int spill_start(spill_queue *q, rocks_store *st, progress *prog, size_t batch_cap);
+
+/* Lets the spill thread hold up to max_held batches, packed or in place.
+ * Call before the first batch is handed over.  -1 if out of memory. */
+int spill_allow_holding(spill_queue *q, int max_held, int packed);
+
+sort_batch *spill_swap(spill_queue *q, sort_batch *full);
+
+/* Lets the thread finish the batch it has, joins it, and frees the idle
+ * batch.  Does nothing if the thread never started or has stopped. */
+void spill_stop(spill_queue *q);
+
+void spill_free(spill_queue *q);
+
+#endif
