@@ -10,15 +10,10 @@
 /* Past this many descriptors there is no budget worth keeping. */
 #define FD_BUDGET_CAP (1 << 20)
 
-static long raised_limit(void)
+static long soft_limit(void)
 {
     struct rlimit rl;
     if (getrlimit(RLIMIT_NOFILE, &rl) < 0) return -1;
-    if (rl.rlim_cur < rl.rlim_max) {
-        rlim_t soft = rl.rlim_cur;
-        rl.rlim_cur = rl.rlim_max;
-        if (setrlimit(RLIMIT_NOFILE, &rl) < 0) rl.rlim_cur = soft;
-    }
     if (rl.rlim_cur == RLIM_INFINITY || rl.rlim_cur > FD_BUDGET_CAP) return -1;
     return (long)rl.rlim_cur;
 }
@@ -41,7 +36,7 @@ static long open_descriptors(long limit)
 
 int fd_budget_available(int reserve)
 {
-    long limit = raised_limit();
+    long limit = soft_limit();
     if (limit < 0) return -1;
     long left = limit - open_descriptors(limit) - reserve;
     return left > 0 ? (int)left : 0;

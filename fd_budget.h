@@ -1,9 +1,10 @@
 /* fd_budget.h -- how many more files the process may open.
  *
- * Contract: fd_budget_available() raises the soft RLIMIT_NOFILE to the hard
- * limit (the process may do that), counts the descriptors it holds now
- * (standard streams, the input, the output, any inherited), and returns
- * how many more it may open, less `reserve` kept for files opened later.
+ * Contract: fd_budget_available() counts the descriptors the process holds
+ * now (standard streams, the input, the output, any inherited) and returns
+ * how many more its soft RLIMIT_NOFILE lets it open, less `reserve` kept
+ * for files opened later.  It changes no limit: raising the soft limit is
+ * the caller's choice (sort_plan.c makes it).
  * It returns -1 when the limit is unlimited or past what it can count.
  * Every descriptor counts, whoever opened it: a limit of 64 is a limit on
  * the whole process, not on RocksDB.

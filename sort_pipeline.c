@@ -32,7 +32,7 @@
 #include "cleanup.h"
 #include "progress.h"
 #include "input_check.h"
-#include "fd_budget.h"
+#include "sort_plan.h"
 
 #define ROCKSORT_VERSION_PG "rocksort-" ROCKSORT_VERSION
 
@@ -168,64 +168,9 @@ static int open_output(sort_job *j)
     return 0;
 }
 
-static size_t total_memory(const rocksort_opts *o)
-{
-    return o->mem_per_thread * (size_t)(o->threads > 1 ? o->threads : 1);
-}
-
-/* Two batches are resident while loading (one filling, one spilling), and
- * the readout needs room for its buffers: a third of the budget each.
- * Past 512 MiB a batch only costs more (the kernel's zeroing of pages
- * touched for the first time slowed in-memory loads with larger batches
- * down) and gains nothing at readout. */
-#define MAX_BATCH_BYTES (512ULL << 20)
-
-static size_t batch_bytes_for(const rocksort_opts *o)
-{
-    size_t b = total_memory(o) / 3;
-    return b < MAX_BATCH_BYTES ? b : MAX_BATCH_BYTES;
-}
-
-/* Descriptors opened after the store: the index (at the commit), a CRAM
- * reference and its .fai for the input and for the output (htslib opens
- * them once it needs a sequence), and /dev/null if a failed run on stdout
- * has to divert the BGZF EOF block there. */
-#define FD_RESERVE_LATER 6
-
-/* Threads that read the spilled runs at the readout (when nothing merges
- * them in the background), each its own share of the runs: two keep the
- * -u readout from waiting on one reader; see open_spilled(). */
-#define READOUT_STREAMS 2
-
-static int open_store(sort_job *j)
-{
-    const rocksort_opts *o = j->o;
-    store_options so = {
-        .compression = o->temp_compression,
-        .size_hint = o->size_hint,
-        .run_bytes = batch_bytes_for(o),
-        .max_open_files = fd_budget_available(FD_RESERVE_LATER),
-        .background_threads = o->threads > 1 ? o->threads : 1,
-        .parts = READOUT_STREAMS,
-    };
-    const char *prefix = o->tmp_prefix;
-    if (!prefix) {
-        prefix = getenv("TMPDIR");
-        if (!prefix || !*prefix) prefix = "/tmp";
-    }
-    char *err = NULL;
-    j->store = store_open(prefix, &so, &err);
-    if (!j->store) {
-        job_fail("%s", err ? err : "cannot create the temporary database");
-        free(err);
-        return -1;
-    }
-    return 0;
-}
-
 static int start_spiller(sort_job *j)
 {
-    size_t cap = batch_bytes_for(j->o);
+    size_t cap = plan_batch_bytes(j->o);
     int r = spill_start(&j->q, j->store, j->prog, cap);
     if (r == SPILL_NO_MEMORY)
         job_fail("out of memory for a %zu-byte sort batch (lower -m)", cap);
@@ -260,43 +205,6 @@ static int input_permille(const sort_job *j)
     if (at < 0) return -1;
     uint64_t pm = (uint64_t)at * 1000 / j->in_file_size;
     return pm > 1000 ? 1000 : (int)pm;
-}
-
-/* Slack on the batch count expected from the input file's size, for
- * records further on that expand more than the first batch's did. */
-#define HOLD_SLACK 1.1
-
-/* If every batch of the input is expected to fit in the memory budget,
- * the spill thread keeps them (the loader's batch is the last one, the
- * tail); writing runs would only cost time.  Packed copies need room
- * beside the two batch arenas; a budget too small for that keeps the
- * arenas themselves.  If the input still outgrows the budget, the held
- * batches are spilled then. */
-static void plan_holding(sort_job *j, double input_batches)
-{
-    spill_queue *q = &j->q;
-    int fit = (int)(total_memory(j->o) / q->batch_cap);
-    double need = input_batches * HOLD_SLACK;
-    if (fit < 2 || need > fit) return;
-    if (need + 1 <= fit && spill_allow_holding(q, fit - 2, 1) == 0) return;
-    spill_allow_holding(q, fit - 1, 0);
-}
-
-/* Size the background merging and in-memory holding from the input file:
- * its size times the expansion seen over the first batch (BAM expands
- * about 2.5x, but aux tags and read lengths move that).  Done once, when
- * the first batch is full, before the spill thread gets it.  -s overrides
- * the estimate for merging. */
-static void plan_from_input(sort_job *j)
-{
-    j->size_planned = 1;
-    int64_t at = input_offset(j);
-    if (at <= 0) return;
-    plan_holding(j, (double)j->in_file_size / (double)at);
-    if (j->o->size_hint) return;
-    double expansion = (double)j->bytes_in / (double)at;
-    j->size_estimate = (uint64_t)(expansion * (double)j->in_file_size);
-    j->merge_width = store_plan_merges(j->store, j->size_estimate);
 }
 
 static void report_reading(const sort_job *j)
@@ -355,7 +263,7 @@ static int take_record(sort_job *j, sort_batch **cur, bam1_t *b)
         return -1;
     }
     while ((added = batch_add(*cur, &j->sort, b, j->records_in)) == 0) {
-        if (!j->size_planned) plan_from_input(j);
+        if (!j->size_planned) plan_from_input(j, input_offset(j));
         *cur = spill_swap(&j->q, *cur);
         if (!*cur) return spill_error(j);
     }
@@ -393,7 +301,7 @@ static int check_read_end(const sort_job *j, const bam1_t *b, int r)
 static int load(sort_job *j)
 {
     double t0 = now_seconds();
-    sort_batch *cur = batch_create(batch_bytes_for(j->o));
+    sort_batch *cur = batch_create(plan_batch_bytes(j->o));
     bam1_t *b = bam_init1();
     int ret = 0, r;
     if (!cur || !b) {

@@ -1,0 +1,116 @@
+/* sort_plan.c -- see sort_plan.h. */
+#include <stdlib.h>
+#include <sys/resource.h>
+#include "sort_plan.h"
+#include "fd_budget.h"
+
+static size_t total_memory(const rocksort_opts *o)
+{
+    return o->mem_per_thread * (size_t)(o->threads > 1 ? o->threads : 1);
+}
+
+/* Two batches are resident while loading (one filling, one spilling), and
+ * the readout needs room for its buffers: a third of the budget each.
+ * Past 512 MiB a batch only costs more (the kernel's zeroing of pages
+ * touched for the first time slowed in-memory loads with larger batches
+ * down) and gains nothing at readout. */
+#define MAX_BATCH_BYTES (512ULL << 20)
+
+size_t plan_batch_bytes(const rocksort_opts *o)
+{
+    size_t b = total_memory(o) / 3;
+    return b < MAX_BATCH_BYTES ? b : MAX_BATCH_BYTES;
+}
+
+/* Descriptors opened after the store: the index (at the commit), a CRAM
+ * reference and its .fai for the input and for the output (htslib opens
+ * them once it needs a sequence), and /dev/null if a failed run on stdout
+ * has to divert the BGZF EOF block there. */
+#define FD_RESERVE_LATER 6
+
+/* Threads that read the spilled runs at the readout (when nothing merges
+ * them in the background), each its own share of the runs: two keep the
+ * -u readout from waiting on one reader; see open_spilled() in sort_output.c. */
+#define READOUT_STREAMS 2
+
+/* A spilling sort keeps many files open: during the readout every run is
+ * one.  The soft RLIMIT_NOFILE is only a default below the hard limit that
+ * the administrator set, and a process may raise it; tools that hold many
+ * files open commonly do.  So, deliberately, rocksort raises it for the
+ * whole process, once, before counting what it may use: a low soft limit
+ * would otherwise force merges that the hard limit makes needless. */
+static void raise_open_file_limit(void)
+{
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_NOFILE, &rl) < 0 || rl.rlim_cur >= rl.rlim_max) return;
+    rl.rlim_cur = rl.rlim_max;
+    setrlimit(RLIMIT_NOFILE, &rl);
+}
+
+static int open_file_budget(void)
+{
+    raise_open_file_limit();
+    return fd_budget_available(FD_RESERVE_LATER);
+}
+
+int open_store(sort_job *j)
+{
+    const rocksort_opts *o = j->o;
+    store_options so = {
+        .compression = o->temp_compression,
+        .size_hint = o->size_hint,
+        .run_bytes = plan_batch_bytes(o),
+        .max_open_files = open_file_budget(),
+        .background_threads = o->threads > 1 ? o->threads : 1,
+        .parts = READOUT_STREAMS,
+    };
+    const char *prefix = o->tmp_prefix;
+    if (!prefix) {
+        prefix = getenv("TMPDIR");
+        if (!prefix || !*prefix) prefix = "/tmp";
+    }
+    char *err = NULL;
+    j->store = store_open(prefix, &so, &err);
+    if (!j->store) {
+        job_fail("%s", err ? err : "cannot create the temporary database");
+        free(err);
+        return -1;
+    }
+    return 0;
+}
+
+/* Slack on the batch count expected from the input file's size, for
+ * records further on that expand more than the first batch's did. */
+#define HOLD_SLACK 1.1
+
+/* If every batch of the input is expected to fit in the memory budget,
+ * the spill thread keeps them (the loader's batch is the last one, the
+ * tail); writing runs would only cost time.  Packed copies need room
+ * beside the two batch arenas; a budget too small for that keeps the
+ * arenas themselves.  If the input still outgrows the budget, the held
+ * batches are spilled then. */
+static void plan_holding(sort_job *j, double input_batches)
+{
+    spill_queue *q = &j->q;
+    int fit = (int)(total_memory(j->o) / q->batch_cap);
+    double need = input_batches * HOLD_SLACK;
+    if (fit < 2 || need > fit) return;
+    if (need + 1 <= fit && spill_allow_holding(q, fit - 2, 1) == 0) return;
+    spill_allow_holding(q, fit - 1, 0);
+}
+
+/* Size the background merging and in-memory holding from the input file:
+ * its size times the expansion seen over the first batch (BAM expands
+ * about 2.5x, but aux tags and read lengths move that).  Done once, when
+ * the first batch is full, before the spill thread gets it.  -s overrides
+ * the estimate for merging. */
+void plan_from_input(sort_job *j, int64_t consumed)
+{
+    j->size_planned = 1;
+    if (consumed <= 0) return;
+    plan_holding(j, (double)j->in_file_size / (double)consumed);
+    if (j->o->size_hint) return;
+    double expansion = (double)j->bytes_in / (double)consumed;
+    j->size_estimate = (uint64_t)(expansion * (double)j->in_file_size);
+    j->merge_width = store_plan_merges(j->store, j->size_estimate);
+}

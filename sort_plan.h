@@ -1,0 +1,29 @@
+/* sort_plan.h -- how a sort spends its memory and open files.
+ *
+ * Contract: the memory budget is -m per thread (-@).  A batch takes a
+ * third of it, at most 512 MiB (plan_batch_bytes()).  open_store() creates
+ * the temporary store sized for the job: runs of one batch, background
+ * merges from -s, the readout's reader threads, and the descriptors the
+ * process may still open, after raising its soft RLIMIT_NOFILE to the hard
+ * limit.  plan_from_input() runs once, when the first batch is full: from
+ * the input file's size and the bytes consumed so far it estimates the
+ * total, plans background merges when -s was not given, and lets the spill
+ * thread hold every batch in memory when all are expected to fit.
+ */
+#ifndef SORT_PLAN_H
+#define SORT_PLAN_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include "sort_job.h"
+
+size_t plan_batch_bytes(const rocksort_opts *o);
+
+/* 0, or -1 once the failure is reported. */
+int open_store(sort_job *j);
+
+/* consumed: bytes of the input file read so far; <= 0 if unknown, which
+ * plans nothing.  Before the first batch goes to the spill thread. */
+void plan_from_input(sort_job *j, int64_t consumed);
+
+#endif
