@@ -26,6 +26,10 @@ void progress_set_read(progress *p, uint64_t records, uint64_t bytes, int permil
 void progress_set_temp(progress *p, uint64_t bytes);
 void progress_set_written(progress *p, uint64_t records);
 
+/* Callers update the counts every PROGRESS_EVERY + 1 records: a mask,
+ * tested as (count & PROGRESS_EVERY) == 0. */
+#define PROGRESS_EVERY 4095
+
 /* Stops the reporter; prints the summary line if the run succeeded. */
 void progress_stop(progress *p, int succeeded);
 

@@ -1,0 +1,241 @@
+/* sort_load.c -- see sort_load.h. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <htslib/bgzf.h>
+#include <htslib/cram.h>
+#include <htslib/hfile.h>
+#include "sort_load.h"
+#include "sort_plan.h"
+#include "clock_util.h"
+#include "input_check.h"
+#include "record_codec.h"
+
+#define ROCKSORT_VERSION_PG "rocksort-" ROCKSORT_VERSION
+
+int open_input(sort_job *j)
+{
+    const rocksort_opts *o = j->o;
+    j->in = hts_open_format(o->in_fn, "r", o->in_format);
+    if (!j->in) {
+        job_fail("cannot open '%s': %s", o->in_fn, strerror(errno));
+        return -1;
+    }
+    if (j->in->format.category != sequence_data) {
+        job_fail("'%s' is not a SAM, BAM or CRAM file", o->in_fn);
+        return -1;
+    }
+    if (j->pool.pool) hts_set_thread_pool(j->in, &j->pool);
+    if (o->reference && hts_set_fai_filename(j->in, o->reference) < 0) {
+        job_fail("cannot load reference '%s' for '%s'", o->reference, o->in_fn);
+        return -1;
+    }
+    if (o->in_opts && hts_opt_apply(j->in, o->in_opts) < 0) {
+        job_fail("bad --input-fmt-option for '%s'", o->in_fn);
+        return -1;
+    }
+    j->hdr = sam_hdr_read(j->in);
+    if (!j->hdr) {
+        job_fail("failed to read the header of '%s'", o->in_fn);
+        return -1;
+    }
+    /* The references htslib's BAM reader checks records against; adding
+     * @PG parses the text header, which may list more (refs_beyond_header). */
+    j->n_refs = sam_hdr_nref(j->hdr);
+    struct stat st;
+    if (strcmp(o->in_fn, "-") && stat(o->in_fn, &st) == 0 && S_ISREG(st.st_mode))
+        j->in_file_size = (uint64_t)st.st_size;
+    char why[1024];
+    if (input_check_start(j->in, o->in_fn, j->in_file_size, why, sizeof why) < 0) {
+        job_fail("%s", why);
+        return -1;
+    }
+    return 0;
+}
+
+int prepare_header(sort_job *j)
+{
+    char why[512];
+    j->sort = j->o->sort;
+    if (sort_spec_prepare(&j->sort, j->hdr, why, sizeof why) < 0) {
+        job_fail("%s (sorting '%s')", why, j->o->in_fn);
+        return -1;
+    }
+    if (j->o->pg_cmdline &&
+        sam_hdr_add_pg(j->hdr, "samtools", "VN", ROCKSORT_VERSION_PG,
+                       "CL", j->o->pg_cmdline, NULL) < 0) {
+        job_fail("failed to add a @PG line for '%s'", j->o->in_fn);
+        return -1;
+    }
+    /* The output header is this one: a record must fit it too. */
+    if (sam_hdr_nref(j->hdr) < j->n_refs) j->n_refs = sam_hdr_nref(j->hdr);
+    return 0;
+}
+
+static int start_spiller(sort_job *j)
+{
+    size_t cap = plan_batch_bytes(j->o);
+    int r = spill_start(&j->q, j->store, j->prog, cap);
+    if (r == SPILL_NO_MEMORY)
+        job_fail("out of memory for a %zu-byte sort batch (lower -m)", cap);
+    else if (r < 0)
+        job_fail("cannot start the spill thread");
+    return r < 0 ? -1 : 0;
+}
+
+static int spill_error(sort_job *j)
+{
+    job_fail("writing temporary data under '%s' failed: %s", store_path(j->store),
+             j->q.error ? j->q.error : "unknown error");
+    return -1;
+}
+
+/* A BAM record's bytes besides its variable-length data (bam1_t's l_data):
+ * block_size and the fixed fields. */
+#define BAM_FIXED_BYTES 36
+
+/* bgzf_tell()'s virtual offset: the block's file offset, shifted left by
+ * this many bits, then the offset within the block. */
+#define BGZF_WITHIN_BLOCK_BITS 16
+
+/* Bytes of a regular input file consumed so far; -1 if unknown (CRAM). */
+static int64_t input_offset(const sort_job *j)
+{
+    if (!j->in_file_size) return -1;
+    if (j->in->format.compression == bgzf)
+        return bgzf_tell(j->in->fp.bgzf) >> BGZF_WITHIN_BLOCK_BITS;
+    if (j->in->format.format == sam && j->in->format.compression == no_compression)
+        return htell(j->in->fp.hfile);
+    return -1;
+}
+
+static int input_permille(const sort_job *j)
+{
+    int64_t at = input_offset(j);
+    if (at < 0) return -1;
+    uint64_t pm = (uint64_t)at * 1000 / j->in_file_size;
+    return pm > 1000 ? 1000 : (int)pm;
+}
+
+static void report_reading(const sort_job *j)
+{
+    if (j->prog) progress_set_read(j->prog, j->records_in, j->bytes_in, input_permille(j));
+}
+
+static int reference_given(const rocksort_opts *o)
+{
+    if (o->reference) return 1;
+    for (const hts_opt *p = o->in_opts; p; p = p->next)
+        if (p->opt == CRAM_OPT_REFERENCE) return 1;
+    return 0;
+}
+
+/* A record naming a reference the header lacks would make a BAM that no
+ * tool can index or read by region.  htslib's BAM reader refuses most such
+ * records itself; this check holds whatever the htslib and the format. */
+static int refs_beyond_header(const sort_job *j, const bam1_t *b)
+{
+    const bam1_core_t *c = &b->core;
+    return c->tid < -1 || c->tid >= j->n_refs || c->mtid < -1 || c->mtid >= j->n_refs;
+}
+
+static void report_refs_beyond(const sort_job *j, const bam1_t *b)
+{
+    int mate = b->core.tid >= -1 && b->core.tid < j->n_refs;
+    job_fail("'%s': record '%s' has %sreference id %d, but the header has %d reference%s",
+             j->o->in_fn, bam_get_qname(b), mate ? "mate " : "",
+             mate ? b->core.mtid : b->core.tid, j->n_refs, j->n_refs == 1 ? "" : "s");
+}
+
+/* A CRAM slice fails to decode most often because its reference was not
+ * found (moved FASTA, empty REF_PATH); htslib's own message says so, but it
+ * is silenced, so say it here.  htslib's BAM reader returns -3 for a
+ * record whose reference ids lie beyond the header (and for a cut one). */
+static void report_read_error(const sort_job *j, const bam1_t *b, int r)
+{
+    unsigned long long n = j->records_in;
+    if (r == -3 && refs_beyond_header(j, b))
+        report_refs_beyond(j, b);
+    else if (j->in->format.format == cram && !reference_given(j->o))
+        job_fail("cannot decode CRAM '%s' (after %llu records): reference sequence not found, "
+                 "or corrupt data; give --reference FILE or set REF_PATH", j->o->in_fn, n);
+    else
+        job_fail("'%s' is truncated or corrupt (after %llu records)", j->o->in_fn, n);
+}
+
+/* Adds one record to the batch being filled, handing full batches to the
+ * spill thread.  Returns 0, or -1 once the error is reported. */
+static int take_record(sort_job *j, sort_batch **cur, bam1_t *b)
+{
+    int added;
+    if (refs_beyond_header(j, b)) {
+        report_refs_beyond(j, b);
+        return -1;
+    }
+    while ((added = batch_add(*cur, &j->sort, b, j->records_in)) == 0) {
+        if (!j->size_planned) plan_from_input(j, input_offset(j));
+        *cur = spill_swap(&j->q, *cur);
+        if (!*cur) return spill_error(j);
+    }
+    if (added == -2) {
+        job_fail("'%s': read '%s' %s", j->o->in_fn, bam_get_qname(b), sort_key_error(&j->sort, b));
+        return -1;
+    }
+    if (added < 0) {
+        job_fail("out of memory reading '%s'", j->o->in_fn);
+        return -1;
+    }
+    j->records_in++;
+    j->bytes_in += (uint64_t)b->l_data + BAM_FIXED_BYTES;
+    if (j->o->verify) j->digest_in += record_digest(b);
+    if ((j->records_in & PROGRESS_EVERY) == 0) report_reading(j);
+    return 0;
+}
+
+/* sam_read1()'s last result r: an error, or an end of file that must also
+ * be the input's real end (input_check.h). */
+static int check_read_end(const sort_job *j, const bam1_t *b, int r)
+{
+    char why[1024];
+    if (r < -1) {
+        report_read_error(j, b, r);
+        return -1;
+    }
+    if (input_check_end(j->in, j->o->in_fn, j->in_file_size, why, sizeof why) < 0) {
+        job_fail("%s", why);
+        return -1;
+    }
+    return 0;
+}
+
+int load(sort_job *j)
+{
+    if (start_spiller(j) < 0) return -1;
+    double t0 = now_seconds();
+    sort_batch *cur = batch_create(plan_batch_bytes(j->o));
+    bam1_t *b = bam_init1();
+    int ret = 0, r;
+    if (!cur || !b) {
+        job_fail("out of memory reading '%s'", j->o->in_fn);
+        ret = -1;
+        goto done;
+    }
+    while ((r = sam_read1(j->in, j->hdr, b)) >= 0)
+        if (take_record(j, &cur, b) < 0) { ret = -1; goto done; }
+    report_reading(j);
+    if (check_read_end(j, b, r) < 0) { ret = -1; goto done; }
+    /* The last batch never goes to disk: the readout merges it from memory
+     * (an input that fits in one batch is sorted without temp I/O). */
+    batch_sort(cur);
+    j->tail = cur;
+    cur = NULL;
+    spill_stop(&j->q);
+    if (j->q.error) ret = spill_error(j);
+done:
+    batch_destroy(cur);
+    bam_destroy1(b);
+    j->t_load = now_seconds() - t0;
+    return ret;
+}
