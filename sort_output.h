@@ -1,0 +1,22 @@
+/* sort_output.h -- the output: opened early, filled by the readout, committed.
+ *
+ * Contract: open_output() opens the output before any sorting (output_file.h:
+ * a temporary name beside a regular file), so that a name that cannot be
+ * written fails at once, as does BAM output for a reference longer than
+ * BAM can hold.  readout() writes the header, then merges the spilled runs
+ * (one reader thread per part of the store, store_stream.h), the batches
+ * held in memory and the last batch into it in key order, counting
+ * records_out; it names the cause of a failed write.  commit_output()
+ * flushes what htslib's threads hold and renames the output into place.
+ * Each returns 0, or -1 once the failure is reported.
+ */
+#ifndef SORT_OUTPUT_H
+#define SORT_OUTPUT_H
+
+#include "sort_job.h"
+
+int open_output(sort_job *j);
+int readout(sort_job *j);
+int commit_output(sort_job *j);
+
+#endif
