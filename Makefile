@@ -43,7 +43,7 @@ PREFIX   ?= /usr/local
 MANDIR   ?= $(PREFIX)/share/man
 PYTHON    = .venv/bin/python
 
-OBJS = bamtk.o bam_rocksort.o sort_pipeline.o spill_queue.o sort_plan.o sort_load.o sort_output.o input_check.o fd_budget.o merge_plan.o run_merge.o \
+OBJS = bamtk.o bam_rocksort.o sort_pipeline.o spill_queue.o sort_plan.o sort_load.o sort_output.o sort_report.o input_check.o fd_budget.o merge_plan.o run_merge.o \
        bam_sort.o minimiser.o sort_batch.o record_codec.o rocks_store.o output_file.o \
        output_target.o cleanup.o progress.o temp_env.o store_stream.o
 # The C unit tests, run by test/run_tests.py (its UNIT_TESTS list).
@@ -156,7 +156,7 @@ FUZZ_CC      = clang
 FUZZ_CXX     = clang++
 FUZZ_FLAGS   = -g -O1 -fsanitize=address,undefined -fno-sanitize-recover=undefined
 FUZZ_SECONDS = 900
-ENGINE_SRCS  = sort_pipeline.c spill_queue.c sort_plan.c sort_load.c sort_output.c input_check.c fd_budget.c merge_plan.c run_merge.c bam_sort.c minimiser.c \
+ENGINE_SRCS  = sort_pipeline.c spill_queue.c sort_plan.c sort_load.c sort_output.c sort_report.c input_check.c fd_budget.c merge_plan.c run_merge.c bam_sort.c minimiser.c \
                sort_batch.c record_codec.c rocks_store.c output_file.c output_target.c cleanup.c \
                progress.c store_stream.c
 RECORD_SRCS  = bam_sort.c minimiser.c record_codec.c

@@ -1,40 +1,25 @@
 /* sort_pipeline.c -- see sort_pipeline.h.
  *
- * Two batches alternate: the main thread decodes records into one while a
- * spill thread sorts the other and bulk-loads it into RocksDB as one run.
- * When the whole input is expected to fit in the memory budget, the spill
- * thread keeps the sorted batches in memory instead, and nothing is written
- * to temp.  Then one merge reads the runs and the batches in key order into
- * the output.
+ * The pipeline, each phase in a file of its own:
+ *   open     the input and its header (sort_load.c), the output
+ *            (sort_output.c), the temporary store (sort_plan.c);
+ *   load     records into batches; the spill thread (spill_queue.c) sorts
+ *            each full one and writes it as a run, or holds it in memory
+ *            when the whole input is expected to fit (sort_load.c);
+ *   readout  the runs, the held batches and the last batch merged in key
+ *            order into the output (sort_output.c);
+ *   finish   the records counted (sort_report.c), the output committed.
  */
-#define _GNU_SOURCE
-#include <errno.h>
-#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
-#include <sys/resource.h>
-#include <sys/stat.h>
-#include <time.h>
-#include <htslib/bgzf.h>
-#include <htslib/cram.h>
-#include <htslib/hfile.h>
 #include <htslib/thread_pool.h>
 #include "sort_job.h"
-#include "clock_util.h"
-#include "sort_batch.h"
-#include "rocks_store.h"
-#include "record_codec.h"
-#include "run_merge.h"
-#include "store_stream.h"
-#include "output_file.h"
-#include "cleanup.h"
-#include "progress.h"
-#include "input_check.h"
 #include "sort_plan.h"
 #include "sort_load.h"
 #include "sort_output.h"
+#include "sort_report.h"
+#include "cleanup.h"
 
 int temp_compression_parse(const char *name)
 {
@@ -58,76 +43,26 @@ void job_fail(const char *fmt, ...)
     va_end(ap);
 }
 
-/* Records in and out must match in number and, with --verify, in content. */
-static int check_accounting(const sort_job *j)
+static int open_all(sort_job *j)
 {
-    unsigned long long in = j->records_in, out = j->records_out;
-    if (out != in) {
-        job_fail("record count mismatch: %llu read, %llu written", in, out);
-        return -1;
-    }
-    if (!j->o->verify) return 0;
-    int same = j->digest_in == j->digest_out;
-    fprintf(stderr, "[rocksort] verify: %llu records in, %llu out; checksum in %016llx, out %016llx: %s\n",
-            in, out, (unsigned long long)j->digest_in, (unsigned long long)j->digest_out,
-            same ? "OK" : "MISMATCH");
-    if (!same) {
-        job_fail("verify failed: the records written differ from the records read");
-        return -1;
-    }
-    return 0;
+    if (open_input(j) < 0 || prepare_header(j) < 0) return -1;
+    if (open_output(j) < 0) return -1;
+    return open_store(j);
 }
 
-static void report_sizing(const sort_job *j)
+/* Merges still running in the background end first (store_settle()). */
+static int settle_and_readout(sort_job *j)
 {
-    if (j->o->size_hint)
-        fprintf(stderr, "[rocksort] size: %.1f MB given by -s\n", j->o->size_hint / 1e6);
-    else if (j->size_estimate && j->merge_width > 0)
-        fprintf(stderr, "[rocksort] size: %.1f MB estimated from the input file; "
-                "at least %d runs per background merge\n", j->size_estimate / 1e6, j->merge_width);
-    else if (j->size_estimate)
-        fprintf(stderr, "[rocksort] size: %.1f MB estimated from the input file; "
-                "too few runs to merge in the background\n", j->size_estimate / 1e6);
-    else
-        fprintf(stderr, "[rocksort] size: unknown (no -s, %s)\n",
-                j->size_planned ? "input not a regular BAM/SAM file" : "fits in one batch");
+    progress_set_phase(j->prog, PHASE_SETTLE);
+    j->t_settle = store_settle(j->store);
+    progress_set_phase(j->prog, PHASE_READOUT);
+    return readout(j);
 }
 
-static const char *memory_use(const sort_job *j)
+static int finish(sort_job *j)
 {
-    if (j->q.hold_abandoned) return "planned to hold every batch, but the input outgrew "
-                                    "the memory budget: spilled";
-    if (j->q.n_held) return j->q.packed ? "every batch held in memory (copied in key order), nothing spilled"
-                                        : "every batch held in memory (in place), nothing spilled";
-    if (!store_runs_ingested(j->store)) return "one batch, nothing spilled";
-    return "spilled (the input is larger than the memory budget, or of unknown size)";
-}
-
-static void report(const sort_job *j)
-{
-    struct rusage ru;
-    getrusage(RUSAGE_SELF, &ru);
-    report_sizing(j);
-    fprintf(stderr, "[rocksort] memory: %s\n", memory_use(j));
-    if (store_runs_ingested(j->store))
-        fprintf(stderr, "[rocksort] temp reads: %s; %d reader thread%s\n", store_direct_io(j->store)
-                ? "direct I/O (runs bypass the page cache)"
-                : "through the page cache (the temp file system refused direct I/O)",
-                store_parts(j->store), store_parts(j->store) == 1 ? "" : "s");
-    fprintf(stderr,
-            "[rocksort] records: %llu in, %llu out; %.1f MB decoded\n"
-            "[rocksort] phase load: %.2f s (sort %.2f s, write runs %.2f s, copy held %.2f s; reader waited %.2f s)\n"
-            "[rocksort] phase compaction wait: %.2f s (%d runs merged after the load)\n"
-            "[rocksort] phase readout: %.2f s\n"
-            "[rocksort] runs: %llu written, %d merged at readout (+%d in memory); temp bytes written: %llu\n"
-            "[rocksort] peak RSS: %.1f MB\n",
-            (unsigned long long)j->records_in, (unsigned long long)j->records_out,
-            j->bytes_in / 1e6, j->t_load, j->q.sort_seconds, j->q.write_seconds, j->q.hold_seconds,
-            j->q.wait_seconds,
-            j->t_settle, j->store ? store_catch_up_runs(j->store) : 0, j->t_readout,
-            (unsigned long long)store_runs_ingested(j->store),
-            j->store ? store_sorted_runs(j->store) : 0, j->q.n_held + 1,
-            (unsigned long long)store_bytes_written(j->store), ru.ru_maxrss / 1024.0);
+    if (check_accounting(j) < 0) return -1;
+    return commit_output(j);
 }
 
 static void cleanup(sort_job *j, int failed)
@@ -162,16 +97,10 @@ int rocksort_run(const rocksort_opts *o)
     int verbosity = hts_verbose;
     if (!o->htslib_verbosity_set) hts_verbose = 0;
     j.prog = progress_start(o->progress, o->progress_interval);
-    int ok = open_input(&j) == 0 && prepare_header(&j) == 0 && open_output(&j) == 0
-          && open_store(&j) == 0 && load(&j) == 0;
-    if (ok) {
-        progress_set_phase(j.prog, PHASE_SETTLE);
-        j.t_settle = store_settle(j.store);
-        progress_set_phase(j.prog, PHASE_READOUT);
-        ok = readout(&j) == 0 && check_accounting(&j) == 0 && commit_output(&j) == 0;
-    }
+    int ok = open_all(&j) == 0 && load(&j) == 0 && settle_and_readout(&j) == 0
+          && finish(&j) == 0;
     progress_stop(j.prog, ok);
-    if (o->verbose && j.store) report(&j);
+    if (o->verbose && j.store) report_verbose(&j);
     cleanup(&j, !ok);
     hts_verbose = verbosity;
     return ok ? 0 : -1;

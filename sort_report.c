@@ -1,0 +1,76 @@
+/* sort_report.c -- see sort_report.h. */
+#include <stdio.h>
+#include <sys/resource.h>
+#include "sort_report.h"
+
+/* Records in and out must match in number and, with --verify, in content. */
+int check_accounting(const sort_job *j)
+{
+    unsigned long long in = j->records_in, out = j->records_out;
+    if (out != in) {
+        job_fail("record count mismatch: %llu read, %llu written", in, out);
+        return -1;
+    }
+    if (!j->o->verify) return 0;
+    int same = j->digest_in == j->digest_out;
+    fprintf(stderr, "[rocksort] verify: %llu records in, %llu out; checksum in %016llx, out %016llx: %s\n",
+            in, out, (unsigned long long)j->digest_in, (unsigned long long)j->digest_out,
+            same ? "OK" : "MISMATCH");
+    if (!same) {
+        job_fail("verify failed: the records written differ from the records read");
+        return -1;
+    }
+    return 0;
+}
+
+static void report_sizing(const sort_job *j)
+{
+    if (j->o->size_hint)
+        fprintf(stderr, "[rocksort] size: %.1f MB given by -s\n", j->o->size_hint / 1e6);
+    else if (j->size_estimate && j->merge_width > 0)
+        fprintf(stderr, "[rocksort] size: %.1f MB estimated from the input file; "
+                "at least %d runs per background merge\n", j->size_estimate / 1e6, j->merge_width);
+    else if (j->size_estimate)
+        fprintf(stderr, "[rocksort] size: %.1f MB estimated from the input file; "
+                "too few runs to merge in the background\n", j->size_estimate / 1e6);
+    else
+        fprintf(stderr, "[rocksort] size: unknown (no -s, %s)\n",
+                j->size_planned ? "input not a regular BAM/SAM file" : "fits in one batch");
+}
+
+static const char *memory_use(const sort_job *j)
+{
+    if (j->q.hold_abandoned) return "planned to hold every batch, but the input outgrew "
+                                    "the memory budget: spilled";
+    if (j->q.n_held) return j->q.packed ? "every batch held in memory (copied in key order), nothing spilled"
+                                        : "every batch held in memory (in place), nothing spilled";
+    if (!store_runs_ingested(j->store)) return "one batch, nothing spilled";
+    return "spilled (the input is larger than the memory budget, or of unknown size)";
+}
+
+void report_verbose(const sort_job *j)
+{
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    report_sizing(j);
+    fprintf(stderr, "[rocksort] memory: %s\n", memory_use(j));
+    if (store_runs_ingested(j->store))
+        fprintf(stderr, "[rocksort] temp reads: %s; %d reader thread%s\n", store_direct_io(j->store)
+                ? "direct I/O (runs bypass the page cache)"
+                : "through the page cache (the temp file system refused direct I/O)",
+                store_parts(j->store), store_parts(j->store) == 1 ? "" : "s");
+    fprintf(stderr,
+            "[rocksort] records: %llu in, %llu out; %.1f MB decoded\n"
+            "[rocksort] phase load: %.2f s (sort %.2f s, write runs %.2f s, copy held %.2f s; reader waited %.2f s)\n"
+            "[rocksort] phase compaction wait: %.2f s (%d runs merged after the load)\n"
+            "[rocksort] phase readout: %.2f s\n"
+            "[rocksort] runs: %llu written, %d merged at readout (+%d in memory); temp bytes written: %llu\n"
+            "[rocksort] peak RSS: %.1f MB\n",
+            (unsigned long long)j->records_in, (unsigned long long)j->records_out,
+            j->bytes_in / 1e6, j->t_load, j->q.sort_seconds, j->q.write_seconds, j->q.hold_seconds,
+            j->q.wait_seconds,
+            j->t_settle, j->store ? store_catch_up_runs(j->store) : 0, j->t_readout,
+            (unsigned long long)store_runs_ingested(j->store),
+            j->store ? store_sorted_runs(j->store) : 0, j->q.n_held + 1,
+            (unsigned long long)store_bytes_written(j->store), ru.ru_maxrss / 1024.0);
+}

@@ -1,0 +1,20 @@
+/* sort_report.h -- the record accounting, and what -v reports.
+ *
+ * Contract: check_accounting() fails the sort when the records written
+ * differ from the records read in number, or with --verify in their
+ * order-independent checksum (record_digest()); with --verify it also
+ * prints both sums.  report_verbose() prints -v's lines on stderr: how the
+ * size was planned, where the batches went, the phases' times, the runs
+ * and temp bytes, peak RSS.  It needs the store, open or not yet closed.
+ */
+#ifndef SORT_REPORT_H
+#define SORT_REPORT_H
+
+#include "sort_job.h"
+
+/* 0, or -1 once the failure is reported. */
+int check_accounting(const sort_job *j);
+
+void report_verbose(const sort_job *j);
+
+#endif
