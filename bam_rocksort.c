@@ -56,9 +56,7 @@ static const struct option long_opts[] = {
 #define SHORT_OPTS_MODERN "l:m:o:O:T:@:s:nNt:MI:K:Rw:Huvkfh"
 #define SHORT_OPTS_LEGACY "l:m:oO:T:@:s:nNt:MI:K:Rw:Huvkfh"
 
-static void usage(FILE *fp)
-{
-    fprintf(fp,
+static const char usage_text[] =
 "Usage: samtools rocksort [options...] [in.bam]\n"
 "       samtools rocksort [options...] IN OUT.prefix     (legacy: writes OUT.prefix.bam)\n"
 "Sorts SAM/BAM/CRAM through a temporary RocksDB; same output as samtools sort.\n"
@@ -121,7 +119,11 @@ static void usage(FILE *fp)
 "             Reference sequence FASTA FILE [null]\n"
 "  --verbosity INT\n"
 "             Set level of verbosity\n"
-"  -h, --help Print this help\n");
+"  -h, --help Print this help\n";
+
+static void usage(FILE *fp)
+{
+    fputs(usage_text, fp);
 }
 
 /* "768M", "1.5G", "2000000" -> bytes, powers of 1024.  -1 if malformed. */
@@ -241,7 +243,11 @@ static int parse_int(const char *s, int *out)
     return 0;
 }
 
-static int apply_option(cli_state *c, int ch, const char *arg)
+/* What an option group returns for an option that is not one of its own. */
+#define NOT_MINE 1
+
+/* -m, --max-memory, -s, -@, -l, -u: memory, threads and compression. */
+static int resource_option(cli_state *c, int ch, const char *arg)
 {
     rocksort_opts *r = &c->run;
     uint64_t size;
@@ -266,12 +272,6 @@ static int apply_option(cli_state *c, int ch, const char *arg)
         if (parse_size(arg, &size) < 0 || size == 0) return bad_value("--max-memory", arg);
         c->max_memory = size;
         break;
-    case OPT_WRITE_INDEX: c->write_index = 1; break;
-    case OPT_PROGRESS:
-        r->progress = 1;
-        if (arg && ((r->progress_interval = strtod(arg, &end)) <= 0 || *end))
-            return bad_value("--progress", arg);
-        break;
     case 's':
         if (parse_size(arg, &size) < 0) return bad_value("-s", arg);
         r->size_hint = size;
@@ -280,36 +280,61 @@ static int apply_option(cli_state *c, int ch, const char *arg)
         r->threads = (int)strtol(arg, &end, 10);
         if (*end || r->threads < 0) return bad_value("-@", arg);
         break;
-    /* As in samtools: the last order option wins, -N also makes any name
-     * order plain ASCII, and -t turns the order into "TAG, then it". */
-    case 'n': r->sort.order = ORDER_NAME_NATURAL; break;
-    case 'N': r->sort.order = ORDER_NAME_NATURAL; c->ascii_names = 1; break;
+    default:
+        return NOT_MINE;
+    }
+    return 0;
+}
+
+/* The sort order.  As in samtools: the last order option wins, -N also
+ * makes any name order plain ASCII, and -t turns the order into "TAG,
+ * then it". */
+static int order_option(cli_state *c, int ch, const char *arg)
+{
+    sort_spec *o = &c->run.sort;
+    char *end;
+    switch (ch) {
+    case 'n': o->order = ORDER_NAME_NATURAL; break;
+    case 'N': o->order = ORDER_NAME_NATURAL; c->ascii_names = 1; break;
     case 't':
-        r->sort.by_tag = 1;
-        r->sort.tag[0] = arg[0];
-        r->sort.tag[1] = arg[0] ? arg[1] : '\0';
+        o->by_tag = 1;
+        o->tag[0] = arg[0];
+        o->tag[1] = arg[0] ? arg[1] : '\0';
         break;
-    case OPT_TEMPLATE_COORDINATE: r->sort.order = ORDER_TEMPLATE; break;
-    case 'M': r->sort.order = ORDER_MINIMISER; break;
+    case OPT_TEMPLATE_COORDINATE: o->order = ORDER_TEMPLATE; break;
+    case 'M': o->order = ORDER_MINIMISER; break;
     case 'I':
-        r->sort.order = ORDER_MINIMISER;
-        r->sort.minimiser_ref = arg;
+        o->order = ORDER_MINIMISER;
+        o->minimiser_ref = arg;
         break;
     case 'K':
-        if (parse_int(arg, &r->sort.kmer) < 0) return bad_value("-K", arg);
-        r->sort.kmer = r->sort.kmer < 1 ? 1 : r->sort.kmer > 31 ? 31 : r->sort.kmer;
+        if (parse_int(arg, &o->kmer) < 0) return bad_value("-K", arg);
+        o->kmer = o->kmer < 1 ? 1 : o->kmer > 31 ? 31 : o->kmer;
         break;
     case 'w':
-        if (parse_int(arg, &r->sort.window) < 0) return bad_value("-w", arg);
+        if (parse_int(arg, &o->window) < 0) return bad_value("-w", arg);
         break;
-    case 'R': r->sort.try_rev = 0; break;
-    case 'H': r->sort.squash = 1; break;
+    case 'R': o->try_rev = 0; break;
+    case 'H': o->squash = 1; break;
     case OPT_SHUFFLE:
         errno = 0;
-        r->sort.seed = strtoull(arg, &end, 10);
+        o->seed = strtoull(arg, &end, 10);
         if (!isdigit((unsigned char)arg[0]) || *end || errno) return bad_value("--shuffle", arg);
-        r->sort.order = ORDER_SHUFFLE;
+        o->order = ORDER_SHUFFLE;
         break;
+    default:
+        return NOT_MINE;
+    }
+    return 0;
+}
+
+/* Files, formats and what is reported. */
+static int io_option(cli_state *c, int ch, const char *arg)
+{
+    rocksort_opts *r = &c->run;
+    char *end;
+    int tc;
+    switch (ch) {
     case 'o':
         if (c->legacy) c->legacy_stdout = 1;
         else c->out_fn = arg;
@@ -322,6 +347,12 @@ static int apply_option(cli_state *c, int ch, const char *arg)
     case OPT_VERIFY: r->verify = 1; break;
     case OPT_NO_PG: r->pg_cmdline = NULL; break;
     case OPT_REFERENCE: r->reference = arg; break;
+    case OPT_WRITE_INDEX: c->write_index = 1; break;
+    case OPT_PROGRESS:
+        r->progress = 1;
+        if (arg && ((r->progress_interval = strtod(arg, &end)) <= 0 || *end))
+            return bad_value("--progress", arg);
+        break;
     case OPT_IN_FMT_OPT:
         if (hts_opt_add(&r->in_opts, arg) < 0) return bad_value("--input-fmt-option", arg);
         break;
@@ -337,16 +368,23 @@ static int apply_option(cli_state *c, int ch, const char *arg)
         if (*end) return bad_value("--verbosity", arg);
         r->htslib_verbosity_set = 1;
         break;
-    case OPT_TEMP_COMPRESSION: {
-        int tc = temp_compression_parse(arg);
-        if (tc < 0) return bad_value("--temp-compression", arg);
+    case OPT_TEMP_COMPRESSION:
+        if ((tc = temp_compression_parse(arg)) < 0) return bad_value("--temp-compression", arg);
         r->temp_compression = (temp_compression)tc;
         break;
-    }
     default:
-        return -1;
+        return NOT_MINE;
     }
     return 0;
+}
+
+/* 0, or -1 for an unknown option or a bad value (reported). */
+static int apply_option(cli_state *c, int ch, const char *arg)
+{
+    int r = resource_option(c, ch, arg);
+    if (r == NOT_MINE) r = order_option(c, ch, arg);
+    if (r == NOT_MINE) r = io_option(c, ch, arg);
+    return r == NOT_MINE ? -1 : r;
 }
 
 /* samtools sort picks the format from -O, else from the file name, else BAM. */
