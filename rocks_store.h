@@ -84,7 +84,8 @@ int store_parts(const rocks_store *st);
  * store_iter_error() returns the iterator's error, malloc'd, or NULL.
  * Close every iterator before store_close(). */
 typedef struct store_iter store_iter;
-store_iter *store_iter_open(rocks_store *st, int part, size_t readahead);   /* NULL: no memory */
+/* NULL if out of memory. */
+store_iter *store_iter_open(rocks_store *st, int part, size_t readahead);
 void store_iter_first(store_iter *it);
 int store_iter_valid(const store_iter *it);
 const uint8_t *store_iter_key(const store_iter *it, size_t *len);
