@@ -15,6 +15,26 @@
 
 #define ROCKSORT_VERSION_PG "rocksort-" ROCKSORT_VERSION
 
+/* The sort order, readied for this header, and the @PG line. */
+static int prepare_header(sort_job *j)
+{
+    char why[512];
+    j->sort = j->o->sort;
+    if (sort_spec_prepare(&j->sort, j->hdr, why, sizeof why) < 0) {
+        job_fail("%s (sorting '%s')", why, j->o->in_fn);
+        return -1;
+    }
+    if (j->o->pg_cmdline &&
+        sam_hdr_add_pg(j->hdr, "samtools", "VN", ROCKSORT_VERSION_PG,
+                       "CL", j->o->pg_cmdline, NULL) < 0) {
+        job_fail("failed to add a @PG line for '%s'", j->o->in_fn);
+        return -1;
+    }
+    /* The output header is this one: a record must fit it too. */
+    if (sam_hdr_nref(j->hdr) < j->n_refs) j->n_refs = sam_hdr_nref(j->hdr);
+    return 0;
+}
+
 int open_input(sort_job *j)
 {
     const rocksort_opts *o = j->o;
@@ -52,26 +72,7 @@ int open_input(sort_job *j)
         job_fail("%s", why);
         return -1;
     }
-    return 0;
-}
-
-int prepare_header(sort_job *j)
-{
-    char why[512];
-    j->sort = j->o->sort;
-    if (sort_spec_prepare(&j->sort, j->hdr, why, sizeof why) < 0) {
-        job_fail("%s (sorting '%s')", why, j->o->in_fn);
-        return -1;
-    }
-    if (j->o->pg_cmdline &&
-        sam_hdr_add_pg(j->hdr, "samtools", "VN", ROCKSORT_VERSION_PG,
-                       "CL", j->o->pg_cmdline, NULL) < 0) {
-        job_fail("failed to add a @PG line for '%s'", j->o->in_fn);
-        return -1;
-    }
-    /* The output header is this one: a record must fit it too. */
-    if (sam_hdr_nref(j->hdr) < j->n_refs) j->n_refs = sam_hdr_nref(j->hdr);
-    return 0;
+    return prepare_header(j);
 }
 
 static int start_spiller(sort_job *j)

@@ -1,11 +1,11 @@
 /* sort_load.h -- the input: opened, checked, read into sorted batches.
  *
- * Contract: open_input() opens the input, reads its header and checks that
- * a regular file looks whole (input_check.h).  prepare_header() readies
- * the sort order for that header and adds the @PG line.  load() starts the
- * spill thread and reads every record into batches, each full one handed
- * to the spill thread (spill_queue.h); it refuses a record that names a
- * reference the header lacks, and an input that ends before its real end.
+ * Contract: open_input() opens the input, reads its header, checks that a
+ * regular file looks whole (input_check.h), readies the sort order for the
+ * header and adds the @PG line.  load() starts the spill thread and reads
+ * every record into batches, each full one handed to the spill thread
+ * (spill_queue.h); it refuses a record that names a reference the header
+ * lacks, and an input that ends before its real end.
  * On success every batch but the last is a run or held in memory, the last
  * is sorted in j->tail, and the spill thread has stopped.  Each returns 0,
  * or -1 once the failure is reported.
@@ -16,7 +16,6 @@
 #include "sort_job.h"
 
 int open_input(sort_job *j);
-int prepare_header(sort_job *j);
 int load(sort_job *j);
 
 #endif

@@ -15,8 +15,13 @@
 
 #include "sort_job.h"
 
+/* Before the load. */
 int open_output(sort_job *j);
+
+/* After the load, once store_settle() has returned. */
 int readout(sort_job *j);
+
+/* Last, after check_accounting() (sort_report.h). */
 int commit_output(sort_job *j);
 
 #endif

@@ -45,8 +45,7 @@ void job_fail(const char *fmt, ...)
 
 static int open_all(sort_job *j)
 {
-    if (open_input(j) < 0 || prepare_header(j) < 0) return -1;
-    if (open_output(j) < 0) return -1;
+    if (open_input(j) < 0 || open_output(j) < 0) return -1;
     return open_store(j);
 }
 
