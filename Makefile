@@ -43,7 +43,7 @@ PREFIX   ?= /usr/local
 MANDIR   ?= $(PREFIX)/share/man
 PYTHON    = .venv/bin/python
 
-OBJS = bamtk.o bam_rocksort.o sort_pipeline.o spill_queue.o sort_plan.o sort_load.o sort_output.o sort_report.o input_check.o fd_budget.o merge_plan.o run_merge.o \
+OBJS = bamtk.o bam_rocksort.o legacy_form.o sort_pipeline.o spill_queue.o sort_plan.o sort_load.o sort_output.o sort_report.o input_check.o fd_budget.o merge_plan.o run_merge.o \
        bam_sort.o minimiser.o sort_batch.o record_codec.o rocks_store.o output_file.o \
        output_target.o cleanup.o progress.o temp_env.o store_stream.o
 # The C unit tests, run by test/run_tests.py (its UNIT_TESTS list).

@@ -15,12 +15,12 @@
 #include <string.h>
 #include <strings.h>
 #include <sys/stat.h>
-#include <unistd.h>
 #include <htslib/hts.h>
 #include <htslib/sam.h>
 #include "sort_pipeline.h"
 #include "cleanup.h"
 #include "output_target.h"
+#include "legacy_form.h"
 
 #define DEFAULT_MEM_PER_THREAD (768ULL << 20)
 #define MIN_MEM_PER_THREAD (1ULL << 20)
@@ -143,75 +143,6 @@ static int parse_size(const char *s, uint64_t *out)
     if (*end) return -1;
     *out = (uint64_t)(v * mult);
     return 0;
-}
-
-static const struct option *find_long(const char *arg)
-{
-    size_t n = strcspn(arg, "=");
-    for (const struct option *o = long_opts; o->name; o++)
-        if (strlen(o->name) == n && !strncmp(o->name, arg, n)) return o;
-    return NULL;
-}
-
-static void note_positional(const char *arg, int *n, const char *pos[2])
-{
-    if (*n < 2) pos[*n] = arg;
-    (*n)++;
-}
-
-/* Counts non-option arguments, with -o taking an argument or not; keeps
- * the first two seen in pos[]. */
-static int count_positionals(int argc, char **argv, int o_takes_arg, const char *pos[2])
-{
-    int n = 0;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        if (!strcmp(a, "--")) {
-            while (++i < argc) note_positional(argv[i], &n, pos);
-            break;
-        }
-        if (a[0] != '-' || a[1] == '\0') {
-            note_positional(a, &n, pos);
-        } else if (a[1] == '-') {
-            const struct option *lo = find_long(a + 2);
-            if (lo && lo->has_arg == required_argument && !strchr(a, '=')) i++;
-        } else {
-            for (const char *c = a + 1; *c; c++)
-                if (strchr(SHORT_WITH_ARG, *c) || (*c == 'o' && o_takes_arg)) {
-                    if (c[1] == '\0') i++;
-                    break;
-                }
-        }
-    }
-    return n;
-}
-
-static int has_alignment_suffix(const char *fn)
-{
-    static const char *suffixes[] = { ".bam", ".sam", ".cram", ".sam.gz" };
-    size_t n = strlen(fn);
-    for (size_t i = 0; i < sizeof suffixes / sizeof *suffixes; i++) {
-        size_t m = strlen(suffixes[i]);
-        if (n >= m && !strcasecmp(fn + n - m, suffixes[i])) return 1;
-    }
-    return 0;
-}
-
-/* The legacy form has two non-option arguments, IN and OUT.prefix, with -o
- * as a bare flag.  `-o A B` fits both forms: it is legacy only when A can
- * be read, B cannot, and B looks like a prefix rather than an output file. */
-static int is_legacy_form(int argc, char **argv)
-{
-    const char *as_flag[2] = { NULL, NULL }, *as_arg[2] = { NULL, NULL };
-    int n_flag = count_positionals(argc, argv, 0, as_flag);
-    int n_arg = count_positionals(argc, argv, 1, as_arg);
-    if (n_flag != 2) return 0;
-    if (n_arg == 2) return 1;
-    const char *in = as_flag[0], *prefix = as_flag[1];
-    /* `-o out.bam -` reads stdin, whether or not out.bam exists yet. */
-    if (!strcmp(prefix, "-")) return 0;
-    int in_readable = !strcmp(in, "-") || access(in, R_OK) == 0;
-    return in_readable && access(prefix, R_OK) != 0 && !has_alignment_suffix(prefix);
 }
 
 typedef struct {
@@ -525,7 +456,7 @@ static int finish_positionals(cli_state *c, int argc, char **argv)
 
 static int parse_args(cli_state *c, int argc, char **argv)
 {
-    c->legacy = is_legacy_form(argc, argv);
+    c->legacy = legacy_form(argc, argv, long_opts, SHORT_WITH_ARG);
     const char *shortopts = c->legacy ? SHORT_OPTS_LEGACY : SHORT_OPTS_MODERN;
     int ch;
     opterr = 1;
