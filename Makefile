@@ -43,9 +43,11 @@ PREFIX   ?= /usr/local
 MANDIR   ?= $(PREFIX)/share/man
 PYTHON    = .venv/bin/python
 
-OBJS = bamtk.o bam_rocksort.o legacy_form.o sort_pipeline.o spill_queue.o sort_plan.o sort_load.o sort_output.o sort_report.o input_check.o fd_budget.o merge_plan.o run_merge.o \
-       bam_sort.o minimiser.o sort_batch.o record_codec.o rocks_store.o output_file.o \
-       output_target.o cleanup.o progress.o temp_env.o store_stream.o
+OBJS = bamtk.o bam_rocksort.o legacy_form.o \
+       sort_pipeline.o sort_plan.o sort_load.o spill_queue.o sort_output.o sort_report.o \
+       input_check.o fd_budget.o merge_plan.o run_merge.o bam_sort.o minimiser.o sort_batch.o \
+       record_codec.o rocks_store.o rocks_merge.o output_file.o output_target.o cleanup.o \
+       progress.o temp_env.o store_stream.o
 # The C unit tests, run by test/run_tests.py (its UNIT_TESTS list).
 UNIT_PROGS = test/test_keys test/test_run_merge test/test_store_stream test/test_cleanup
 
@@ -74,7 +76,7 @@ test/test_keys: test/test_keys.c bam_sort.o minimiser.o
 	$(CC) $(CFLAGS) $(CPPFLAGS) -I. -o $@ $^ $(LDLIBS)
 
 # The spilled runs are read through the store, which brings RocksDB's C++ side.
-STORE_OBJS = store_stream.o rocks_store.o merge_plan.o cleanup.o temp_env.o
+STORE_OBJS = store_stream.o rocks_store.o rocks_merge.o merge_plan.o cleanup.o temp_env.o
 
 test/test_run_merge: test/test_run_merge.c run_merge.o $(STORE_OBJS) sort_batch.o record_codec.o bam_sort.o minimiser.o
 	$(CC) $(CFLAGS) $(CPPFLAGS) -I. -o $@ $^ $(LDLIBS) $(CXX_RUNTIME)
@@ -156,9 +158,10 @@ FUZZ_CC      = clang
 FUZZ_CXX     = clang++
 FUZZ_FLAGS   = -g -O1 -fsanitize=address,undefined -fno-sanitize-recover=undefined
 FUZZ_SECONDS = 900
-ENGINE_SRCS  = sort_pipeline.c spill_queue.c sort_plan.c sort_load.c sort_output.c sort_report.c input_check.c fd_budget.c merge_plan.c run_merge.c bam_sort.c minimiser.c \
-               sort_batch.c record_codec.c rocks_store.c output_file.c output_target.c cleanup.c \
-               progress.c store_stream.c
+ENGINE_SRCS  = sort_pipeline.c sort_plan.c sort_load.c spill_queue.c sort_output.c sort_report.c \
+               input_check.c fd_budget.c merge_plan.c run_merge.c bam_sort.c minimiser.c \
+               sort_batch.c record_codec.c rocks_store.c rocks_merge.c output_file.c \
+               output_target.c cleanup.c progress.c store_stream.c
 RECORD_SRCS  = bam_sort.c minimiser.c record_codec.c
 FUZZ_OBJ_DIR = build/fuzz
 

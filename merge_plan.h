@@ -1,6 +1,7 @@
 /* merge_plan.h -- how many sorted runs to merge at once.
  *
- * Contract: pure arithmetic for rocks_store.c, no RocksDB calls.
+ * Contract: pure arithmetic for the store (rocks_store.c, rocks_merge.c),
+ * no RocksDB calls.
  * files_plan_for() splits the descriptors the temporary database may use
  * between the runs the readout keeps open (every one) and the background
  * merges (each keeps its inputs and its output open, several at once), and

@@ -1,0 +1,48 @@
+/* rocks_store_internal.h -- the store's state, for rocks_store.c and
+ * rocks_merge.c only.
+ *
+ * Contract: rocks_store.c opens the database, writes runs into it, reads
+ * them back and closes it; rocks_merge.c decides when RocksDB merges runs
+ * (universal compaction) and waits for those merges.  Nothing outside the
+ * two files includes this header: the rest of the program sees rocks_store.h.
+ */
+#ifndef ROCKS_STORE_INTERNAL_H
+#define ROCKS_STORE_INTERNAL_H
+
+#include <rocksdb/c.h>
+#include "rocks_store.h"
+#include "merge_plan.h"
+
+/* For RocksDB's counts and percentages: a value never reached, no limit. */
+#define NO_LIMIT (1 << 30)
+
+struct rocks_store {
+    char *dir;
+    rocksdb_t *db;
+    rocksdb_column_family_handle_t *part[STORE_MAX_PARTS];
+    int n_parts;                /* column families created */
+    int parts_used;             /* of those, how many hold runs */
+    rocksdb_options_t *opts;
+    rocksdb_env_t *env;
+    rocksdb_envoptions_t *envopts;
+    rocksdb_block_based_table_options_t *table;
+    rocksdb_universal_compaction_options_t *universal;
+    rocksdb_ingestexternalfileoptions_t *ingest;
+    rocksdb_sstfilewriter_t *writer;
+    rocksdb_readoptions_t *read;
+    char *run_path;
+    uint64_t runs, bytes_written;
+    files_plan files;           /* the open-file budget's split */
+    int compaction_forced;
+    int merges_planned;         /* a size hint or estimate set up background merges */
+    int catch_up_runs;          /* runs merged at settle time, after the load */
+    int direct_io;              /* runs are read (and merged) bypassing the page cache */
+    uint64_t run_bytes;         /* expected size of one run */
+};
+
+/* rocks_merge.c: the compaction options at open, and after each run the
+ * merges the open-file budget forces when none were planned. */
+void merges_configure(rocks_store *st, const store_options *o);
+void merges_after_run(rocks_store *st);
+
+#endif
