@@ -38,7 +38,7 @@ PYTHON    = .venv/bin/python
 
 OBJS = bamtk.o bam_rocksort.o sort_pipeline.o run_merge.o bam_sort.o minimiser.o sort_batch.o \
        record_codec.o rocks_store.o output_file.o cleanup.o progress.o \
-       temp_sync.o store_stream.o
+       temp_sync.o store_stream.o temp_space.o
 
 htslib: $(HTS_LIB_FILE)
 
@@ -140,7 +140,7 @@ FUZZ_CC      = clang
 FUZZ_FLAGS   = -g -O1 -fsanitize=address,undefined -fno-sanitize-recover=undefined
 FUZZ_SECONDS = 900
 ENGINE_SRCS  = sort_pipeline.c run_merge.c bam_sort.c minimiser.c sort_batch.c record_codec.c rocks_store.c \
-               output_file.c cleanup.c progress.c temp_sync.c store_stream.c
+               output_file.c cleanup.c progress.c temp_sync.c store_stream.c temp_space.c
 RECORD_SRCS  = bam_sort.c minimiser.c record_codec.c
 
 fuzz/fuzz_record: fuzz/fuzz_record.c $(RECORD_SRCS)

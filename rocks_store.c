@@ -60,15 +60,6 @@ static char *wrap_rocks_error(const char *what, char *rocks_err)
     return m;
 }
 
-int store_parse_compression(const char *name)
-{
-    if (!strcmp(name, "none")) return rocksdb_no_compression;
-    if (!strcmp(name, "lz4")) return rocksdb_lz4_compression;
-    if (!strcmp(name, "snappy")) return rocksdb_snappy_compression;
-    if (!strcmp(name, "zstd")) return rocksdb_zstd_compression;
-    return -1;
-}
-
 static char *make_temp_dir(const char *prefix, char **err)
 {
     struct stat st;
@@ -166,6 +157,18 @@ static void configure_direct_io(rocks_store *st)
     rocksdb_options_compaction_readahead_size(st->opts, STORE_DIRECT_READAHEAD);
 }
 
+/* The codec's level and helper threads, when the caller picked them
+ * (temp_space.c: compact runs); window bits and strategy stay RocksDB's. */
+static void configure_codec(rocks_store *st, const store_options *o)
+{
+    if (o->compression == rocksdb_no_compression) return;
+    if (o->compression_level)
+        rocksdb_options_set_compression_options(st->opts, -14, o->compression_level, 0, 0);
+    if (o->compression_threads > 1)
+        rocksdb_options_set_compression_options_parallel_threads(st->opts,
+                                                                 o->compression_threads);
+}
+
 static void configure(rocks_store *st, const store_options *o)
 {
     st->opts = rocksdb_options_create();
@@ -190,7 +193,9 @@ static void configure(rocks_store *st, const store_options *o)
 
     st->table = rocksdb_block_based_options_create();
     /* Large blocks: the data is read once, sequentially. */
-    rocksdb_block_based_options_set_block_size(st->table, 256 << 10);
+    rocksdb_block_based_options_set_block_size(st->table,
+                                               o->block_bytes ? o->block_bytes : STORE_BLOCK_BYTES);
+    configure_codec(st, o);
     rocksdb_block_based_options_set_no_block_cache(st->table, 1);
     rocksdb_options_set_block_based_table_factory(st->opts, st->table);
 
@@ -317,6 +322,13 @@ int store_plan_merges(rocks_store *st, uint64_t size_estimate)
     if (start_merging(st, p.budget, p.min_width, p.budget, MERGE_SIZE_RATIO) < 0) return -1;
     st->merges_planned = 1;
     return p.min_width;
+}
+
+int store_merge_width(uint64_t size, uint64_t run_bytes, int hinted)
+{
+    uint64_t t = run_bytes ? (size + run_bytes - 1) / run_bytes : 1;
+    if (!hinted && t <= STORE_MERGE_MIN_RUNS) return 0;
+    return plan_for(t).budget;
 }
 
 int store_run_begin(rocks_store *st, char **err)
