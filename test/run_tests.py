@@ -897,6 +897,10 @@ def test_wrapper_passes_view_on(case):
 import robustness  # noqa: E402
 robustness.register(test, sys.modules[__name__])
 
+# Temp space: the runs' format and refusals before reading: test/tempspace.py.
+import tempspace  # noqa: E402
+tempspace.register(test, sys.modules[__name__])
+
 # Odd SAM text parsed as samtools 1.24 parses it: test/parsing.py.
 import parsing  # noqa: E402
 parsing.register(test, sys.modules[__name__])
