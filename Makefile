@@ -73,6 +73,9 @@ test/test_cleanup: test/test_cleanup.c cleanup.o
 test/test_temp_sync: test/test_temp_sync.c temp_sync.o
 	$(CC) $(CFLAGS) $(CPPFLAGS) -I. -o $@ $^ $(LDLIBS)
 
+test/test_temp_space: test/test_temp_space.c temp_space.o rocks_store.o cleanup.o temp_sync.o
+	$(CC) $(CFLAGS) $(CPPFLAGS) -I. -o $@ $^ $(LDLIBS)
+
 deps:
 	@bash scripts/deps.sh build
 
@@ -87,7 +90,7 @@ demo: deps
 	./samtools view example/example.sorted.bam | cut -f 1-6 | head -20
 
 test: test-deps
-	$(MAKE) samtools test/test_keys test/test_run_merge test/test_store_stream test/test_temp_sync test/test_cleanup fuzz/replay_record fuzz/replay_input
+	$(MAKE) samtools test/test_keys test/test_run_merge test/test_store_stream test/test_temp_sync test/test_cleanup test/test_temp_space fuzz/replay_record fuzz/replay_input
 	$(PYTHON) test/run_tests.py
 
 bench: test-deps
@@ -110,7 +113,7 @@ asan: $(ASAN_DIR)/samtools
 # The whole suite under AddressSanitizer and UBSan.  Full malloc stacks
 # (slower) let test/lsan.supp name the two htslib-internal leaks precisely.
 test-asan: test-deps
-	$(MAKE) $(ASAN_DIR)/samtools test/test_keys test/test_run_merge test/test_store_stream test/test_temp_sync test/test_cleanup
+	$(MAKE) $(ASAN_DIR)/samtools test/test_keys test/test_run_merge test/test_store_stream test/test_temp_sync test/test_cleanup test/test_temp_space
 	ASAN_OPTIONS=detect_leaks=1:abort_on_error=0:fast_unwind_on_malloc=0 \
 	  LSAN_OPTIONS=suppressions=$(CURDIR)/test/lsan.supp:print_suppressions=0 \
 	  UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
@@ -170,6 +173,6 @@ install: samtools
 	install -m 644 doc/samtools-rocksort.1 $(DESTDIR)$(MANDIR)/man1/samtools-rocksort.1
 
 clean:
-	rm -f samtools $(OBJS) $(OBJS:.o=.d) test/test_keys test/test_run_merge test/test_store_stream test/test_temp_sync test/test_cleanup
+	rm -f samtools $(OBJS) $(OBJS:.o=.d) test/test_keys test/test_run_merge test/test_store_stream test/test_temp_sync test/test_cleanup test/test_temp_space
 	rm -f fuzz/fuzz_record fuzz/fuzz_input fuzz/replay_record fuzz/replay_input
 	rm -rf build
