@@ -157,16 +157,14 @@ static void configure_direct_io(rocks_store *st)
     rocksdb_options_compaction_readahead_size(st->opts, STORE_DIRECT_READAHEAD);
 }
 
-/* The codec's level and helper threads, when the caller picked them
- * (temp_space.c: compact runs); window bits and strategy stay RocksDB's. */
+/* The codec's level and helper threads (temp_space.c picks them); window
+ * bits (-14), strategy and dictionary stay RocksDB's defaults. */
 static void configure_codec(rocks_store *st, const store_options *o)
 {
-    if (o->compression == rocksdb_no_compression) return;
     if (o->compression_level)
         rocksdb_options_set_compression_options(st->opts, -14, o->compression_level, 0, 0);
-    if (o->compression_threads > 1)
-        rocksdb_options_set_compression_options_parallel_threads(st->opts,
-                                                                 o->compression_threads);
+    if (o->compression != rocksdb_no_compression && o->compression_threads > 1)
+        rocksdb_options_set_compression_options_parallel_threads(st->opts, o->compression_threads);
 }
 
 static void configure(rocks_store *st, const store_options *o)
@@ -175,6 +173,7 @@ static void configure(rocks_store *st, const store_options *o)
     rocksdb_options_set_create_if_missing(st->opts, 1);
     rocksdb_options_set_error_if_exists(st->opts, 1);
     rocksdb_options_set_compression(st->opts, o->compression);
+    configure_codec(st, o);
     /* Only fatal messages in RocksDB's LOG file.  Its per-run lines are of
      * no use here, and on a full temp file system a LOG line that failed
      * made RocksDB 7.8 abort on an assertion at the next one (in the
@@ -193,9 +192,7 @@ static void configure(rocks_store *st, const store_options *o)
 
     st->table = rocksdb_block_based_options_create();
     /* Large blocks: the data is read once, sequentially. */
-    rocksdb_block_based_options_set_block_size(st->table,
-                                               o->block_bytes ? o->block_bytes : STORE_BLOCK_BYTES);
-    configure_codec(st, o);
+    rocksdb_block_based_options_set_block_size(st->table, 256 << 10);
     rocksdb_block_based_options_set_no_block_cache(st->table, 1);
     rocksdb_options_set_block_based_table_factory(st->opts, st->table);
 

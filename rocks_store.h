@@ -25,7 +25,6 @@ typedef struct {
     int compression;        /* rocksdb_no_compression, _lz4_, _snappy_, _zstd_ */
     int compression_level;  /* the codec's level; 0: RocksDB's default */
     int compression_threads;/* threads compressing one run's blocks; <= 1: the writer's own */
-    size_t block_bytes;     /* data block size; 0: STORE_BLOCK_BYTES */
     uint64_t size_hint;     /* expected total bytes of all runs; 0: unknown */
     uint64_t run_bytes;     /* expected bytes of one run */
     int max_open_files;     /* cap on files RocksDB keeps open; -1: no cap */
@@ -34,8 +33,6 @@ typedef struct {
 } store_options;
 
 #define STORE_MAX_PARTS 4
-/* Data block size unless store_options says otherwise. */
-#define STORE_BLOCK_BYTES (256u << 10)
 
 typedef struct rocks_store rocks_store;
 

@@ -16,11 +16,11 @@
 #include <unistd.h>
 #include "temp_space.h"
 
-/* Compact runs: zstd's fastest regular level in 1 MiB blocks.  Its entropy
- * coding halves the 4-bit bases and squeezes binned qualities, which LZ4
- * cannot; large blocks give it whole neighbourhoods of names and tags. */
+/* Compact runs: zstd's fastest regular level, in the store's usual blocks.
+ * Its entropy coding halves the 4-bit bases and squeezes binned qualities,
+ * which LZ4 cannot.  Larger blocks gained under 1% in size and cost each
+ * run open at the readout a larger block in memory (see bench/RESULTS.md). */
 #define COMPACT_LEVEL 1
-#define COMPACT_BLOCK_BYTES (1u << 20)
 
 /* Run bytes per byte of BAM record: a key of ~21 bytes, the in-memory core
  * (48 bytes against BAM's 36) and the SST's per-entry bytes.  8% on 320-byte
@@ -252,10 +252,8 @@ void temp_space_store_options(const temp_plan *p, store_options *so)
     };
     so->compression = codec[p->mode];
     so->compression_level = p->mode == TEMP_COMPACT ? COMPACT_LEVEL : 0;
-    /* Compressed blocks are written and read once, in order: large ones
-     * compress better and cost no more.  Helper threads take compression
-     * off the spill thread, which the loader would otherwise wait for. */
-    so->block_bytes = p->mode == TEMP_NONE ? 0 : COMPACT_BLOCK_BYTES;
+    /* Helper threads take compression off the spill thread, which the
+     * loader would otherwise wait for. */
     so->compression_threads = p->mode == TEMP_NONE ? 0 : p->threads;
 }
 
@@ -264,7 +262,7 @@ void temp_space_report(const temp_plan *p, FILE *fp)
     char free_s[32] = "unknown", none_s[32], compact_s[32];
     if (p->free_known) human(free_s, sizeof free_s, p->free_bytes);
     fprintf(fp, "[rocksort] temp runs: %s%s (%s); ", mode_names[p->mode],
-            p->mode == TEMP_COMPACT ? " (zstd level 1, 1 MiB blocks)" : "", p->why);
+            p->mode == TEMP_COMPACT ? " (zstd level 1)" : "", p->why);
     if (p->source) {
         human(none_s, sizeof none_s, p->need_none);
         human(compact_s, sizeof compact_s, p->need_compact);

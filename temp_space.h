@@ -8,7 +8,7 @@
  * reads at most TEMP_SAMPLE_BYTES of a regular file, and nothing of a pipe).
  * It compares that with the space free there (statvfs) and picks the runs'
  * format: the one --temp-compression forces, else uncompressed only when
- * the room is ample, else compact (zstd level 1 in 1 MiB blocks).  With no
+ * the room is ample, else compact (zstd level 1).  With no
  * estimate, compact when the free space is under TEMP_SMALL_FREE.  When the
  * chosen format will not fit, it returns -1 and a malloc'd one-line message
  * naming the directory, the bytes needed and free, and suggesting -T; it
@@ -24,7 +24,7 @@
 
 typedef enum {
     TEMP_AUTO = 0,      /* uncompressed with ample room, else compact */
-    TEMP_COMPACT,       /* zstd level 1, large blocks, helper threads */
+    TEMP_COMPACT,       /* zstd level 1, on helper threads */
     TEMP_NONE,
     TEMP_LZ4,
     TEMP_SNAPPY,
@@ -69,7 +69,7 @@ const char *temp_prefix(const char *given);
 /* Returns 0 with *plan filled, or -1 with *err set (see above). */
 int temp_space_plan(const temp_request *rq, temp_plan *plan, char **err);
 
-/* Sets the store's codec, level, block size and threads for plan->mode. */
+/* Sets the store's codec, level and helper threads for plan->mode. */
 void temp_space_store_options(const temp_plan *plan, store_options *so);
 
 /* One -v line: the format, why, the estimates and the free space. */
