@@ -18,17 +18,17 @@
 
 /* Compact runs: zstd's fastest regular level, in the store's usual blocks.
  * Its entropy coding halves the 4-bit bases and squeezes binned qualities,
- * which LZ4 cannot.  Larger blocks gained under 1% in size and cost each
- * run open at the readout a larger block in memory (see bench/RESULTS.md). */
+ * which LZ4 cannot.  Larger blocks barely shrank the runs and cost each run
+ * open at the readout a larger block in memory. */
 #define COMPACT_LEVEL 1
 
 /* Run bytes per byte of BAM record: a key of ~21 bytes, the in-memory core
- * (48 bytes against BAM's 36) and the SST's per-entry bytes.  8% on 320-byte
- * records; short reads pay more. */
+ * (48 bytes against BAM's 36) and the SST's per-entry bytes; short reads pay
+ * relatively more. */
 #define RECORD_OVERHEAD 1.25
 /* Compact run bytes per byte of BGZF input: zstd level 1 on sorted records
- * compresses about as well as BGZF's deflate on shuffled ones (0.93 on the
- * benchmark input), with room for data that compresses worse. */
+ * compresses a little better than BGZF's deflate on shuffled ones; the
+ * factor leaves room for data where it does not. */
 #define COMPACT_PER_BGZF_BYTE 1.15
 /* Compact runs' ratio where the input cannot tell (-s, SAM, CRAM, pipes). */
 #define COMPACT_RATIO_GUESS 2.2
