@@ -94,11 +94,14 @@ static double bgzf_expansion(const uint8_t *buf, size_t n)
 }
 
 /* Reads the start of a regular file: its data bytes and compact ratio.
- * Returns 0, or -1 if the file says nothing (not regular, unreadable). */
+ * Returns 0, or -1 if the file says nothing (not regular, unreadable).
+ * A named pipe is never opened here: closing it again could cost its
+ * writer a SIGPIPE before the real reader opens it. */
 static int estimate_from_file(const char *fn, uint64_t *data, double *ratio)
 {
-    struct stat st = { 0 };
-    int fd = open(fn, O_RDONLY | O_CLOEXEC);
+    struct stat st;
+    if (stat(fn, &st) != 0 || !S_ISREG(st.st_mode)) return -1;
+    int fd = open(fn, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
     if (fd < 0) return -1;
     uint8_t *buf = malloc(TEMP_SAMPLE_BYTES);
     ssize_t n = -1;
@@ -193,10 +196,10 @@ static void choose_mode(temp_plan *p)
                        : "the input's size is unknown (no -s) and the free space is large";
     } else if (p->need_none <= p->free_bytes / AMPLE_FACTOR) {
         p->mode = TEMP_NONE;
-        p->why = "ample room for uncompressed runs";
+        p->why = "there is ample room for uncompressed runs";
     } else {
         p->mode = TEMP_COMPACT;
-        p->why = "too little room for uncompressed runs";
+        p->why = "there is too little room for uncompressed runs";
     }
 }
 
@@ -231,7 +234,7 @@ int temp_space_plan(const temp_request *rq, temp_plan *p, char **err)
     estimate(rq, p, &ratio);
     find_free_space(temp_prefix(rq->tmp_prefix), p);
     p->mode = rq->mode;
-    p->why = "--temp-compression";
+    p->why = "--temp-compression says so";
     if (rq->mode == TEMP_AUTO) choose_mode(p);
     if (!p->source || !p->free_known) return 0;
     uint64_t need = p->mode == TEMP_NONE ? p->need_none
@@ -261,7 +264,7 @@ void temp_space_report(const temp_plan *p, FILE *fp)
 {
     char free_s[32] = "unknown", none_s[32], compact_s[32];
     if (p->free_known) human(free_s, sizeof free_s, p->free_bytes);
-    fprintf(fp, "[rocksort] temp runs: %s%s (%s); ", mode_names[p->mode],
+    fprintf(fp, "[rocksort] temp runs: %s%s, as %s; ", mode_names[p->mode],
             p->mode == TEMP_COMPACT ? " (zstd level 1)" : "", p->why);
     if (p->source) {
         human(none_s, sizeof none_s, p->need_none);

@@ -56,7 +56,7 @@ typedef struct {
     const char *source;         /* where the estimate comes from; NULL: none */
     uint64_t data_bytes;        /* estimated bytes of the runs, uncompressed */
     uint64_t need_none, need_compact;   /* estimated peaks; 0 if no estimate */
-    const char *why;            /* the reason for the mode, for -v */
+    const char *why;            /* the reason for the mode, for -v ("as ...") */
 } temp_plan;
 
 /* --temp-compression's names: auto, compact, none, lz4, snappy, zstd.
