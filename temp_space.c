@@ -137,18 +137,17 @@ static double mode_ratio(temp_mode mode, double compact_ratio)
     }
 }
 
-/* Peak bytes of uncompressed runs: all of them, plus what merges running
- * at once write before their inputs go; nothing if the data fits in
- * memory.  A merge starts once `width` runs wait, so fewer runs than that
- * are never merged. */
+/* Peak bytes of uncompressed runs: nothing if the data fits in memory;
+ * else all runs, and twice that when background merges will run (a merge
+ * starts once `width` runs wait).  A merge's inputs stay until its output
+ * is whole, and merges fall behind on a slow disk, so near the end of the
+ * load most runs can be inputs of running merges; as each byte is in at
+ * most one merge at a time, twice the runs bounds the peak. */
 static uint64_t peak_run_bytes(const temp_request *rq, uint64_t data)
 {
     if ((double)data * HOLD_SLACK <= (double)rq->memory || data <= rq->run_bytes) return 0;
     uint64_t width = (uint64_t)store_merge_width(data, rq->run_bytes, rq->size_hint > 0);
-    uint64_t threads = rq->threads > 1 ? (uint64_t)rq->threads : 1;
-    uint64_t merging = width * rq->run_bytes * threads;
-    if (data < width * rq->run_bytes) merging = 0;
-    return data + (merging < data ? merging : data);
+    return width && data >= width * rq->run_bytes ? 2 * data : data;
 }
 
 static void estimate(const temp_request *rq, temp_plan *p, double *ratio)

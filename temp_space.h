@@ -44,7 +44,7 @@ typedef struct {
     uint64_t size_hint;         /* -s, 0 if none */
     uint64_t memory;            /* the sort's memory budget */
     uint64_t run_bytes;         /* bytes of one run (a batch) */
-    int threads;                /* background merges and compression helpers */
+    int threads;                /* compression helper threads */
 } temp_request;
 
 typedef struct {
