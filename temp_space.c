@@ -154,11 +154,13 @@ static void estimate(const temp_request *rq, temp_plan *p, double *ratio)
 {
     uint64_t data = 0;
     *ratio = COMPACT_RATIO_GUESS;
-    if (rq->size_hint) {
+    /* A file's own size beats -s, which is a guess made for merging (and
+     * may be far off: it only moves speed); -s still plans the merges. */
+    if (strcmp(rq->in_fn, "-") && estimate_from_file(rq->in_fn, &data, ratio) == 0) {
+        p->source = "the input file";
+    } else if (rq->size_hint) {
         data = (uint64_t)((double)rq->size_hint * RECORD_OVERHEAD);
         p->source = "-s";
-    } else if (strcmp(rq->in_fn, "-") && estimate_from_file(rq->in_fn, &data, ratio) == 0) {
-        p->source = "the input file";
     }
     if (!p->source) return;
     p->data_bytes = data;

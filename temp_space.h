@@ -3,9 +3,9 @@
  * Contract: temp_space_plan() runs before any record is read.  It estimates
  * the bytes the sort will hold under its temp directory at the peak (the
  * runs, plus what background merges write before they delete their
- * inputs), for uncompressed and for compact runs: from -s, or from the
- * input file's size and, for BGZF, the expansion of its first blocks (it
- * reads at most TEMP_SAMPLE_BYTES of a regular file, and nothing of a pipe).
+ * inputs), for uncompressed and for compact runs: from the input file's
+ * size and, for BGZF, the expansion of its first blocks (it reads at most
+ * TEMP_SAMPLE_BYTES of a regular file, and nothing of a pipe), else from -s.
  * It compares that with the space free there (statvfs) and picks the runs'
  * format: the one --temp-compression forces, else uncompressed only when
  * the room is ample, else compact (zstd level 1).  With no

@@ -81,6 +81,23 @@ static const char *check_refusal(void)
     return ok ? NULL : "the refusal lacks the directory, needed, free, -T or -s";
 }
 
+/* A regular file's size wins over -s, which may be far off (it only
+ * steers merging): an exabyte -s for a small file is not refused. */
+static const char *check_file_beats_hint(void)
+{
+    char path[4200];
+    temp_plan p;
+    char *err = NULL;
+    snprintf(path, sizeof path, "%s/small.sam", dir);
+    write_text(path, 1u << 20, 0);
+    temp_request rq = request(path, 1ULL << 60, TEMP_AUTO);
+    int r = temp_space_plan(&rq, &p, &err);
+    unlink(path);
+    free(err);
+    if (r != 0) return "a small file with an exabyte -s was refused";
+    return p.source && !strcmp(p.source, "the input file") ? NULL : "the estimate is not the file's";
+}
+
 static const char *check_small_hint(void)
 {
     temp_plan p;
@@ -130,6 +147,7 @@ int main(void)
     report("temp_space_plain_gzip", check_file_estimate("in.gz", -1, 4.9, 5.1));
     report("temp_space_refusal_message", check_refusal());
     report("temp_space_small_hint", check_small_hint());
+    report("temp_space_file_beats_hint", check_file_beats_hint());
     report("temp_space_modes", check_modes());
     rmdir(dir);
     return report_summary();
