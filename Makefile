@@ -45,9 +45,10 @@ PYTHON    = .venv/bin/python
 
 OBJS = bamtk.o bam_rocksort.o sort_pipeline.o input_check.o fd_budget.o merge_plan.o run_merge.o \
        bam_sort.o minimiser.o sort_batch.o record_codec.o rocks_store.o output_file.o \
-       output_target.o cleanup.o progress.o temp_env.o store_stream.o
+       output_target.o cleanup.o progress.o temp_env.o store_stream.o temp_space.o
 # The C unit tests, run by test/run_tests.py (its UNIT_TESTS list).
-UNIT_PROGS = test/test_keys test/test_run_merge test/test_store_stream test/test_cleanup
+UNIT_PROGS = test/test_keys test/test_run_merge test/test_store_stream test/test_cleanup \
+             test/test_temp_space
 
 htslib: $(HTS_LIB_FILE)
 
@@ -81,6 +82,9 @@ test/test_store_stream: test/test_store_stream.c store_stream.o sort_batch.o rec
 
 test/test_cleanup: test/test_cleanup.c cleanup.o
 	$(CC) $(CFLAGS) $(CPPFLAGS) -I. -o $@ $^ $(LDLIBS)
+
+test/test_temp_space: test/test_temp_space.c temp_space.o rocks_store.o merge_plan.o cleanup.o temp_env.o
+	$(CC) $(CFLAGS) $(CPPFLAGS) -I. -o $@ $^ $(LDLIBS) -lstdc++
 
 deps:
 	@bash scripts/deps.sh build
@@ -155,7 +159,7 @@ FUZZ_FLAGS   = -g -O1 -fsanitize=address,undefined -fno-sanitize-recover=undefin
 FUZZ_SECONDS = 900
 ENGINE_SRCS  = sort_pipeline.c input_check.c fd_budget.c merge_plan.c run_merge.c bam_sort.c minimiser.c \
                sort_batch.c record_codec.c rocks_store.c output_file.c output_target.c cleanup.c \
-               progress.c store_stream.c
+               progress.c store_stream.c temp_space.c
 RECORD_SRCS  = bam_sort.c minimiser.c record_codec.c
 FUZZ_OBJ_DIR = build/fuzz
 

@@ -62,15 +62,6 @@ static char *wrap_rocks_error(const char *what, char *rocks_err)
     return m;
 }
 
-int store_parse_compression(const char *name)
-{
-    if (!strcmp(name, "none")) return rocksdb_no_compression;
-    if (!strcmp(name, "lz4")) return rocksdb_lz4_compression;
-    if (!strcmp(name, "snappy")) return rocksdb_snappy_compression;
-    if (!strcmp(name, "zstd")) return rocksdb_zstd_compression;
-    return -1;
-}
-
 static char *make_temp_dir(const char *prefix, char **err)
 {
     struct stat st;
@@ -152,12 +143,23 @@ static void configure_direct_io(rocks_store *st)
     rocksdb_options_compaction_readahead_size(st->opts, STORE_DIRECT_READAHEAD);
 }
 
+/* The codec's level and helper threads (temp_space.c picks them); window
+ * bits (-14), strategy and dictionary stay RocksDB's defaults. */
+static void configure_codec(rocks_store *st, const store_options *o)
+{
+    if (o->compression_level)
+        rocksdb_options_set_compression_options(st->opts, -14, o->compression_level, 0, 0);
+    if (o->compression != rocksdb_no_compression && o->compression_threads > 1)
+        rocksdb_options_set_compression_options_parallel_threads(st->opts, o->compression_threads);
+}
+
 static void configure(rocks_store *st, const store_options *o)
 {
     st->opts = rocksdb_options_create();
     rocksdb_options_set_create_if_missing(st->opts, 1);
     rocksdb_options_set_error_if_exists(st->opts, 1);
     rocksdb_options_set_compression(st->opts, o->compression);
+    configure_codec(st, o);
     /* Only fatal messages in RocksDB's LOG file.  Its per-run lines are of
      * no use here, and on a full temp file system a LOG line that failed
      * made RocksDB 7.8 abort on an assertion at the next one (in the
@@ -320,6 +322,13 @@ static void force_compaction(rocks_store *st)
 {
     st->compaction_forced = 1;
     start_merging_to_fit(st, st->files.max_runs / 2);
+}
+
+int store_merge_width(uint64_t size, uint64_t run_bytes, int hinted)
+{
+    uint64_t t = run_bytes ? (size + run_bytes - 1) / run_bytes : 1;
+    if (!hinted && t <= STORE_MERGE_MIN_RUNS) return 0;
+    return merge_plan_for(t).trigger;
 }
 
 int store_run_begin(rocks_store *st, char **err)

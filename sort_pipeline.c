@@ -32,6 +32,7 @@
 #include "progress.h"
 #include "input_check.h"
 #include "fd_budget.h"
+#include "temp_space.h"
 
 #define ROCKSORT_VERSION_PG "rocksort-" ROCKSORT_VERSION
 
@@ -78,6 +79,7 @@ typedef struct {
     int merge_width;            /* the fewest runs a background merge takes */
     int size_planned;
     sort_spec sort;             /* o->sort, prepared with the input header */
+    temp_plan space;            /* the runs' format, chosen before reading */
 } sort_job;
 
 static void fail(const char *fmt, const char *a, const char *b)
@@ -398,11 +400,8 @@ static int open_store(sort_job *j)
         .background_threads = o->threads > 1 ? o->threads : 1,
         .parts = READOUT_STREAMS,
     };
-    const char *prefix = o->tmp_prefix;
-    if (!prefix) {
-        prefix = getenv("TMPDIR");
-        if (!prefix || !*prefix) prefix = "/tmp";
-    }
+    temp_space_store_options(&j->space, &so);
+    const char *prefix = temp_prefix(o->tmp_prefix);
     char *err = NULL;
     j->store = store_open(prefix, &so, &err);
     if (!j->store) {
@@ -412,6 +411,23 @@ static int open_store(sort_job *j)
     }
     j->q.store = j->store;
     return 0;
+}
+
+/* Before reading: the runs' format, and a refusal if they cannot fit. */
+static int plan_temp_space(sort_job *j)
+{
+    const rocksort_opts *o = j->o;
+    temp_request rq = {
+        .mode = (temp_mode)o->temp_compression, .in_fn = o->in_fn,
+        .tmp_prefix = o->tmp_prefix, .size_hint = o->size_hint,
+        .memory = total_memory(o), .run_bytes = batch_bytes_for(o),
+        .threads = o->threads > 1 ? o->threads : 1,
+    };
+    char *err = NULL;
+    if (temp_space_plan(&rq, &j->space, &err) == 0) return 0;
+    fail("%s%s", err ? err : "not enough space for temporary data", "");
+    free(err);
+    return -1;
 }
 
 static int start_spiller(sort_job *j)
@@ -862,6 +878,7 @@ static void report(const sort_job *j)
     struct rusage ru;
     getrusage(RUSAGE_SELF, &ru);
     report_sizing(j);
+    temp_space_report(&j->space, stderr);
     fprintf(stderr, "[rocksort] memory: %s\n", memory_use(j));
     if (store_runs_ingested(j->store))
         fprintf(stderr, "[rocksort] temp reads: %s; %d reader thread%s\n", store_direct_io(j->store)
@@ -925,8 +942,8 @@ int rocksort_run(const rocksort_opts *o)
     int verbosity = hts_verbose;
     if (!o->htslib_verbosity_set) hts_verbose = 0;
     j.prog = j.q.prog = progress_start(o->progress, o->progress_interval);
-    int ok = open_input(&j) == 0 && prepare_header(&j) == 0 && open_output(&j) == 0
-          && open_store(&j) == 0 && start_spiller(&j) == 0 && load(&j) == 0;
+    int ok = plan_temp_space(&j) == 0 && open_input(&j) == 0 && prepare_header(&j) == 0
+          && open_output(&j) == 0 && open_store(&j) == 0 && start_spiller(&j) == 0 && load(&j) == 0;
     if (ok) {
         progress_set_phase(j.prog, PHASE_SETTLE);
         j.t_settle = store_settle(j.store);

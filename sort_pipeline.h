@@ -28,7 +28,7 @@ typedef struct {
     size_t mem_per_thread;      /* -m */
     const char *tmp_prefix;     /* -T, or NULL for $TMPDIR */
     uint64_t size_hint;         /* -s, 0 if none */
-    int temp_compression;       /* rocksdb compression type */
+    int temp_compression;       /* --temp-compression: a temp_mode (temp_space.h) */
     int keep_db;                /* -k */
     int verbose;                /* -v */
     int verify;                 /* --verify: checksum records in and out */

@@ -33,7 +33,7 @@ REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 VENV_PYTHON = os.path.join(REPO, ".venv", "bin", "python")
 PYTHON = VENV_PYTHON if os.path.exists(VENV_PYTHON) else sys.executable
 UNIT_TESTS = ["test_keys", "test_run_merge", "test_store_stream",
-              "test_cleanup"]   # C programs in test/
+              "test_cleanup", "test_temp_space"]   # C programs in test/
 TIMEOUT = 300  # seconds for any one command; a hang must not stall the suite
 
 # pysam's in-process samtools keeps static state between calls (a -n sort
@@ -896,6 +896,10 @@ def test_wrapper_passes_view_on(case):
 # Signals, full disks, damaged input and the like: test/robustness.py.
 import robustness  # noqa: E402
 robustness.register(test, sys.modules[__name__])
+
+# Temp space: the runs' format and refusals before reading: test/tempspace.py.
+import tempspace  # noqa: E402
+tempspace.register(test, sys.modules[__name__])
 
 # Odd SAM text parsed as samtools 1.24 parses it: test/parsing.py.
 import parsing  # noqa: E402
