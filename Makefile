@@ -37,7 +37,7 @@ MANDIR   ?= $(PREFIX)/share/man
 PYTHON    = .venv/bin/python
 
 OBJS = bamtk.o bam_rocksort.o sort_pipeline.o run_merge.o bam_sort.o minimiser.o sort_batch.o \
-       record_codec.o rocks_store.o output_file.o cleanup.o progress.o \
+       batch_sort.o record_codec.o rocks_store.o output_file.o cleanup.o progress.o \
        temp_sync.o store_stream.o
 
 htslib: $(HTS_LIB_FILE)
@@ -61,10 +61,13 @@ htslib/libhts.a: scripts/htslib.sh
 test/test_keys: test/test_keys.c bam_sort.o minimiser.o
 	$(CC) $(CFLAGS) $(CPPFLAGS) -I. -o $@ $^ $(LDLIBS)
 
-test/test_run_merge: test/test_run_merge.c run_merge.o store_stream.o sort_batch.o record_codec.o bam_sort.o minimiser.o
+test/test_run_merge: test/test_run_merge.c run_merge.o store_stream.o sort_batch.o batch_sort.o record_codec.o bam_sort.o minimiser.o
 	$(CC) $(CFLAGS) $(CPPFLAGS) -I. -o $@ $^ $(LDLIBS)
 
-test/test_store_stream: test/test_store_stream.c store_stream.o sort_batch.o record_codec.o bam_sort.o minimiser.o
+test/test_store_stream: test/test_store_stream.c store_stream.o sort_batch.o batch_sort.o record_codec.o bam_sort.o minimiser.o
+	$(CC) $(CFLAGS) $(CPPFLAGS) -I. -o $@ $^ $(LDLIBS)
+
+test/test_batch_sort: test/test_batch_sort.c sort_batch.o batch_sort.o record_codec.o bam_sort.o minimiser.o
 	$(CC) $(CFLAGS) $(CPPFLAGS) -I. -o $@ $^ $(LDLIBS)
 
 test/test_cleanup: test/test_cleanup.c cleanup.o
@@ -87,7 +90,7 @@ demo: deps
 	./samtools view example/example.sorted.bam | cut -f 1-6 | head -20
 
 test: test-deps
-	$(MAKE) samtools test/test_keys test/test_run_merge test/test_store_stream test/test_temp_sync test/test_cleanup fuzz/replay_record fuzz/replay_input
+	$(MAKE) samtools test/test_keys test/test_run_merge test/test_store_stream test/test_batch_sort test/test_temp_sync test/test_cleanup fuzz/replay_record fuzz/replay_input
 	$(PYTHON) test/run_tests.py
 
 bench: test-deps
@@ -110,7 +113,7 @@ asan: $(ASAN_DIR)/samtools
 # The whole suite under AddressSanitizer and UBSan.  Full malloc stacks
 # (slower) let test/lsan.supp name the two htslib-internal leaks precisely.
 test-asan: test-deps
-	$(MAKE) $(ASAN_DIR)/samtools test/test_keys test/test_run_merge test/test_store_stream test/test_temp_sync test/test_cleanup
+	$(MAKE) $(ASAN_DIR)/samtools test/test_keys test/test_run_merge test/test_store_stream test/test_batch_sort test/test_temp_sync test/test_cleanup
 	ASAN_OPTIONS=detect_leaks=1:abort_on_error=0:fast_unwind_on_malloc=0 \
 	  LSAN_OPTIONS=suppressions=$(CURDIR)/test/lsan.supp:print_suppressions=0 \
 	  UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
@@ -139,8 +142,8 @@ test-valgrind: test-deps
 FUZZ_CC      = clang
 FUZZ_FLAGS   = -g -O1 -fsanitize=address,undefined -fno-sanitize-recover=undefined
 FUZZ_SECONDS = 900
-ENGINE_SRCS  = sort_pipeline.c run_merge.c bam_sort.c minimiser.c sort_batch.c record_codec.c rocks_store.c \
-               output_file.c cleanup.c progress.c temp_sync.c store_stream.c
+ENGINE_SRCS  = sort_pipeline.c run_merge.c bam_sort.c minimiser.c sort_batch.c batch_sort.c \
+               record_codec.c rocks_store.c output_file.c cleanup.c progress.c temp_sync.c store_stream.c
 RECORD_SRCS  = bam_sort.c minimiser.c record_codec.c
 
 fuzz/fuzz_record: fuzz/fuzz_record.c $(RECORD_SRCS)
@@ -170,6 +173,6 @@ install: samtools
 	install -m 644 doc/samtools-rocksort.1 $(DESTDIR)$(MANDIR)/man1/samtools-rocksort.1
 
 clean:
-	rm -f samtools $(OBJS) $(OBJS:.o=.d) test/test_keys test/test_run_merge test/test_store_stream test/test_temp_sync test/test_cleanup
+	rm -f samtools $(OBJS) $(OBJS:.o=.d) test/test_keys test/test_run_merge test/test_store_stream test/test_batch_sort test/test_temp_sync test/test_cleanup
 	rm -f fuzz/fuzz_record fuzz/fuzz_input fuzz/replay_record fuzz/replay_input
 	rm -rf build
