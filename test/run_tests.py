@@ -345,6 +345,11 @@ SORT_CASES = [
     *both_orders("ties_stable", "ties.sam", SAM_OUT),
     *both_orders("tricky_names", "names.sam", SAM_OUT),
     *both_orders("tricky_names_spilled", "names_bulk.bam", extra=SPILL),
+    # Names of three shapes, spilled: the batches' keys share a long prefix
+    # (Illumina), a short one then a number (SRA), or hardly any (UUIDs).
+    *[SortCase(f"name_shape_{shape}_spilled{suffix}", f"names_{shape}.bam", [order], SPILL)
+      for shape in ("illumina", "sra", "uuid")
+      for order, suffix in (("-n", "_name"), ("-N", "_ascii_name"))],
     *both_orders("no_sq_all_unmapped", "nosq.sam", SAM_OUT),
     *both_orders("one_sq", "onesq.sam", SAM_OUT),
     *both_orders("many_sq_5000", "manysq.bam"),
