@@ -44,11 +44,11 @@ MANDIR   ?= $(PREFIX)/share/man
 PYTHON    = .venv/bin/python
 
 OBJS = bamtk.o bam_rocksort.o sort_pipeline.o input_check.o fd_budget.o merge_plan.o run_merge.o \
-       bam_sort.o minimiser.o sort_batch.o record_codec.o rocks_store.o output_file.o \
+       bam_sort.o minimiser.o sort_batch.o batch_sort.o record_codec.o rocks_store.o output_file.o \
        output_target.o cleanup.o progress.o temp_env.o store_stream.o temp_space.o
 # The C unit tests, run by test/run_tests.py (its UNIT_TESTS list).
 UNIT_PROGS = test/test_keys test/test_run_merge test/test_store_stream test/test_cleanup \
-             test/test_temp_space
+             test/test_temp_space test/test_batch_sort
 
 htslib: $(HTS_LIB_FILE)
 
@@ -74,10 +74,13 @@ htslib/libhts.a: scripts/htslib.sh
 test/test_keys: test/test_keys.c bam_sort.o minimiser.o
 	$(CC) $(CFLAGS) $(CPPFLAGS) -I. -o $@ $^ $(LDLIBS)
 
-test/test_run_merge: test/test_run_merge.c run_merge.o store_stream.o sort_batch.o record_codec.o bam_sort.o minimiser.o
+test/test_run_merge: test/test_run_merge.c run_merge.o store_stream.o sort_batch.o batch_sort.o record_codec.o bam_sort.o minimiser.o
 	$(CC) $(CFLAGS) $(CPPFLAGS) -I. -o $@ $^ $(LDLIBS)
 
-test/test_store_stream: test/test_store_stream.c store_stream.o sort_batch.o record_codec.o bam_sort.o minimiser.o
+test/test_store_stream: test/test_store_stream.c store_stream.o sort_batch.o batch_sort.o record_codec.o bam_sort.o minimiser.o
+	$(CC) $(CFLAGS) $(CPPFLAGS) -I. -o $@ $^ $(LDLIBS)
+
+test/test_batch_sort: test/test_batch_sort.c sort_batch.o batch_sort.o record_codec.o bam_sort.o minimiser.o
 	$(CC) $(CFLAGS) $(CPPFLAGS) -I. -o $@ $^ $(LDLIBS)
 
 test/test_cleanup: test/test_cleanup.c cleanup.o
@@ -158,7 +161,7 @@ FUZZ_CXX     = clang++
 FUZZ_FLAGS   = -g -O1 -fsanitize=address,undefined -fno-sanitize-recover=undefined
 FUZZ_SECONDS = 900
 ENGINE_SRCS  = sort_pipeline.c input_check.c fd_budget.c merge_plan.c run_merge.c bam_sort.c minimiser.c \
-               sort_batch.c record_codec.c rocks_store.c output_file.c output_target.c cleanup.c \
+               sort_batch.c batch_sort.c record_codec.c rocks_store.c output_file.c output_target.c cleanup.c \
                progress.c store_stream.c temp_space.c
 RECORD_SRCS  = bam_sort.c minimiser.c record_codec.c
 FUZZ_OBJ_DIR = build/fuzz

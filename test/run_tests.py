@@ -32,7 +32,7 @@ import samdata
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 VENV_PYTHON = os.path.join(REPO, ".venv", "bin", "python")
 PYTHON = VENV_PYTHON if os.path.exists(VENV_PYTHON) else sys.executable
-UNIT_TESTS = ["test_keys", "test_run_merge", "test_store_stream",
+UNIT_TESTS = ["test_keys", "test_run_merge", "test_store_stream", "test_batch_sort",
               "test_cleanup", "test_temp_space"]   # C programs in test/
 TIMEOUT = 300  # seconds for any one command; a hang must not stall the suite
 
@@ -345,6 +345,11 @@ SORT_CASES = [
     *both_orders("ties_stable", "ties.sam", SAM_OUT),
     *both_orders("tricky_names", "names.sam", SAM_OUT),
     *both_orders("tricky_names_spilled", "names_bulk.bam", extra=SPILL),
+    # Names of three shapes, spilled: the batches' keys share a long prefix
+    # (Illumina), a short one then a number (SRA), or hardly any (UUIDs).
+    *[SortCase(f"name_shape_{shape}_spilled{suffix}", f"names_{shape}.bam", [order], SPILL)
+      for shape in ("illumina", "sra", "uuid")
+      for order, suffix in (("-n", "_name"), ("-N", "_ascii_name"))],
     *both_orders("no_sq_all_unmapped", "nosq.sam", SAM_OUT),
     *both_orders("one_sq", "onesq.sam", SAM_OUT),
     *both_orders("many_sq_5000", "manysq.bam"),
