@@ -20,6 +20,8 @@ import re
 import subprocess
 import time
 
+import tmpfs
+
 Failure = Exception  # the harness's Failure, once register() has run
 WAIT = 20           # seconds: the longest a mount or a refusal may take
 MEM = ["-m", "4M"]  # some 10 runs of the input below, no background merges
@@ -68,24 +70,7 @@ def register(test, h):
         return bam
 
     def with_tmpfs(case, kib, body):
-        """body(mount point) with a tmpfs of `kib` KiB mounted inside the
-        case's directory; the tmpfs must be empty when body returns."""
-        mount_point = os.path.join(case.dir, f"tmpfs{kib}k")
-        os.mkdir(mount_point)
-        mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={kib}k", "tmpfs",
-                                  mount_point], stdout=subprocess.PIPE,
-                                 stderr=subprocess.STDOUT, timeout=WAIT)
-        if mounted.returncode != 0:
-            raise Failure(f"cannot mount a {kib} KiB tmpfs", h.tail(mounted.stdout))
-        try:
-            body(mount_point)
-            left = os.listdir(mount_point)
-            if left:
-                raise Failure("files left in the temp file system", sorted(left)[:5])
-        finally:
-            if subprocess.run(["umount", mount_point], stdout=subprocess.DEVNULL,
-                              stderr=subprocess.DEVNULL, timeout=WAIT).returncode:
-                subprocess.run(["umount", "-l", mount_point], timeout=WAIT)
+        tmpfs.with_tmpfs(case.dir, f"{kib}k", body, Failure)
 
     def report_line(result, what):
         text = result.stderr.decode(errors="replace")
