@@ -18,6 +18,7 @@
 #include <htslib/hts.h>
 #include <htslib/sam.h>
 #include "sort_pipeline.h"
+#include "temp_space.h"
 #include "cleanup.h"
 #include "output_target.h"
 #include "legacy_form.h"
@@ -104,8 +105,10 @@ static const char usage_text[] =
 "             line every SECONDS [30] (on a terminal: one line, redrawn)\n"
 "  --verify   Check an order-independent checksum of all records read\n"
 "             against one of all records written, and report it\n"
-"  --temp-compression none|lz4|snappy|zstd\n"
-"             Compression of the temporary data [none]\n"
+"  --temp-compression auto|compact|none|lz4|snappy|zstd\n"
+"             Format of the temporary runs [auto: uncompressed when the temp\n"
+"             file system has ample room for them, else compact (zstd level\n"
+"             1); a sort whose runs cannot fit is refused before it starts]\n"
 "  --no-PG    Do not add a PG line\n"
 "  --input-fmt-option OPT[=VAL]\n"
 "             Specify a single input file format option in the form\n"
@@ -264,7 +267,6 @@ static int io_option(cli_state *c, int ch, const char *arg)
 {
     rocksort_opts *r = &c->run;
     char *end;
-    int tc;
     switch (ch) {
     case 'o':
         if (c->legacy) c->legacy_stdout = 1;
@@ -300,8 +302,8 @@ static int io_option(cli_state *c, int ch, const char *arg)
         r->htslib_verbosity_set = 1;
         break;
     case OPT_TEMP_COMPRESSION:
-        if ((tc = temp_compression_parse(arg)) < 0) return bad_value("--temp-compression", arg);
-        r->temp_compression = (temp_compression)tc;
+        if ((r->temp_compression = temp_parse_mode(arg)) < 0)
+            return bad_value("--temp-compression", arg);
         break;
     default:
         return NOT_MINE;
@@ -499,7 +501,7 @@ int bam_rocksort(int argc, char *argv[])
     c.out_fn = "-";
     c.run.mem_per_thread = DEFAULT_MEM_PER_THREAD;
     sort_spec_init(&c.run.sort, ORDER_COORDINATE);
-    c.run.temp_compression = TEMP_COMPRESSION_NONE;
+    c.run.temp_compression = TEMP_AUTO;
     char *cmdline = join_cmdline(argc, argv);
     c.run.pg_cmdline = cmdline;
 

@@ -217,3 +217,10 @@ int store_sorted_runs(rocks_store *st)
 }
 
 int store_catch_up_runs(const rocks_store *st) { return st->catch_up_runs; }
+
+int store_merge_width(uint64_t size, uint64_t run_bytes, int hinted)
+{
+    uint64_t t = run_bytes ? (size + run_bytes - 1) / run_bytes : 1;
+    if (!hinted && t <= STORE_MERGE_MIN_RUNS) return 0;
+    return merge_plan_for(t).trigger;
+}

@@ -102,12 +102,23 @@ static void configure_direct_io(rocks_store *st)
     rocksdb_options_compaction_readahead_size(st->opts, STORE_DIRECT_READAHEAD);
 }
 
+/* The codec's level and helper threads (temp_space.c picks them); window
+ * bits (-14), strategy and dictionary stay RocksDB's defaults. */
+static void configure_codec(rocks_store *st, const store_options *o)
+{
+    if (o->compression_level)
+        rocksdb_options_set_compression_options(st->opts, -14, o->compression_level, 0, 0);
+    if (o->compression != TEMP_COMPRESSION_NONE && o->compression_threads > 1)
+        rocksdb_options_set_compression_options_parallel_threads(st->opts, o->compression_threads);
+}
+
 static void configure(rocks_store *st, const store_options *o)
 {
     st->opts = rocksdb_options_create();
     rocksdb_options_set_create_if_missing(st->opts, 1);
     rocksdb_options_set_error_if_exists(st->opts, 1);
     rocksdb_options_set_compression(st->opts, rocks_compression(o->compression));
+    configure_codec(st, o);
     /* Only fatal messages in RocksDB's LOG file.  Its per-run lines are of
      * no use here, and on a full temp file system a LOG line that failed
      * made RocksDB 7.8 abort on an assertion at the next one (in the

@@ -27,6 +27,8 @@
 
 typedef struct {
     temp_compression compression;
+    int compression_level;  /* the codec's level; 0: RocksDB's default */
+    int compression_threads;/* threads compressing one run's blocks; <= 1: the writer's own */
     uint64_t size_hint;     /* expected total bytes of all runs; 0: unknown */
     uint64_t run_bytes;     /* expected bytes of one run */
     int max_open_files;     /* descriptors the store may use in all; -1: no limit */
@@ -50,6 +52,12 @@ rocks_store *store_open(const char *tmp_prefix, const store_options *opt, char *
  * takes, 0 if there will be no merges, -1 if RocksDB refused the change. */
 #define STORE_MERGE_MIN_RUNS 32
 int store_plan_merges(rocks_store *st, uint64_t size_estimate);
+
+/* The most runs one background merge may take when `size` bytes arrive in
+ * runs of run_bytes: the merge budget above, or 0 if no merges would be
+ * planned (hinted: the size comes from -s, which plans merges at any
+ * size).  For sizing the temp space before a store exists. */
+int store_merge_width(uint64_t size, uint64_t run_bytes, int hinted);
 
 int store_run_begin(rocks_store *st, char **err);
 int store_run_put(rocks_store *st, const uint8_t *key, size_t klen,

@@ -1,4 +1,4 @@
-/* sort_batch.c -- see sort_batch.h.
+/* sort_batch.c -- see sort_batch.h; the sort itself is in batch_sort.c.
  *
  * Performance notes (the measurements are in bench/RESULTS.md, the reasons
  * in doc/DESIGN.md):
@@ -10,48 +10,20 @@
  *    copies the whole record, and stalled on the lines not fetched.
  *  - glibc's qsort calls the comparator through a pointer; the merge sort
  *    below inlines it and decides nearly every comparison on integers.
- *  - Name keys: inline bytes from the key's start decided almost nothing,
- *    as names share their instrument prefix; the bytes after the batch's
- *    shared prefix decide most comparisons.  Loading them in a pass at sort
- *    time slowed coordinate sorts down; batch_add() now loads them while the
- *    key is in cache, and the pass runs only when a batch's prefix changes.
+ *  - batch_add() loads each entry's inline key bytes while the key is in
+ *    cache: a pass over the arena at sort time slowed coordinate sorts down.
+ *    The pass runs only when a batch's shared prefix changes.
  */
 #define _GNU_SOURCE
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
-#include "sort_batch.h"
+#include "sort_batch_internal.h"
 #include "record_codec.h"
 
 #define HUGE_PAGE (2u << 20)
-#define INSERTION_RUN 24
-#define INLINE_KEY 24     /* key bytes held next to each record pointer */
-#define FIRST_ENTRIES 4096
+#define FIRST_ENTRIES 4096  /* entry slots a new batch starts with */
 #define CACHE_LINE 64
-
-/* A record in the arena: key length, value length, key, value. */
-typedef struct {
-    uint32_t key_len, val_len;
-} rec_header;
-
-/* 24 key bytes as big-endian integers decide most comparisons without
- * touching the arena.  They are taken after the prefix that every key of
- * the batch shares (the batch's skip): read names often share 10-30 bytes
- * (instrument, run, flowcell), which left a window at the start of the key
- * nothing to decide and sent nearly every name comparison to memcmp. */
-typedef struct {
-    uint64_t k[INLINE_KEY / 8];
-    const uint8_t *rec;
-} batch_entry;
-
-struct sort_batch {
-    uint8_t *arena;
-    size_t used, cap;
-    batch_entry *ent, *tmp;
-    size_t n, m;
-    size_t skip;    /* the inline keys start after this many key bytes */
-    size_t shared;  /* bytes every key added so far shares with the first */
-};
 
 static uint8_t *arena_alloc(size_t size)
 {
@@ -80,15 +52,8 @@ void batch_destroy(sort_batch *sb)
     free(sb->arena);
     free(sb->ent);
     free(sb->tmp);
+    free(sb->ties);
     free(sb);
-}
-
-static uint64_t load_be(const uint8_t *p, size_t avail)
-{
-    uint64_t v = 0;
-    for (size_t i = 0; i < 8; i++)
-        v = (v << 8) | (i < avail ? p[i] : 0);
-    return v;
 }
 
 static int grow_entries(sort_batch *sb)
@@ -100,6 +65,9 @@ static int grow_entries(sort_batch *sb)
     batch_entry *t = realloc(sb->tmp, m * sizeof *t);
     if (!t) return -1;
     sb->tmp = t;
+    tie_group *g = realloc(sb->ties, batch_max_ties(m) * sizeof *g);
+    if (!g) return -1;
+    sb->ties = g;
     sb->m = m;
     return 0;
 }
@@ -115,19 +83,12 @@ static int grow_arena_for_huge_record(sort_batch *sb, size_t need)
     return 0;
 }
 
-/* Bytes the batch holds: the arena plus both entry arrays. */
+/* Bytes the batch holds: the arena, both entry arrays and the tie groups. */
 static size_t footprint(const sort_batch *sb, size_t extra_bytes, size_t extra_entries)
 {
-    return sb->used + extra_bytes + (sb->n + extra_entries) * 2 * sizeof(batch_entry);
-}
-
-/* The key bytes after skip, as big-endian integers (zero-padded). */
-static void load_inline_key(batch_entry *e, const uint8_t *key, size_t len, size_t skip)
-{
-    size_t rest = len > skip ? len - skip : 0;
-    key += skip;
-    for (size_t w = 0; w < INLINE_KEY / 8; w++)
-        e->k[w] = rest > 8 * w ? load_be(key + 8 * w, rest - 8 * w) : 0;
+    size_t n = sb->n + extra_entries;
+    return sb->used + extra_bytes + n * 2 * sizeof(batch_entry) +
+           batch_max_ties(n) * sizeof(tie_group);
 }
 
 /* Records stay 8-byte aligned: headers and cores are read as integers. */
@@ -136,27 +97,17 @@ static inline size_t record_size(rec_header h)
     return (sizeof h + h.key_len + h.val_len + 7) & ~(size_t)7;
 }
 
-static inline rec_header header_of(const batch_entry *e)
-{
-    rec_header h;
-    memcpy(&h, e->rec, sizeof h);
-    return h;
-}
-
-static const uint8_t *entry_key(const batch_entry *e, size_t *len)
-{
-    *len = header_of(e).key_len;
-    return e->rec + sizeof(rec_header);
-}
-
-/* Done while the new key is still in cache: a separate pass over the arena
+/* The shared prefix and the range of key lengths, which batch_sort() uses.
+ * Done while the new key is still in cache: a separate pass over the arena
  * at sort time made coordinate sorts markedly slower. */
-static void track_shared_prefix(sort_batch *sb, const uint8_t *key, size_t len)
+static void track_keys(sort_batch *sb, const uint8_t *key, size_t len)
 {
     if (sb->n == 0) {
-        sb->shared = len;
+        sb->shared = sb->shortest = sb->longest = len;
         return;
     }
+    sb->shortest = len < sb->shortest ? len : sb->shortest;
+    sb->longest = len > sb->longest ? len : sb->longest;
     size_t len0;
     const uint8_t *key0 = entry_key(&sb->ent[0], &len0);
     size_t limit = len < sb->shared ? len : sb->shared, same = 0;
@@ -164,15 +115,35 @@ static void track_shared_prefix(sort_batch *sb, const uint8_t *key, size_t len)
     sb->shared = same;
 }
 
-int batch_add(sort_batch *sb, const sort_spec *spec, bam1_t *b, uint64_t seq)
+/* Room for a record of up to need bytes: 1, 0 if the batch is full, -1 if
+ * out of memory. */
+static int make_room(sort_batch *sb, size_t need)
 {
-    size_t need = sizeof(rec_header) + sort_key_max_len(spec, b) + record_value_len(b);
     if (footprint(sb, need, 1) > sb->cap) {
         if (sb->n > 0) return 0;
         if (need > sb->cap && grow_arena_for_huge_record(sb, need) < 0) return -1;
     }
     if (sb->n == sb->m && grow_entries(sb) < 0) return -1;
+    return 1;
+}
 
+/* Takes in the record just written at the end of the arena. */
+static void enter_record(sort_batch *sb)
+{
+    uint8_t *rec = sb->arena + sb->used;
+    rec_header h;
+    memcpy(&h, rec, sizeof h);
+    const uint8_t *key = rec + sizeof h;
+    track_keys(sb, key, h.key_len);
+    load_inline_key(&sb->ent[sb->n], key, h.key_len, sb->skip);
+    sb->ent[sb->n++].rec = rec;
+    sb->used += record_size(h);
+}
+
+int batch_add(sort_batch *sb, const sort_spec *spec, bam1_t *b, uint64_t seq)
+{
+    int room = make_room(sb, sizeof(rec_header) + sort_key_max_len(spec, b) + record_value_len(b));
+    if (room <= 0) return room;
     uint8_t *rec = sb->arena + sb->used;
     uint8_t *key = rec + sizeof(rec_header);
     rec_header h;
@@ -182,95 +153,18 @@ int batch_add(sort_batch *sb, const sort_spec *spec, bam1_t *b, uint64_t seq)
     h.val_len = (uint32_t)record_value_len(b);
     memcpy(rec, &h, sizeof h);
     record_value_pack(b, key + h.key_len);
-
-    track_shared_prefix(sb, key, h.key_len);
-    load_inline_key(&sb->ent[sb->n], key, h.key_len, sb->skip);
-    sb->ent[sb->n++].rec = rec;
-    sb->used += record_size(h);
+    enter_record(sb);
     return 1;
 }
 
-/* Keys share their first skip bytes, so comparing what follows is enough. */
-static inline int entry_less(const batch_entry *a, const batch_entry *b, size_t skip)
+int batch_add_key(sort_batch *sb, const uint8_t *key, size_t key_len,
+                  const uint8_t *val, size_t val_len)
 {
-    if (a->k[0] != b->k[0]) return a->k[0] < b->k[0];
-    if (a->k[1] != b->k[1]) return a->k[1] < b->k[1];
-    if (a->k[2] != b->k[2]) return a->k[2] < b->k[2];
-    size_t la = header_of(a).key_len, lb = header_of(b).key_len;
-    size_t common = la < lb ? la : lb, seen = skip + INLINE_KEY;
-    if (common > seen) {
-        int c = memcmp(a->rec + sizeof(rec_header) + seen, b->rec + sizeof(rec_header) + seen,
-                       common - seen);
-        if (c) return c < 0;
-    }
-    return la < lb;
-}
-
-static void insertion_sort(batch_entry *e, size_t n, size_t skip)
-{
-    for (size_t i = 1; i < n; i++) {
-        batch_entry x = e[i];
-        size_t j = i;
-        for (; j > 0 && entry_less(&x, &e[j - 1], skip); j--) e[j] = e[j - 1];
-        e[j] = x;
-    }
-}
-
-static void merge(const batch_entry *a, size_t na, const batch_entry *b, size_t nb,
-                  batch_entry *out, size_t skip)
-{
-    size_t i = 0, j = 0, k = 0;
-    /* Which side goes next is a coin toss for the branch predictor: select
-     * it with arithmetic, and settle most pairs on the first inline word. */
-    while (i < na && j < nb) {
-        const batch_entry *x = &a[i], *y = &b[j];
-        int take_b = y->k[0] != x->k[0] ? y->k[0] < x->k[0] : entry_less(y, x, skip);
-        out[k++] = *(take_b ? y : x);
-        j += take_b;
-        i += !take_b;
-    }
-    while (i < na) out[k++] = a[i++];
-    while (j < nb) out[k++] = b[j++];
-}
-
-/* The inline keys were loaded at batch_add() time, after the skip the
- * previous batch ended with: a guess that holds batch after batch, as
- * coordinate keys share nothing and names share their instrument prefix.
- * Only a wrong guess costs a pass over the arena. */
-static void settle_inline_keys(sort_batch *sb)
-{
-    if (sb->n == 0 || sb->shared == sb->skip) return;
-    sb->skip = sb->shared;
-    for (size_t i = 0; i < sb->n; i++) {
-        size_t len;
-        const uint8_t *key = entry_key(&sb->ent[i], &len);
-        load_inline_key(&sb->ent[i], key, len, sb->skip);
-    }
-}
-
-/* Bottom-up merge sort: O(n log n) whatever the input order. */
-void batch_sort(sort_batch *sb)
-{
-    size_t n = sb->n;
-    settle_inline_keys(sb);
-    size_t skip = sb->skip;
-    for (size_t i = 0; i < n; i += INSERTION_RUN)
-        insertion_sort(sb->ent + i, n - i < INSERTION_RUN ? n - i : INSERTION_RUN, skip);
-    batch_entry *src = sb->ent, *dst = sb->tmp;
-    for (size_t width = INSERTION_RUN; width < n; width *= 2) {
-        for (size_t lo = 0; lo < n; lo += 2 * width) {
-            size_t mid = lo + width < n ? lo + width : n;
-            size_t hi = lo + 2 * width < n ? lo + 2 * width : n;
-            merge(src + lo, mid - lo, src + mid, hi - mid, dst + lo, skip);
-        }
-        batch_entry *t = src;
-        src = dst;
-        dst = t;
-    }
-    if (src != sb->ent) {
-        sb->tmp = sb->ent;
-        sb->ent = src;
-    }
+    int room = make_room(sb, packed_record_size(key_len, val_len));
+    if (room <= 0) return room;
+    packed_put(sb->arena + sb->used, key, key_len, val, val_len);
+    enter_record(sb);
+    return 1;
 }
 
 void batch_clear(sort_batch *sb)

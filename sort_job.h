@@ -19,6 +19,7 @@
 #include "rocks_store.h"
 #include "progress.h"
 #include "spill_queue.h"
+#include "temp_space.h"
 
 typedef struct {
     const rocksort_opts *o;
@@ -39,6 +40,7 @@ typedef struct {
     int merge_width;            /* the fewest runs a background merge takes */
     int size_planned;
     sort_spec sort;             /* o->sort, prepared with the input header */
+    temp_plan space;            /* the runs' format, chosen before reading */
 } sort_job;
 
 /* Prints "samtools rocksort: " and the message as one line on stderr;

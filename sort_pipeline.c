@@ -21,17 +21,6 @@
 #include "sort_report.h"
 #include "cleanup.h"
 
-int temp_compression_parse(const char *name)
-{
-    static const char *const names[] = {
-        [TEMP_COMPRESSION_NONE] = "none", [TEMP_COMPRESSION_LZ4] = "lz4",
-        [TEMP_COMPRESSION_SNAPPY] = "snappy", [TEMP_COMPRESSION_ZSTD] = "zstd",
-    };
-    for (int i = 0; i < (int)(sizeof names / sizeof *names); i++)
-        if (!strcmp(name, names[i])) return i;
-    return -1;
-}
-
 void job_fail(const char *fmt, ...)
 {
     if (cleanup_interrupted()) return;
@@ -45,7 +34,7 @@ void job_fail(const char *fmt, ...)
 
 static int open_all(sort_job *j)
 {
-    if (open_input(j) < 0 || open_output(j) < 0) return -1;
+    if (plan_temp_space(j) < 0 || open_input(j) < 0 || open_output(j) < 0) return -1;
     return open_store(j);
 }
 

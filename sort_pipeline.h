@@ -16,13 +16,12 @@
 #include <htslib/hts.h>
 #include "bam_sort.h"
 
-/* --temp-compression: how the spilled runs are compressed. */
+/* How the spilled runs are compressed: the store's codecs.  The option
+ * --temp-compression is a temp_mode (temp_space.h), resolved to one of these. */
 typedef enum {
     TEMP_COMPRESSION_NONE, TEMP_COMPRESSION_LZ4, TEMP_COMPRESSION_SNAPPY, TEMP_COMPRESSION_ZSTD
 } temp_compression;
 
-/* "none", "lz4", "snappy" or "zstd"; -1 if the name is none of these. */
-int temp_compression_parse(const char *name);
 
 typedef struct {
     const char *in_fn;          /* "-" for stdin */
@@ -36,7 +35,7 @@ typedef struct {
     size_t mem_per_thread;      /* -m */
     const char *tmp_prefix;     /* -T, or NULL for $TMPDIR */
     uint64_t size_hint;         /* -s, 0 if none */
-    temp_compression temp_compression; /* --temp-compression */
+    int temp_compression;       /* --temp-compression: a temp_mode (temp_space.h) */
     int keep_db;                /* -k */
     int verbose;                /* -v */
     int verify;                 /* --verify: checksum records in and out */

@@ -57,26 +57,38 @@ int open_store(sort_job *j)
 {
     const rocksort_opts *o = j->o;
     store_options so = {
-        .compression = o->temp_compression,
         .size_hint = o->size_hint,
         .run_bytes = plan_batch_bytes(o),
         .max_open_files = open_file_budget(),
         .background_threads = o->threads > 1 ? o->threads : 1,
         .parts = READOUT_STREAMS,
     };
-    const char *prefix = o->tmp_prefix;
-    if (!prefix) {
-        prefix = getenv("TMPDIR");
-        if (!prefix || !*prefix) prefix = "/tmp";
-    }
+    temp_space_store_options(&j->space, &so);
     char *err = NULL;
-    j->store = store_open(prefix, &so, &err);
+    j->store = store_open(temp_prefix(o->tmp_prefix), &so, &err);
     if (!j->store) {
         job_fail("%s", err ? err : "cannot create the temporary database");
         free(err);
         return -1;
     }
     return 0;
+}
+
+/* Before reading: the runs' format, and a refusal if they cannot fit. */
+int plan_temp_space(sort_job *j)
+{
+    const rocksort_opts *o = j->o;
+    temp_request rq = {
+        .mode = (temp_mode)o->temp_compression, .in_fn = o->in_fn,
+        .tmp_prefix = o->tmp_prefix, .size_hint = o->size_hint,
+        .memory = total_memory(o), .run_bytes = plan_batch_bytes(o),
+        .threads = o->threads > 1 ? o->threads : 1,
+    };
+    char *err = NULL;
+    if (temp_space_plan(&rq, &j->space, &err) == 0) return 0;
+    job_fail("%s", err ? err : "not enough space for temporary data");
+    free(err);
+    return -1;
 }
 
 /* Slack on the batch count expected from the input file's size, for

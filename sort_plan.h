@@ -22,6 +22,10 @@ size_t plan_batch_bytes(const rocksort_opts *o);
 /* 0, or -1 once the failure is reported. */
 int open_store(sort_job *j);
 
+/* Chooses the runs' format and checks the temp space, before anything is
+ * read or created; -1 (reported) if even compact runs cannot fit. */
+int plan_temp_space(sort_job *j);
+
 /* consumed: bytes of the input file read so far; <= 0 if unknown, which
  * plans nothing.  Before the first batch goes to the spill thread. */
 void plan_from_input(sort_job *j, int64_t consumed);

@@ -53,6 +53,7 @@ void report_verbose(const sort_job *j)
     struct rusage ru;
     getrusage(RUSAGE_SELF, &ru);
     report_sizing(j);
+    temp_space_report(&j->space, stderr);
     fprintf(stderr, "[rocksort] memory: %s\n", memory_use(j));
     if (store_runs_ingested(j->store))
         fprintf(stderr, "[rocksort] temp reads: %s; %d reader thread%s\n", store_direct_io(j->store)

@@ -13,6 +13,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include "sort_pipeline.h"
+#include "temp_space.h"
 
 static char work_dir[128];
 
@@ -77,7 +78,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     memcpy(o.sort.tag, "RG", 2);
     o.mem_per_thread = data[0] & 0x80 ? (1u << 20) : (64u << 20);
     o.tmp_prefix = tmp_dir;
-    o.temp_compression = TEMP_COMPRESSION_NONE;
+    o.temp_compression = TEMP_NONE;
     rocksort_run(&o);
 
     if (!dir_is_empty(tmp_dir)) abort();      /* temp data left behind */

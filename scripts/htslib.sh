@@ -20,6 +20,7 @@ stamp="$dest/.rocksort-build"
 want="htslib $HTSLIB_VERSION from pysam $PYSAM_VERSION sha256 $PYSAM_SHA256"
 
 if [ -f "$dest/libhts.a" ] && [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ]; then
+    touch "$dest/libhts.a"    # up to date: make need not ask again
     exit 0
 fi
 

@@ -27,6 +27,7 @@ import subprocess
 
 import robustness
 import samdata
+import tmpfs
 from faultdata import bam_bytes, bam_record, cram_containers, long_reads_bam
 from robustness import BGZF_EOF, Background, bgzf_blocks, wait_until
 
@@ -350,20 +351,8 @@ def register(test, h):
     # 4. Writing fails --------------------------------------------------------------------
 
     def with_tmpfs(case, size, body):
-        mount_point = os.path.join(case.dir, "small_fs")
-        os.mkdir(mount_point)
-        mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs",
-                                  mount_point], stdout=subprocess.PIPE,
-                                 stderr=subprocess.STDOUT, timeout=60)
-        if mounted.returncode != 0:
-            raise Failure(f"cannot mount a {size} tmpfs", h.tail(mounted.stdout))
-        try:
-            return body(mount_point)
-        finally:
-            if subprocess.run(["umount", mount_point], stdout=subprocess.DEVNULL,
-                              stderr=subprocess.DEVNULL, timeout=60).returncode:
-                subprocess.run(["umount", "-l", mount_point], timeout=60)
-            os.rmdir(mount_point)
+        return tmpfs.with_tmpfs(case.dir, size, body, Failure, name="small_fs",
+                                must_end_empty=False)
 
     def rocksort_bounded(case, args):
         """rocksort that must end within a minute: a hang is a failure."""

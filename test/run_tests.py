@@ -32,8 +32,8 @@ import samdata
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 VENV_PYTHON = os.path.join(REPO, ".venv", "bin", "python")
 PYTHON = VENV_PYTHON if os.path.exists(VENV_PYTHON) else sys.executable
-UNIT_TESTS = ["test_keys", "test_run_merge", "test_store_stream",
-              "test_cleanup"]   # C programs in test/
+UNIT_TESTS = ["test_keys", "test_run_merge", "test_store_stream", "test_batch_sort",
+              "test_cleanup", "test_temp_space"]   # C programs in test/
 TIMEOUT = 300  # seconds for any one command; a hang must not stall the suite
 
 # pysam's in-process samtools keeps static state between calls (a -n sort
@@ -345,6 +345,11 @@ SORT_CASES = [
     *both_orders("ties_stable", "ties.sam", SAM_OUT),
     *both_orders("tricky_names", "names.sam", SAM_OUT),
     *both_orders("tricky_names_spilled", "names_bulk.bam", extra=SPILL),
+    # Names of three shapes, spilled: the batches' keys share a long prefix
+    # (Illumina), a short one then a number (SRA), or hardly any (UUIDs).
+    *[SortCase(f"name_shape_{shape}_spilled{suffix}", f"names_{shape}.bam", [order], SPILL)
+      for shape in ("illumina", "sra", "uuid")
+      for order, suffix in (("-n", "_name"), ("-N", "_ascii_name"))],
     *both_orders("no_sq_all_unmapped", "nosq.sam", SAM_OUT),
     *both_orders("one_sq", "onesq.sam", SAM_OUT),
     *both_orders("many_sq_5000", "manysq.bam"),
@@ -896,6 +901,10 @@ def test_wrapper_passes_view_on(case):
 # Signals, full disks, damaged input and the like: test/robustness.py.
 import robustness  # noqa: E402
 robustness.register(test, sys.modules[__name__])
+
+# Temp space: the runs' format and refusals before reading: test/tempspace.py.
+import tempspace  # noqa: E402
+tempspace.register(test, sys.modules[__name__])
 
 # Odd SAM text parsed as samtools 1.24 parses it: test/parsing.py.
 import parsing  # noqa: E402

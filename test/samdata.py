@@ -198,6 +198,48 @@ def tricky_names_bulk(rng, count=30000):
     return header([("nc", 1000)]) + "".join(out)
 
 
+def name_shape(rng, names):
+    """Each name once or as a pair (with now and then a secondary or
+    supplementary record), shuffled, on short reads so that -m 1M spills
+    some ten sorted runs."""
+    flags = [[0x0], [0x41, 0x81], [0x41, 0x81, 0x141], [0x41, 0x81, 0x841]]
+    out = []
+    for name in names:
+        for flag in rng.choices(flags, weights=[4, 12, 1, 1])[0]:
+            out.append(read(rng, name, flag, "c1", rng.randint(1, 90000), length=30))
+    rng.shuffle(out)
+    return header([("c1", 100000)]) + "".join(out)
+
+
+def illumina_names(rng, count=12000):
+    """Two runs of one instrument (85% and 15%, as in the benchmark): names
+    share a long prefix, then lane and tile, then x:y (some with #0)."""
+    names = set()
+    while len(names) < count:
+        run, cell = ("45", "HV3JKDSXY") if rng.random() < 0.85 else ("46", "HV3JKDSXZ")
+        name = (f"A00123:{run}:{cell}:{rng.randint(1, 4)}:{rng.choice([1101, 1102, 2101, 2478])}:"
+                f"{rng.randint(1000, 32000)}:{rng.randint(1000, 36000)}")
+        names.add(name + rng.choice(["", "", "", "#0"]))
+    return name_shape(rng, sorted(names))
+
+
+def sra_names(rng, count=14000):
+    """SRA style: one accession, then the spot number, every number from 1
+    up (so every digit count), some with .1/.2 suffixes."""
+    names = [f"SRR1234567.{i}" for i in range(1, count + 1)]
+    names += [f"SRR1234567.{i}.{m}" for i in rng.sample(range(1, count + 1), 300) for m in (1, 2)]
+    return name_shape(rng, names)
+
+
+def uuid_names(rng, count=11000):
+    """Nanopore style UUIDs: hexadecimal, so natural order reads their
+    digit runs as numbers; a few share a UUID and add a suffix."""
+    names = [f"{rng.getrandbits(128):032x}" for _ in range(count)]
+    names = [f"{u[:8]}-{u[8:12]}-{u[12:16]}-{u[16:20]}-{u[20:]}" for u in names]
+    names += [f"{names[i]}_{j}" for i in range(0, 200) for j in (1, 2, 10)]
+    return name_shape(rng, names)
+
+
 def no_sq(rng):
     """No @SQ line at all: every read is unmapped and unplaced."""
     out = []
@@ -609,6 +651,9 @@ SAM_DATASETS = {
     "ties": ties,
     "names": tricky_names,
     "names_bulk": tricky_names_bulk,
+    "names_illumina": illumina_names,
+    "names_sra": sra_names,
+    "names_uuid": uuid_names,
     "nosq": no_sq,
     "onesq": one_sq,
     "manysq": many_sq,

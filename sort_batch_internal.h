@@ -1,0 +1,86 @@
+/* sort_batch_internal.h -- how a batch lays out its records and entries,
+ * shared by sort_batch.c (filling, reading, packing) and batch_sort.c
+ * (ordering).  Only those two include it.
+ */
+#ifndef SORT_BATCH_INTERNAL_H
+#define SORT_BATCH_INTERNAL_H
+
+#include <stdint.h>
+#include <string.h>
+#include "sort_batch.h"
+
+#define INLINE_KEY 24     /* key bytes held next to each record pointer */
+#define SMALL_TIE 8       /* tie groups this small are sorted by whole keys */
+
+/* A record in the arena: key length, value length, key, value. */
+typedef struct {
+    uint32_t key_len, val_len;
+} rec_header;
+
+/* 24 key bytes as big-endian integers, zero padded past the key's end,
+ * decide most comparisons without touching the arena.  At first they are
+ * the bytes after the prefix that every key of the batch shares (the
+ * batch's skip): read names often share 10-30 bytes (instrument, run,
+ * flowcell), which would leave a window at the start of the key nothing
+ * to decide.  batch_sort() reloads them further on for entries that tie. */
+typedef struct {
+    uint64_t k[INLINE_KEY / 8];
+    const uint8_t *rec;
+} batch_entry;
+
+/* Entries [lo, hi) that agree on their key bytes before depth, waiting
+ * for batch_sort() to order them by the bytes from depth on. */
+typedef struct {
+    size_t lo, hi, depth;
+} tie_group;
+
+struct sort_batch {
+    uint8_t *arena;
+    size_t used, cap;
+    batch_entry *ent, *tmp;
+    size_t n, m;
+    size_t skip;    /* the inline keys start after this many key bytes */
+    size_t shared;  /* bytes every key added so far shares with the first */
+    size_t shortest, longest;   /* key lengths */
+    tie_group *ties;            /* room for batch_max_ties(m) */
+    size_t n_ties;
+};
+
+/* Pending tie groups are disjoint and larger than SMALL_TIE, so this many
+ * always suffice: batch_sort() allocates nothing. */
+static inline size_t batch_max_ties(size_t entries)
+{
+    return entries / (SMALL_TIE + 1) + 1;
+}
+
+static inline rec_header header_of(const batch_entry *e)
+{
+    rec_header h;
+    memcpy(&h, e->rec, sizeof h);
+    return h;
+}
+
+static inline const uint8_t *entry_key(const batch_entry *e, size_t *len)
+{
+    *len = header_of(e).key_len;
+    return e->rec + sizeof(rec_header);
+}
+
+static inline uint64_t load_be(const uint8_t *p, size_t avail)
+{
+    uint64_t v = 0;
+    for (size_t i = 0; i < 8; i++)
+        v = (v << 8) | (i < avail ? p[i] : 0);
+    return v;
+}
+
+/* The key bytes from depth on, as big-endian integers (zero padded). */
+static inline void load_inline_key(batch_entry *e, const uint8_t *key, size_t len, size_t depth)
+{
+    size_t rest = len > depth ? len - depth : 0;
+    key += depth;
+    for (size_t w = 0; w < INLINE_KEY / 8; w++)
+        e->k[w] = rest > 8 * w ? load_be(key + 8 * w, rest - 8 * w) : 0;
+}
+
+#endif

@@ -1,0 +1,279 @@
+/* temp_space.c -- see temp_space.h.
+ *
+ * All sizes are first estimated as uncompressed run bytes (the records as
+ * the store holds them, keys included), then divided by the compression
+ * ratio expected of a format.  Where the input says nothing about how well
+ * its records compress, the guesses lean towards needing more space: a
+ * refusal names -T, while a sort that starts and fills the disk has wasted
+ * its time.
+ */
+#define _GNU_SOURCE
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <unistd.h>
+#include "temp_space.h"
+
+/* Compact runs: zstd's fastest regular level, in the store's usual blocks.
+ * Its entropy coding halves the 4-bit bases and squeezes binned qualities,
+ * which LZ4 cannot.  Larger blocks barely shrank the runs and cost each run
+ * open at the readout a larger block in memory. */
+#define COMPACT_LEVEL 1
+
+/* Run bytes per byte of BAM record: a key of ~21 bytes, the in-memory core
+ * (48 bytes against BAM's 36) and the SST's per-entry bytes; short reads pay
+ * relatively more. */
+#define RECORD_OVERHEAD 1.25
+/* Compact run bytes per byte of BGZF input: zstd level 1 on sorted records
+ * compresses a little better than BGZF's deflate on shuffled ones; the
+ * factor leaves room for data where it does not. */
+#define COMPACT_PER_BGZF_BYTE 1.15
+/* Compact runs' ratio where the input cannot tell (-s, SAM, CRAM, pipes). */
+#define COMPACT_RATIO_GUESS 2.2
+/* Run bytes per byte of input that is not BGZF: SAM text is larger than
+ * its records; CRAM and plain gzip are guesses of their usual ratios. */
+#define SAM_EXPANSION 1.0
+#define GZIP_EXPANSION 4.0
+#define CRAM_EXPANSION 5.0
+/* RocksDB's own files (MANIFEST, OPTIONS, LOG, ...) and a run being written. */
+#define STORE_FIXED_BYTES (1ULL << 20)
+/* Uncompressed runs only when they would take at most half the free space:
+ * other programs write to temp too, and the estimate is a guess. */
+#define AMPLE_FACTOR 2
+/* The sort holds every batch in memory when its data fits with this slack
+ * (see plan_holding() in sort_pipeline.c): then nothing is spilled. */
+#define HOLD_SLACK 1.1
+
+static const char *const mode_names[] = { "auto", "compact", "none", "lz4", "snappy", "zstd" };
+
+int temp_parse_mode(const char *name)
+{
+    for (size_t i = 0; i < sizeof mode_names / sizeof *mode_names; i++)
+        if (!strcmp(name, mode_names[i])) return (int)i;
+    return -1;
+}
+
+const char *temp_prefix(const char *given)
+{
+    if (given) return given;
+    const char *env = getenv("TMPDIR");
+    return env && *env ? env : "/tmp";
+}
+
+static uint32_t le16(const uint8_t *p) { return (uint32_t)p[0] | (uint32_t)p[1] << 8; }
+
+static uint32_t le32(const uint8_t *p)
+{
+    return le16(p) | le16(p + 2) << 16;
+}
+
+/* BSIZE of the BGZF block at b (n bytes available), 0 if it is not one. */
+static size_t bgzf_block_size(const uint8_t *b, size_t n)
+{
+    if (n < 18 || b[0] != 0x1f || b[1] != 0x8b || b[2] != 8 || !(b[3] & 4)) return 0;
+    size_t end = 12 + le16(b + 10);
+    for (size_t x = 12; x + 4 <= end && x + 6 <= n; x += 4 + le16(b + x + 2))
+        if (b[x] == 'B' && b[x + 1] == 'C' && le16(b + x + 2) == 2) return le16(b + x + 4) + 1u;
+    return 0;
+}
+
+/* Uncompressed bytes per file byte over the whole BGZF blocks in buf;
+ * 0 if buf does not start with one. */
+static double bgzf_expansion(const uint8_t *buf, size_t n)
+{
+    uint64_t in = 0, out = 0;
+    size_t size;
+    for (size_t off = 0; (size = bgzf_block_size(buf + off, n - off)) > 0; off += size) {
+        if (size < 26 || off + size > n) break;
+        in += size;
+        out += le32(buf + off + size - 4);
+    }
+    return in ? (double)out / (double)in : 0;
+}
+
+/* Reads the start of a regular file: its data bytes and compact ratio.
+ * Returns 0, or -1 if the file says nothing (not regular, unreadable).
+ * A named pipe is never opened here: closing it again could cost its
+ * writer a SIGPIPE before the real reader opens it. */
+static int estimate_from_file(const char *fn, uint64_t *data, double *ratio)
+{
+    struct stat st;
+    if (stat(fn, &st) != 0 || !S_ISREG(st.st_mode)) return -1;
+    int fd = open(fn, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+    if (fd < 0) return -1;
+    uint8_t *buf = malloc(TEMP_SAMPLE_BYTES);
+    ssize_t n = -1;
+    if (buf && fstat(fd, &st) == 0 && S_ISREG(st.st_mode))
+        n = pread(fd, buf, TEMP_SAMPLE_BYTES, 0);
+    close(fd);
+    double size = (double)st.st_size, expansion = 0;
+    *ratio = COMPACT_RATIO_GUESS;
+    if (n >= 0) expansion = bgzf_expansion(buf, (size_t)n);
+    if (expansion > 0) {
+        *ratio = expansion * RECORD_OVERHEAD / COMPACT_PER_BGZF_BYTE;
+        if (*ratio < 1) *ratio = 1;
+    } else if (n >= 4 && !memcmp(buf, "CRAM", 4)) {
+        expansion = CRAM_EXPANSION;
+    } else if (n >= 2 && buf[0] == 0x1f && buf[1] == 0x8b) {
+        expansion = GZIP_EXPANSION;
+    } else if (n >= 0) {
+        expansion = SAM_EXPANSION;
+    }
+    free(buf);
+    if (n < 0) return -1;
+    *data = (uint64_t)(size * expansion * RECORD_OVERHEAD);
+    return 0;
+}
+
+static double mode_ratio(temp_mode mode, double compact_ratio)
+{
+    switch (mode) {
+    case TEMP_NONE: return 1;
+    case TEMP_LZ4:
+    case TEMP_SNAPPY: return 1 + (compact_ratio - 1) / 2;   /* no entropy coding */
+    default: return compact_ratio;
+    }
+}
+
+/* Peak bytes of uncompressed runs: nothing if the data fits in memory;
+ * else all runs, and twice that when background merges will run (a merge
+ * starts once `width` runs wait).  A merge's inputs stay until its output
+ * is whole, and merges fall behind on a slow disk, so near the end of the
+ * load most runs can be inputs of running merges; as each byte is in at
+ * most one merge at a time, twice the runs bounds the peak. */
+static uint64_t peak_run_bytes(const temp_request *rq, uint64_t data)
+{
+    if ((double)data * HOLD_SLACK <= (double)rq->memory || data <= rq->run_bytes) return 0;
+    uint64_t width = (uint64_t)store_merge_width(data, rq->run_bytes, rq->size_hint > 0);
+    return width && data >= width * rq->run_bytes ? 2 * data : data;
+}
+
+static void estimate(const temp_request *rq, temp_plan *p, double *ratio)
+{
+    uint64_t data = 0;
+    *ratio = COMPACT_RATIO_GUESS;
+    /* A file's own size beats -s, which is a guess made for merging (and
+     * may be far off: it only moves speed); -s still plans the merges. */
+    if (strcmp(rq->in_fn, "-") && estimate_from_file(rq->in_fn, &data, ratio) == 0) {
+        p->source = "the input file";
+    } else if (rq->size_hint) {
+        data = (uint64_t)((double)rq->size_hint * RECORD_OVERHEAD);
+        p->source = "-s";
+    }
+    if (!p->source) return;
+    p->data_bytes = data;
+    uint64_t runs = peak_run_bytes(rq, data);
+    p->need_none = runs + STORE_FIXED_BYTES;
+    p->need_compact = (uint64_t)((double)runs / *ratio) + STORE_FIXED_BYTES;
+}
+
+static void find_free_space(const char *prefix, temp_plan *p)
+{
+    struct stat st;
+    struct statvfs vfs;
+    snprintf(p->dir, sizeof p->dir, "%s", prefix);
+    if (stat(prefix, &st) != 0 || !S_ISDIR(st.st_mode)) {
+        char *slash = strrchr(p->dir, '/');
+        if (!slash) snprintf(p->dir, sizeof p->dir, ".");
+        else if (slash == p->dir) p->dir[1] = '\0';
+        else *slash = '\0';
+    }
+    p->free_known = statvfs(p->dir, &vfs) == 0;
+    if (p->free_known) p->free_bytes = (uint64_t)vfs.f_bavail * vfs.f_frsize;
+}
+
+/* Without --temp-compression: uncompressed runs only with ample room. */
+static void choose_mode(temp_plan *p)
+{
+    if (!p->free_known) {
+        p->mode = TEMP_COMPACT;
+        p->why = "the temp file system's free space is unknown";
+    } else if (!p->source) {
+        int small = p->free_bytes < TEMP_SMALL_FREE;
+        p->mode = small ? TEMP_COMPACT : TEMP_NONE;
+        p->why = small ? "the input's size is unknown (no -s) and the free space is small"
+                       : "the input's size is unknown (no -s) and the free space is large";
+    } else if (p->need_none <= p->free_bytes / AMPLE_FACTOR) {
+        p->mode = TEMP_NONE;
+        p->why = "there is ample room for uncompressed runs";
+    } else {
+        p->mode = TEMP_COMPACT;
+        p->why = "there is too little room for uncompressed runs";
+    }
+}
+
+static void human(char *buf, size_t n, uint64_t bytes)
+{
+    double b = (double)bytes;
+    if (b >= 10e9) snprintf(buf, n, "%.0f GB", b / 1e9);
+    else if (b >= 1e9) snprintf(buf, n, "%.1f GB", b / 1e9);
+    else if (b >= 10e6) snprintf(buf, n, "%.0f MB", b / 1e6);
+    else snprintf(buf, n, "%.1f MB", b / 1e6);
+}
+
+static char *refusal(const temp_plan *p, uint64_t need)
+{
+    char need_s[32], free_s[32], *m = NULL;
+    human(need_s, sizeof need_s, need);
+    human(free_s, sizeof free_s, p->free_bytes);
+    if (asprintf(&m, "not enough space for temporary data in '%s': about %s needed "
+                 "(%s runs, estimated from %s), %s free; use -T to put it on a "
+                 "larger file system", p->dir, need_s, mode_names[p->mode], p->source,
+                 free_s) < 0)
+        m = NULL;
+    return m;
+}
+
+int temp_space_plan(const temp_request *rq, temp_plan *p, char **err)
+{
+    double ratio;
+    memset(p, 0, sizeof *p);
+    *err = NULL;
+    p->threads = rq->threads > 1 ? rq->threads : 1;
+    estimate(rq, p, &ratio);
+    find_free_space(temp_prefix(rq->tmp_prefix), p);
+    p->mode = rq->mode;
+    p->why = "--temp-compression says so";
+    if (rq->mode == TEMP_AUTO) choose_mode(p);
+    if (!p->source || !p->free_known) return 0;
+    uint64_t need = p->mode == TEMP_NONE ? p->need_none
+                  : p->mode == TEMP_COMPACT ? p->need_compact
+                  : (uint64_t)((double)(p->need_none - STORE_FIXED_BYTES) /
+                               mode_ratio(p->mode, ratio)) + STORE_FIXED_BYTES;
+    if (need <= p->free_bytes) return 0;
+    *err = refusal(p, need);
+    return -1;
+}
+
+void temp_space_store_options(const temp_plan *p, store_options *so)
+{
+    static const temp_compression codec[] = {
+        [TEMP_AUTO] = TEMP_COMPRESSION_ZSTD, [TEMP_COMPACT] = TEMP_COMPRESSION_ZSTD,
+        [TEMP_NONE] = TEMP_COMPRESSION_NONE, [TEMP_LZ4] = TEMP_COMPRESSION_LZ4,
+        [TEMP_SNAPPY] = TEMP_COMPRESSION_SNAPPY, [TEMP_ZSTD] = TEMP_COMPRESSION_ZSTD,
+    };
+    so->compression = codec[p->mode];
+    so->compression_level = p->mode == TEMP_COMPACT ? COMPACT_LEVEL : 0;
+    /* Helper threads take compression off the spill thread, which the
+     * loader would otherwise wait for. */
+    so->compression_threads = p->mode == TEMP_NONE ? 0 : p->threads;
+}
+
+void temp_space_report(const temp_plan *p, FILE *fp)
+{
+    char free_s[32] = "unknown", none_s[32], compact_s[32];
+    if (p->free_known) human(free_s, sizeof free_s, p->free_bytes);
+    fprintf(fp, "[rocksort] temp runs: %s%s, as %s; ", mode_names[p->mode],
+            p->mode == TEMP_COMPACT ? " (zstd level 1)" : "", p->why);
+    if (p->source) {
+        human(none_s, sizeof none_s, p->need_none);
+        human(compact_s, sizeof compact_s, p->need_compact);
+        fprintf(fp, "peak estimated from %s: %s uncompressed, %s compact; ",
+                p->source, none_s, compact_s);
+    } else {
+        fprintf(fp, "no size estimate; ");
+    }
+    fprintf(fp, "%s free in '%s'\n", free_s, p->dir);
+}

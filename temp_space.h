@@ -1,0 +1,78 @@
+/* temp_space.h -- how the sorted runs are stored, and whether they fit.
+ *
+ * Contract: temp_space_plan() runs before any record is read.  It estimates
+ * the bytes the sort will hold under its temp directory at the peak (the
+ * runs, plus what background merges write before they delete their
+ * inputs), for uncompressed and for compact runs: from the input file's
+ * size and, for BGZF, the expansion of its first blocks (it reads at most
+ * TEMP_SAMPLE_BYTES of a regular file, and nothing of a pipe), else from -s.
+ * It compares that with the space free there (statvfs) and picks the runs'
+ * format: the one --temp-compression forces, else uncompressed only when
+ * the room is ample, else compact (zstd level 1).  With no
+ * estimate, compact when the free space is under TEMP_SMALL_FREE.  When the
+ * chosen format will not fit, it returns -1 and a malloc'd one-line message
+ * naming the directory, the bytes needed and free, and suggesting -T; it
+ * creates nothing.  The estimate is a guess on the safe side: a sort that
+ * passes can still fill the disk, and fails then as before.
+ */
+#ifndef TEMP_SPACE_H
+#define TEMP_SPACE_H
+
+#include <stdint.h>
+#include <stdio.h>
+#include "rocks_store.h"
+
+typedef enum {
+    TEMP_AUTO = 0,      /* uncompressed with ample room, else compact */
+    TEMP_COMPACT,       /* zstd level 1, on helper threads */
+    TEMP_NONE,
+    TEMP_LZ4,
+    TEMP_SNAPPY,
+    TEMP_ZSTD           /* RocksDB's default zstd level */
+} temp_mode;
+
+/* Bytes of a regular input file read to measure its expansion. */
+#define TEMP_SAMPLE_BYTES (4u << 20)
+/* Without an estimate, less free space than this picks compact runs: a
+ * 30x human genome's uncompressed runs alone take some 250 GB. */
+#define TEMP_SMALL_FREE (256ULL << 30)
+
+typedef struct {
+    temp_mode mode;             /* --temp-compression */
+    const char *in_fn;          /* "-": standard input */
+    const char *tmp_prefix;     /* -T, or NULL for $TMPDIR or /tmp */
+    uint64_t size_hint;         /* -s, 0 if none */
+    uint64_t memory;            /* the sort's memory budget */
+    uint64_t run_bytes;         /* bytes of one run (a batch) */
+    int threads;                /* compression helper threads */
+} temp_request;
+
+typedef struct {
+    temp_mode mode;             /* the runs' format: never TEMP_AUTO */
+    int threads;                /* compression helper threads */
+    char dir[4096];             /* the directory whose file system holds the runs */
+    int free_known;             /* statvfs worked */
+    uint64_t free_bytes;
+    const char *source;         /* where the estimate comes from; NULL: none */
+    uint64_t data_bytes;        /* estimated bytes of the runs, uncompressed */
+    uint64_t need_none, need_compact;   /* estimated peaks; 0 if no estimate */
+    const char *why;            /* the reason for the mode, for -v ("as ...") */
+} temp_plan;
+
+/* --temp-compression's names: auto, compact, none, lz4, snappy, zstd.
+ * Returns a temp_mode, or -1 if unknown. */
+int temp_parse_mode(const char *name);
+
+/* The -T prefix in effect: given, else $TMPDIR, else /tmp. */
+const char *temp_prefix(const char *given);
+
+/* Returns 0 with *plan filled, or -1 with *err set (see above). */
+int temp_space_plan(const temp_request *rq, temp_plan *plan, char **err);
+
+/* Sets the store's codec, level and helper threads for plan->mode. */
+void temp_space_store_options(const temp_plan *plan, store_options *so);
+
+/* One -v line: the format, why, the estimates and the free space. */
+void temp_space_report(const temp_plan *plan, FILE *fp);
+
+#endif

@@ -1,0 +1,296 @@
+/* test_batch_sort.c -- unit tests: batch_sort() orders keys bytewise.
+ *
+ * Each case fills a batch with keys of one shape, in random order, sorts it
+ * and compares the result with qsort() by memcmp over the common length,
+ * then shorter first: RocksDB's bytewise order, which the rest of the
+ * pipeline relies on.  The shapes aim at how batch_sort() works: 24 key
+ * bytes held inline after the prefix all keys share, then tie groups
+ * refined window by window.  So there are long shared prefixes, keys that
+ * are prefixes of others or differ from them only by trailing zero bytes
+ * (the inline windows are zero padded), groups that tie on one or several
+ * windows, both small groups and large ones, lengths from 0 up, and random
+ * bytes.  One batch serves every case in turn, so the shared prefix a batch
+ * starts with is often wrong.  Prints "N passed, M failed".
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "sort_batch.h"
+#include "unit_report.h"
+
+#define MAX_KEYS 200000
+#define MAX_KEY_LEN 400
+
+typedef struct {
+    uint8_t bytes[MAX_KEY_LEN];
+    size_t len;
+} test_key;
+
+static test_key *keys;     /* the case's keys, in the order they are added */
+static size_t n_keys;
+
+static uint64_t rng_state = 20261125;
+
+static uint32_t rnd(uint32_t bound)
+{
+    rng_state = rng_state * 6364136223846793005ULL + 1442695040888963407ULL;
+    return (uint32_t)(rng_state >> 33) % bound;
+}
+
+/* Few distinct byte values, zero among them, make ties and zero padding
+ * matter; 255 checks that bytes compare unsigned. */
+static uint8_t rnd_byte(void)
+{
+    static const uint8_t few[] = {0, 0, 1, 2, 'A', 255};
+    return few[rnd(sizeof few)];
+}
+
+static test_key *new_key(void)
+{
+    if (n_keys == MAX_KEYS) {
+        fprintf(stderr, "too many keys\n");
+        exit(2);
+    }
+    test_key *k = &keys[n_keys++];
+    k->len = 0;
+    return k;
+}
+
+static void put(test_key *k, const uint8_t *b, size_t len)
+{
+    if (k->len + len > MAX_KEY_LEN) len = MAX_KEY_LEN - k->len;
+    memcpy(k->bytes + k->len, b, len);
+    k->len += len;
+}
+
+static void put_random(test_key *k, size_t len)
+{
+    for (size_t i = 0; i < len && k->len < MAX_KEY_LEN; i++) k->bytes[k->len++] = rnd_byte();
+}
+
+static void put_fill(test_key *k, uint8_t byte, size_t len)
+{
+    for (size_t i = 0; i < len && k->len < MAX_KEY_LEN; i++) k->bytes[k->len++] = byte;
+}
+
+/* ---- shapes ---- */
+
+static void shape_random(void)
+{
+    for (int i = 0; i < 20000; i++) put_random(new_key(), rnd(60));
+}
+
+/* All keys share 37 bytes: the inline words start after them. */
+static void shape_shared_prefix(void)
+{
+    uint8_t prefix[37];
+    for (size_t i = 0; i < sizeof prefix; i++) prefix[i] = (uint8_t)('a' + i % 26);
+    for (int i = 0; i < 20000; i++) {
+        test_key *k = new_key();
+        put(k, prefix, sizeof prefix);
+        put_random(k, rnd(40));
+    }
+}
+
+/* Truncations of a few long keys, and the same followed by zero bytes:
+ * keys that are prefixes of one another, equal inline words included. */
+static void shape_prefixes(void)
+{
+    for (int base = 0; base < 40; base++) {
+        uint8_t b[150];
+        for (size_t i = 0; i < sizeof b; i++) b[i] = rnd_byte();
+        for (int i = 0; i < 300; i++) {
+            test_key *k = new_key();
+            put(k, b, rnd(sizeof b + 1));
+            if (rnd(3) == 0) put_fill(k, 0, rnd(30));
+        }
+    }
+}
+
+/* Groups of keys that agree on 24, 47, 48, 49, 100 or 300 bytes, then
+ * differ: each group ties on one or several windows.  Sizes around the
+ * small-group limit and far above it. */
+static void shape_deep_ties(void)
+{
+    static const size_t sizes[] = {2, 3, 7, 8, 9, 10, 17, 64, 700, 3000};
+    static const size_t shared[] = {24, 47, 48, 49, 100, 300};
+    for (size_t s = 0; s < sizeof sizes / sizeof *sizes; s++) {
+        for (size_t d = 0; d < sizeof shared / sizeof *shared; d++) {
+            uint8_t common[300];
+            for (size_t i = 0; i < shared[d]; i++) common[i] = rnd_byte();
+            for (size_t i = 0; i < sizes[s]; i++) {
+                test_key *k = new_key();
+                put(k, common, shared[d]);
+                put_random(k, rnd(30));
+            }
+        }
+    }
+}
+
+/* Groups whose keys all end one or two bytes after a shared part that
+ * ends at, before or after a window's end: the last bytes decide. */
+static void shape_short_tails(void)
+{
+    static const size_t shared[] = {23, 24, 25, 47, 48, 49, 72};
+    for (size_t d = 0; d < sizeof shared / sizeof *shared; d++) {
+        for (size_t tail = 1; tail <= 2; tail++) {
+            uint8_t common[72];
+            for (size_t i = 0; i < shared[d]; i++) common[i] = rnd_byte();
+            for (int i = 0; i < 40; i++) {
+                test_key *k = new_key();
+                put(k, common, shared[d]);
+                for (size_t t = 0; t < tail; t++) put_fill(k, (uint8_t)rnd(256), 1);
+            }
+        }
+    }
+}
+
+/* "P", then 0..119 zero bytes, some ending in 1: the whole group has the
+ * same zero-padded windows and differs only in length, over several. */
+static void shape_zero_tails(void)
+{
+    for (int rep = 0; rep < 3; rep++) {
+        for (size_t z = 0; z < 120; z++) {
+            test_key *k = new_key();
+            put(k, (const uint8_t *)"P", 1);
+            put_fill(k, 0, z);
+            if (rep == 2) put_fill(k, 1, 1);
+        }
+    }
+}
+
+/* Every length from 0 to 399 of one key, and duplicates of a few keys. */
+static void shape_lengths_and_duplicates(void)
+{
+    uint8_t b[MAX_KEY_LEN];
+    for (size_t i = 0; i < sizeof b; i++) b[i] = rnd_byte();
+    for (size_t len = 0; len < MAX_KEY_LEN; len++) put(new_key(), b, len);
+    for (int i = 0; i < 50; i++) put(new_key(), b, 30 + (size_t)i % 3);
+}
+
+/* Keys like sort keys of read names: one of two prefixes, fields of digits. */
+static void shape_names(void)
+{
+    for (int i = 0; i < 50000; i++) {
+        char name[120];
+        int n = snprintf(name, sizeof name, "%s:%u:%u:%u:%u", rnd(7) ? "SIM:1:FCX" : "SIM:2:FCY",
+                         1 + rnd(2), 1101 + rnd(30), 1000 + rnd(300), 1000 + rnd(300));
+        test_key *k = new_key();
+        put(k, (const uint8_t *)name, (size_t)n + 1);
+        put_fill(k, 0, 1);
+        put_fill(k, (uint8_t)rnd(2), 1);
+        put_random(k, 8);
+    }
+}
+
+/* A large mix, so the merge runs through many levels. */
+static void shape_everything(void)
+{
+    shape_random();
+    shape_shared_prefix();
+    shape_prefixes();
+    shape_deep_ties();
+    shape_short_tails();
+    shape_zero_tails();
+    shape_lengths_and_duplicates();
+    shape_names();
+}
+
+/* ---- checking ---- */
+
+static int bytewise(const uint8_t *a, size_t la, const uint8_t *b, size_t lb)
+{
+    int c = memcmp(a, b, la < lb ? la : lb);
+    return c ? c : (la > lb) - (la < lb);
+}
+
+static int key_cmp(const void *pa, const void *pb)
+{
+    const test_key *a = *(const test_key *const *)pa, *b = *(const test_key *const *)pb;
+    return bytewise(a->bytes, a->len, b->bytes, b->len);
+}
+
+static void shuffle_keys(void)
+{
+    for (size_t i = n_keys; i > 1; i--) {
+        size_t j = rnd((uint32_t)i);
+        test_key t = keys[i - 1];
+        keys[i - 1] = keys[j];
+        keys[j] = t;
+    }
+}
+
+static int fill(sort_batch *sb)
+{
+    for (size_t i = 0; i < n_keys; i++) {
+        uint64_t index = i;
+        if (batch_add_key(sb, keys[i].bytes, keys[i].len, (const uint8_t *)&index,
+                          sizeof index) != 1)
+            return -1;
+    }
+    return 0;
+}
+
+/* The batch's keys must be the reference order's, each with its value. */
+static const char *check_order(const sort_batch *sb, test_key **want)
+{
+    if (batch_count(sb) != n_keys) return "the batch lost keys";
+    for (size_t i = 0; i < n_keys; i++) {
+        size_t kl, vl;
+        const uint8_t *k = batch_key(sb, i, &kl), *v = batch_value(sb, i, &vl);
+        uint64_t index;
+        if (vl != sizeof index) return "a value has the wrong length";
+        memcpy(&index, v, sizeof index);
+        if (bytewise(k, kl, want[i]->bytes, want[i]->len) != 0) return "keys out of bytewise order";
+        if (index >= n_keys || bytewise(k, kl, keys[index].bytes, keys[index].len) != 0)
+            return "a value is not its key's";
+    }
+    return NULL;
+}
+
+static void run_case(sort_batch *sb, const char *name, void (*shape)(void))
+{
+    n_keys = 0;
+    shape();
+    shuffle_keys();
+    test_key **want = malloc(n_keys * sizeof *want);
+    if (!want) exit(2);
+    for (size_t i = 0; i < n_keys; i++) want[i] = &keys[i];
+    qsort(want, n_keys, sizeof *want, key_cmp);
+    batch_clear(sb);
+    const char *problem = fill(sb) < 0 ? "batch_add_key failed" : NULL;
+    if (!problem) {
+        batch_sort(sb);
+        problem = check_order(sb, want);
+    }
+    report(name, problem);
+    free(want);
+}
+
+int main(void)
+{
+    static const struct {
+        const char *name;
+        void (*shape)(void);
+    } cases[] = {
+        {"random_bytes", shape_random},
+        {"long_shared_prefix", shape_shared_prefix},
+        {"keys_that_prefix_others", shape_prefixes},
+        {"groups_tied_over_windows", shape_deep_ties},
+        {"groups_decided_by_last_bytes", shape_short_tails},
+        {"zero_tails_differ_in_length", shape_zero_tails},
+        {"every_length_and_duplicates", shape_lengths_and_duplicates},
+        {"name_like_keys", shape_names},
+        {"all_shapes_at_once", shape_everything},
+    };
+    size_t n_cases = sizeof cases / sizeof *cases;
+    keys = malloc(MAX_KEYS * sizeof *keys);
+    sort_batch *sb = batch_create((size_t)256 << 20);
+    if (!keys || !sb) return 2;
+    /* Forward, then backward: each case follows another shape's batch. */
+    for (size_t i = 0; i < n_cases; i++) run_case(sb, cases[i].name, cases[i].shape);
+    for (size_t i = n_cases; i-- > 0;) run_case(sb, cases[i].name, cases[i].shape);
+    batch_destroy(sb);
+    free(keys);
+    return report_summary();
+}

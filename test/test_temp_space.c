@@ -1,0 +1,154 @@
+/* test_temp_space.c -- the temp space estimate and the runs' format.
+ *
+ * Inputs are written to a fresh directory under $TMPDIR (or /tmp), which is
+ * also the -T prefix, so the free space is that of a real file system;
+ * the cases that depend on it use sizes far from any real disk's.
+ * Prints `N passed, M failed` last.
+ */
+#define _GNU_SOURCE
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <zlib.h>
+#include <htslib/bgzf.h>
+#include "../temp_space.h"
+#include "unit_report.h"
+
+static char dir[4096];
+
+static temp_request request(const char *in_fn, uint64_t size_hint, temp_mode mode)
+{
+    temp_request rq = {
+        .mode = mode, .in_fn = in_fn, .tmp_prefix = dir, .size_hint = size_hint,
+        .memory = 3u << 20, .run_bytes = 1u << 20, .threads = 2,
+    };
+    return rq;
+}
+
+/* n bytes of SAM-like text: compresses several times over. */
+static void write_text(const char *path, size_t n, int bgzf)
+{
+    static const char line[] = "read:1:2\t0\tchr1\t100\t60\t10M\t*\t0\t0\tACGTACGTAA\tFFFFF:::::\n";
+    BGZF *bg = bgzf ? bgzf_open(path, "w") : NULL;
+    gzFile gz = bgzf < 0 ? gzopen(path, "wb") : NULL;
+    FILE *fp = bgzf ? NULL : fopen(path, "w");
+    int ok = 1;
+    for (size_t done = 0; ok && done < n; done += sizeof line - 1) {
+        if (bg) ok = bgzf_write(bg, line, sizeof line - 1) >= 0;
+        else if (gz) ok = gzwrite(gz, line, sizeof line - 1) > 0;
+        else ok = fwrite(line, 1, sizeof line - 1, fp) == sizeof line - 1;
+    }
+    if (bg) bgzf_close(bg);
+    if (gz) gzclose(gz);
+    if (fp) fclose(fp);
+}
+
+static const char *check_file_estimate(const char *name, int kind, double lo, double hi)
+{
+    static char why[200];
+    char path[4200];
+    temp_plan p;
+    char *err = NULL;
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    write_text(path, 8u << 20, kind);
+    temp_request rq = request(path, 0, TEMP_AUTO);
+    int r = temp_space_plan(&rq, &p, &err);
+    FILE *f = fopen(path, "rb");
+    fseek(f, 0, SEEK_END);
+    double per_byte = (double)p.data_bytes / (double)ftell(f);
+    fclose(f);
+    unlink(path);
+    free(err);
+    if (r != 0 || !p.source) return "no estimate from a regular file";
+    if (per_byte < lo || per_byte > hi) {
+        snprintf(why, sizeof why, "%.2f run bytes per file byte, expected %.2f-%.2f",
+                 per_byte, lo, hi);
+        return why;
+    }
+    return NULL;
+}
+
+static const char *check_refusal(void)
+{
+    temp_plan p;
+    char *err = NULL;
+    temp_request rq = request("-", 1ULL << 60, TEMP_AUTO);   /* an exabyte */
+    if (temp_space_plan(&rq, &p, &err) == 0) return "an exabyte was not refused";
+    int ok = err && strstr(err, dir) && strstr(err, "needed") && strstr(err, "free")
+          && strstr(err, "-T") && strstr(err, "-s") && !strchr(err, '\n');
+    free(err);
+    return ok ? NULL : "the refusal lacks the directory, needed, free, -T or -s";
+}
+
+/* A regular file's size wins over -s, which may be far off (it only
+ * steers merging): an exabyte -s for a small file is not refused. */
+static const char *check_file_beats_hint(void)
+{
+    char path[4200];
+    temp_plan p;
+    char *err = NULL;
+    snprintf(path, sizeof path, "%s/small.sam", dir);
+    write_text(path, 1u << 20, 0);
+    temp_request rq = request(path, 1ULL << 60, TEMP_AUTO);
+    int r = temp_space_plan(&rq, &p, &err);
+    unlink(path);
+    free(err);
+    if (r != 0) return "a small file with an exabyte -s was refused";
+    return p.source && !strcmp(p.source, "the input file") ? NULL : "the estimate is not the file's";
+}
+
+static const char *check_small_hint(void)
+{
+    temp_plan p;
+    char *err = NULL;
+    temp_request rq = request("-", 64u << 20, TEMP_AUTO);
+    if (temp_space_plan(&rq, &p, &err) != 0) return "64 MB refused";
+    if (p.mode != TEMP_NONE) return "64 MB of runs are not uncompressed with ample room";
+    /* -s plans background merges: their output counts on top of the runs. */
+    if (p.need_none <= p.data_bytes) return "merges not counted in the peak";
+    if (p.need_compact * 2 > p.need_none) return "compact runs not estimated smaller";
+    rq.size_hint = 1u << 20;   /* fits in memory: nothing is spilled */
+    temp_space_plan(&rq, &p, &err);
+    return p.need_none > (2u << 20) ? "an input that fits in memory needs temp space" : NULL;
+}
+
+static const char *check_modes(void)
+{
+    temp_plan p;
+    char *err = NULL;
+    temp_request rq = request("-", 0, TEMP_AUTO);
+    temp_space_plan(&rq, &p, &err);
+    int small = p.free_bytes < TEMP_SMALL_FREE;
+    if (p.source || p.mode != (small ? TEMP_COMPACT : TEMP_NONE))
+        return "a pipe without -s: wrong format for the free space";
+    rq.mode = TEMP_LZ4;
+    temp_space_plan(&rq, &p, &err);
+    if (p.mode != TEMP_LZ4) return "--temp-compression lz4 not kept";
+    store_options so = { 0 };
+    temp_space_store_options(&p, &so);
+    if (so.compression != TEMP_COMPRESSION_LZ4 || so.compression_threads != 2)
+        return "lz4 store options";
+    if (temp_parse_mode("compact") != TEMP_COMPACT || temp_parse_mode("gzip") != -1)
+        return "temp_parse_mode";
+    return NULL;
+}
+
+int main(void)
+{
+    snprintf(dir, sizeof dir, "%s/test_temp_space.XXXXXX", temp_prefix(NULL));
+    if (!mkdtemp(dir)) {
+        perror(dir);
+        return 1;
+    }
+    /* 8 MB of text: BGZF measures its expansion, SAM counts itself. */
+    report("temp_space_bgzf_expansion", check_file_estimate("in.bam", 1, 10, 1000));
+    report("temp_space_sam_text", check_file_estimate("in.sam", 0, 1.2, 1.3));
+    report("temp_space_plain_gzip", check_file_estimate("in.gz", -1, 4.9, 5.1));
+    report("temp_space_refusal_message", check_refusal());
+    report("temp_space_small_hint", check_small_hint());
+    report("temp_space_file_beats_hint", check_file_beats_hint());
+    report("temp_space_modes", check_modes());
+    rmdir(dir);
+    return report_summary();
+}
