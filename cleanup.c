@@ -165,6 +165,16 @@ static int wait_for_timely_signal(const sigset_t *set)
     }
 }
 
+void cleanup_remove_all(void)
+{
+    /* The process is about to end: if a thread holds the lock, go on. */
+    int locked = pthread_mutex_trylock(&lock) == 0;
+    interrupted = 1;
+    for (size_t i = 0; i < n_paths; i++)
+        if (paths[i]) cleanup_remove_path(paths[i]);
+    if (locked) pthread_mutex_unlock(&lock);
+}
+
 static void *signal_waiter(void *arg)
 {
     (void)arg;

@@ -41,4 +41,8 @@ int cleanup_interrupted(void);
 /* Removes a file, or a directory with the plain files in it. */
 void cleanup_remove_path(const char *path);
 
+/* For a fatal error that cannot return (an exception RocksDB does not
+ * catch): removes every registered path now, as a signal would. */
+void cleanup_remove_all(void);
+
 #endif

@@ -11,13 +11,19 @@
  * own files, this leaves every other descriptor in the process alone.
  */
 #include <cstdint>
+#include <cstdio>
+#include <exception>
 #include <memory>
 #include <new>
 #include <string>
 #include <utility>
 #include <rocksdb/env.h>
 #include <rocksdb/file_system.h>
+#include <unistd.h>
 #include "temp_env.h"
+extern "C" {
+#include "cleanup.h"
+}
 
 using ROCKSDB_NAMESPACE::Env;
 using ROCKSDB_NAMESPACE::FileOptions;
@@ -127,8 +133,30 @@ class NoSyncFileSystem : public FileSystemWrapper {
 
 }  // namespace
 
+/* RocksDB throws where it cannot go on (a thread it cannot start under a
+ * low `ulimit -v`, memory it cannot get), and an exception nobody catches
+ * would abort with two lines of libstdc++'s and leave the temporary data
+ * behind.  Instead: one line with the cause, the temporary paths removed,
+ * exit status 1, as for any other failure. */
+[[noreturn]] static void on_uncaught_exception()
+{
+  const char* what = "unknown error";
+  std::exception_ptr current = std::current_exception();
+  try {
+    if (current) std::rethrow_exception(current);
+  } catch (const std::exception& e) {
+    what = e.what();
+  } catch (...) {
+  }
+  fprintf(stderr, "samtools rocksort: RocksDB failed: %s (out of memory or threads? "
+          "check ulimit -v and -u)\n", what);
+  cleanup_remove_all();
+  _exit(1);
+}
+
 extern "C" rocksdb_env_t* temp_env_create(void)
 {
+  std::set_terminate(on_uncaught_exception);
   try {
     /* A composite Env keeps Env::Default()'s threads and clock, so the
      * C API's thread-pool calls on it size the same pools as before. */

@@ -436,3 +436,36 @@ def register(test, h):
         line = expect_one_line(case, result)
         if "Broken pipe" not in line:
             raise Failure("the message does not say 'Broken pipe'", [line])
+
+    # 5. Resource limits ------------------------------------------------------------------
+
+    def instrumented(case):
+        """Sanitizers and valgrind reserve far more address space than any
+        limit this test can set: there, `ulimit -v` says nothing of rocksort."""
+        if len(case.session.rocksort_cmd) > 2:    # a wrapper such as valgrind
+            return True
+        with open(case.session.binary, "rb") as f:
+            return b"__asan_init" in f.read()
+
+    @test
+    def test_fault_address_space_limit(case):
+        """`ulimit -v` too low for RocksDB's threads: RocksDB throws where
+        it cannot go on.  Uncaught, that aborted with libstdc++'s two lines
+        and left the temporary database; it must fail like anything else."""
+        if instrumented(case):
+            return
+        import resource
+        out = guard_output(case)
+        args = [*case.session.rocksort_cmd, "-@", "4", *SPILL, "-T", case.temp_prefix,
+                "-o", out, case.input("bulk.bam")]
+        for kib in (150_000, 250_000, 400_000):
+            def limit(kib=kib):
+                resource.setrlimit(resource.RLIMIT_AS, (kib << 10, kib << 10))
+            result = subprocess.run(args, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                    stderr=subprocess.PIPE, cwd=case.out_dir, timeout=120,
+                                    preexec_fn=limit,
+                                    env=dict(case.session.env, TMPDIR=case.tmp))
+            if result.returncode != 0:
+                expect_refused(case, result, "RocksDB", "memory|thread|Resource|alloc", out)
+                return
+        raise Failure("test is wrong: every limit let the sort through")
