@@ -76,30 +76,11 @@ def register(test, h):
         h.write_text(path, end.join(CASES[name]) + end)
         return path
 
-    def same_outcome(case, src, order):
-        """The oracle's outcome for `sort ORDER src`, required of rocksort."""
-        tag = "name" if order else "coord"
-        expected = os.path.join(case.dir, f"expected_{tag}.bam")
-        oracle = case.session.oracle("sort", [*order, "-o", expected, src])
-        actual = case.out(f"{tag}.bam")
-        result = case.rocksort([*order, "-T", case.temp_prefix, "-o", actual, src])
-        if oracle.returncode != 0:
-            if os.path.exists(expected):
-                raise Failure("test is wrong: the oracle failed yet wrote output")
-            h.expect_error(case, result, [os.path.basename(src), os.path.basename(actual)],
-                           actual)
-            return
-        if result.returncode != 0:
-            raise Failure(f"rocksort failed ({result.returncode}) where samtools "
-                          "1.24 succeeded", h.tail(result.stderr))
-        case.expect_same(actual, expected)
-        case.expect_no_temp_left()
-
     def make(name):
         def run(case):
             src = write_case(case, name)
-            for order in ([], ["-n"]):
-                same_outcome(case, src, order)
+            for order, tag in (([], "coord"), (["-n"], "name")):
+                h.expect_outcome_of(case, src, order, name=tag)
         run.__name__ = f"test_parse_{name}"
         return run
 

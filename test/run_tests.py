@@ -764,20 +764,28 @@ def expect_error(case, result, mentions, output):
 
 
 def expect_same_outcome(case, source, shared, stdin=None):
-    """Like the oracle: the same output if it succeeds, an error if it fails."""
-    src = case.input(source)
-    os.mkdir(os.path.join(case.dir, "expected"))
-    expected = os.path.join(case.dir, "expected", "target.bam")
+    """expect_outcome_of() for an input made by the session."""
+    expect_outcome_of(case, case.input(source), shared, stdin)
+
+
+def expect_outcome_of(case, src, shared, stdin=None, name="target", mentions=None):
+    """Like the oracle on the file src: the same output (out/NAME.bam) if it
+    succeeds, else a one-line error naming one of `mentions` (default: the
+    input or the output) and no output at all."""
+    expected = os.path.join(case.dir, f"expected_{name}.bam")
     oracle_args = [*shared, "--no-PG", "-o", expected]
     oracle = case.session.oracle("sort", oracle_args + [src])
-    actual = case.out("target.bam")
+    actual = case.out(f"{name}.bam")
     args = [*shared, "-T", case.temp_prefix, "-o", actual]
     if stdin is None:
         result = case.rocksort(args + [src])
     else:
         result = case.rocksort(args + [stdin], stdin=src)
     if oracle.returncode != 0:
-        mentions = [] if stdin else [os.path.basename(src), "target.bam"]
+        if os.path.exists(expected):
+            raise Failure("test is wrong: the oracle failed yet wrote output")
+        if mentions is None:
+            mentions = [] if stdin else [os.path.basename(src), os.path.basename(actual)]
         expect_error(case, result, mentions, actual)
         return
     if result.returncode != 0:
