@@ -47,11 +47,13 @@ OBJS = bamtk.o bam_rocksort.o legacy_form.o \
        sort_pipeline.o sort_plan.o sort_load.o spill_queue.o sort_output.o sort_report.o \
        input_check.o fd_budget.o merge_plan.o run_merge.o bam_sort.o minimiser.o sort_batch.o batch_sort.o \
        record_codec.o rocks_store.o rocks_merge.o output_file.o output_target.o cleanup.o \
-       progress.o temp_env.o store_stream.o temp_space.o
+       progress.o temp_env.o store_stream.o temp_space.o \
+       merge_sources.o merge_writer.o range_readout.o key_ranges.o output_parts.o
 # The C unit tests, run by test/run_tests.py (its UNIT_TESTS list).
 UNIT_PROGS = test/test_keys test/test_run_merge test/test_store_stream test/test_cleanup \
              test/test_temp_space test/test_batch_sort
 
+.DEFAULT_GOAL := all
 htslib: $(HTS_LIB_FILE)
 
 .PHONY: all htslib demo test deps test-deps clean install bench asan test-asan test-valgrind fuzz fuzz-run
@@ -79,7 +81,7 @@ test/test_keys: test/test_keys.c bam_sort.o minimiser.o
 # The spilled runs are read through the store, which brings RocksDB's C++ side.
 STORE_OBJS = store_stream.o rocks_store.o rocks_merge.o merge_plan.o cleanup.o temp_env.o
 
-test/test_run_merge: test/test_run_merge.c run_merge.o $(STORE_OBJS) sort_batch.o batch_sort.o record_codec.o bam_sort.o minimiser.o
+test/test_run_merge: test/test_run_merge.c run_merge.o key_ranges.o $(STORE_OBJS) sort_batch.o batch_sort.o record_codec.o bam_sort.o minimiser.o
 	$(CC) $(CFLAGS) $(CPPFLAGS) -I. -o $@ $^ $(LDLIBS) $(CXX_RUNTIME)
 
 test/test_store_stream: test/test_store_stream.c $(STORE_OBJS) sort_batch.o batch_sort.o record_codec.o bam_sort.o minimiser.o

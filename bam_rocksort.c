@@ -29,7 +29,8 @@
 enum {
     OPT_NO_PG = 1000, OPT_REFERENCE, OPT_IN_FMT_OPT, OPT_OUT_FMT_OPT,
     OPT_IN_FMT, OPT_VERBOSITY, OPT_TEMP_COMPRESSION, OPT_VERIFY,
-    OPT_WRITE_INDEX, OPT_PROGRESS, OPT_MAX_MEMORY, OPT_TEMPLATE_COORDINATE, OPT_SHUFFLE
+    OPT_WRITE_INDEX, OPT_PROGRESS, OPT_MAX_MEMORY, OPT_TEMPLATE_COORDINATE, OPT_SHUFFLE,
+    OPT_MERGE_THREADS
 };
 
 static const struct option long_opts[] = {
@@ -49,6 +50,7 @@ static const struct option long_opts[] = {
     { "max-memory", required_argument, NULL, OPT_MAX_MEMORY },
     { "template-coordinate", no_argument, NULL, OPT_TEMPLATE_COORDINATE },
     { "shuffle", required_argument, NULL, OPT_SHUFFLE },
+    { "merge-threads", required_argument, NULL, OPT_MERGE_THREADS },
     { NULL, 0, NULL, 0 }
 };
 
@@ -91,6 +93,10 @@ static const char usage_text[] =
 "             PREFIX if it is a directory [$TMPDIR or /tmp]\n"
 "  -@, --threads INT\n"
 "             Number of additional threads to use [0]\n"
+"  --merge-threads INT\n"
+"             Merge and write the output as INT key ranges at once, joined\n"
+"             into one file [from -@ and the level: 1 at -@ 2 -l 6, -@ at -u];\n"
+"             CRAM output is always one range\n"
 "  -s SIZE    Estimate of the total uncompressed data (e.g. 512G); turns on\n"
 "             background compaction so the final merge reads about 2*sqrt(T)\n"
 "             sorted runs, T = SIZE / memory budget\n"
@@ -213,6 +219,10 @@ static int resource_option(cli_state *c, int ch, const char *arg)
     case '@':
         r->threads = (int)strtol(arg, &end, 10);
         if (*end || r->threads < 0) return bad_value("-@", arg);
+        break;
+    case OPT_MERGE_THREADS:
+        r->merge_threads = (int)strtol(arg, &end, 10);
+        if (*end || end == arg || r->merge_threads < 1) return bad_value("--merge-threads", arg);
         break;
     default:
         return NOT_MINE;

@@ -92,7 +92,13 @@ static int open_beside(output_file *o, const char *path, const char *mode, char 
     /* sam_open() recreates a name removed under it: no signal in between. */
     cleanup_hold_signals();
     o->tmp_path = reserve_temp_beside(path, &o->cache_fd, err);
-    o->fp = o->tmp_path ? sam_open(o->tmp_path, mode) : NULL;
+    /* htslib writes through a duplicate of cache_fd: they share the file
+     * offset, so that output_append_part() can write at the end. */
+    int fd = o->tmp_path ? dup(o->cache_fd) : -1;
+    hFILE *h = fd >= 0 ? hdopen(fd, "w") : NULL;
+    o->fp = h ? hts_hopen(h, o->tmp_path, mode) : NULL;
+    if (!o->fp && h) hclose_abruptly(h);
+    else if (!h && fd >= 0) close(fd);
     cleanup_release_signals();
     if (o->tmp_path && !o->fp) *err = errmsg("cannot open output file", o->name);
     return o->fp ? 0 : -1;
@@ -116,8 +122,8 @@ int output_open(output_file *o, const char *fn, const char *mode, char **err)
     return ret;
 }
 
-int output_index_begin(output_file *o, sam_hdr_t *h, const char *idx_fn, int min_shift,
-                       char **err)
+/* The index's names; *write_to is where to write it (malloc'd). */
+static int index_names(output_file *o, const char *idx_fn, char **write_to, char **err)
 {
     char *path = NULL;
     int kind = output_target(idx_fn, &path, err);
@@ -129,15 +135,50 @@ int output_index_begin(output_file *o, sam_hdr_t *h, const char *idx_fn, int min
         o->idx_tmp_path = reserve_temp_beside(path, NULL, err);
         if (!o->idx_tmp_path) return -1;
     }
-    const char *write_to = o->idx_tmp_path ? o->idx_tmp_path : path;
-    int ret = sam_idx_init(o->fp, h, min_shift, write_to);
+    *write_to = strdup(o->idx_tmp_path ? o->idx_tmp_path : path);
     if (!o->idx_final_path) free(path);
+    if (!*write_to) { *err = strdup("out of memory"); return -1; }
+    return 0;
+}
+
+int output_index_begin(output_file *o, sam_hdr_t *h, const char *idx_fn, int min_shift,
+                       char **err)
+{
+    char *write_to = NULL;
+    if (index_names(o, idx_fn, &write_to, err) < 0) return -1;
+    int ret = sam_idx_init(o->fp, h, min_shift, write_to);
+    free(write_to);
     if (ret < 0) {
         *err = errmsg("cannot start the index", idx_fn);
         return -1;
     }
     o->indexing = 1;
     return 0;
+}
+
+int output_index_after(output_file *o, const char *idx_fn, int min_shift, int threads,
+                       char **err)
+{
+    if (!o->tmp_path) {
+        *err = strdup("an index built after the output needs an output file");
+        return -1;
+    }
+    if (index_names(o, idx_fn, &o->idx_build_path, err) < 0) return -1;
+    o->idx_min_shift = min_shift;
+    o->idx_threads = threads;
+    return 0;
+}
+
+/* samtools index's own code, on the closed output: the same index. */
+static int build_index_after(output_file *o)
+{
+    if (!o->idx_build_path) return 0;
+    if (o->idx_tmp_path) cleanup_hold_signals();
+    errno = 0;
+    int ret = sam_index_build3(o->tmp_path, o->idx_build_path, o->idx_min_shift,
+                               o->idx_threads);
+    if (o->idx_tmp_path) cleanup_release_signals();
+    return ret;
 }
 
 /* Why: where page-cache pages no process has touched yet are slow to
@@ -170,7 +211,8 @@ static void free_names(output_file *o)
     free(o->idx_name);
     free(o->final_path);
     free(o->idx_final_path);
-    o->name = o->idx_name = o->final_path = o->idx_final_path = NULL;
+    free(o->idx_build_path);
+    o->name = o->idx_name = o->final_path = o->idx_final_path = o->idx_build_path = NULL;
 }
 
 static int save_index(output_file *o)
@@ -197,6 +239,11 @@ int output_commit(output_file *o, char **err)
     close_cache_fd(o);
     if (ret < 0) {
         *err = errmsg("error closing output file", o->name);
+        output_abort(o);
+        return -1;
+    }
+    if (build_index_after(o) < 0) {
+        *err = errmsg("error writing the index", o->idx_name);
         output_abort(o);
         return -1;
     }

@@ -28,6 +28,8 @@ typedef struct {
     int indexing;
     int cache_fd;       /* the temporary file, for dropping its pages; else -1 */
     int stream_fd;      /* written in place: its descriptor, to withhold the EOF marker */
+    char *idx_build_path;   /* output_index_after(): where the index goes */
+    int idx_min_shift, idx_threads;
 } output_file;
 
 /* mode is an htslib mode ("wb6", "w", "wc"...).  Returns 0, or -1 with a
@@ -40,6 +42,13 @@ int output_open(output_file *o, const char *fn, const char *mode, char **err);
  * idx_fn is not a regular file).  min_shift 0 makes a
  * BAI, 14 a CSI; CRAM always gets a CRAI. */
 int output_index_begin(output_file *o, sam_hdr_t *h, const char *idx_fn, int min_shift,
+                       char **err);
+
+/* The same index, built by samtools index's code (sam_index_build3()) from
+ * the closed output at the commit, before the rename: for output that was
+ * not written record by record through o->fp (range_readout.h).  Needs an
+ * output written beside its final name (a regular file). */
+int output_index_after(output_file *o, const char *idx_fn, int min_shift, int threads,
                        char **err);
 
 /* Call every few tens of MB written: the pages that reached the disk are

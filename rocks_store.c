@@ -213,8 +213,35 @@ int store_run_begin(rocks_store *st, char **err)
         *err = wrap_rocks_error(st->run_path, rerr);
         return -1;
     }
+    st->unsampled = STORE_SAMPLE_BYTES;     /* sample the run's first key */
     return 0;
 }
+
+static void take_sample(rocks_store *st, const uint8_t *key, size_t klen)
+{
+    if (st->n_samples == st->samples_cap) {
+        size_t cap = st->samples_cap ? 2 * st->samples_cap : 1024;
+        store_sample *s = realloc(st->samples, cap * sizeof *s);
+        if (!s) return;
+        st->samples = s;
+        st->samples_cap = cap;
+    }
+    uint8_t *copy = malloc(klen ? klen : 1);
+    if (!copy) return;
+    memcpy(copy, key, klen);
+    st->samples[st->n_samples++] = (store_sample){ copy, klen, 0 };
+    st->unsampled = 0;
+}
+
+static void sample_record(rocks_store *st, const uint8_t *key, size_t klen, size_t bytes)
+{
+    if (st->unsampled >= STORE_SAMPLE_BYTES) take_sample(st, key, klen);
+    if (st->n_samples) st->samples[st->n_samples - 1].weight += bytes;
+    st->unsampled += bytes;
+}
+
+size_t store_samples(const rocks_store *st) { return st->n_samples; }
+const store_sample *store_sample_at(const rocks_store *st, size_t i) { return &st->samples[i]; }
 
 int store_run_put(rocks_store *st, const uint8_t *key, size_t klen,
                   const uint8_t *val, size_t vlen, char **err)
@@ -226,6 +253,7 @@ int store_run_put(rocks_store *st, const uint8_t *key, size_t klen,
         *err = wrap_rocks_error(st->run_path, rerr);
         return -1;
     }
+    sample_record(st, key, klen, klen + vlen);
     return 0;
 }
 
@@ -269,25 +297,54 @@ int store_direct_io(const rocks_store *st) { return st && st->direct_io; }
 
 int store_parts(const rocks_store *st) { return st->parts_used; }
 
+/* The read options hold pointers to the bounds, which the iterator owns. */
 struct store_iter {
     rocksdb_iterator_t *it;
+    rocksdb_readoptions_t *read;
+    uint8_t *lo, *hi;
+    size_t lo_len, hi_len;
 };
+
+static int copy_bound(uint8_t **dst, size_t *dst_len, const uint8_t *key, size_t len)
+{
+    *dst_len = len;
+    if (!key) return 0;
+    *dst = malloc(len ? len : 1);
+    if (!*dst) return -1;
+    memcpy(*dst, key, len);
+    return 0;
+}
+
+store_iter *store_iter_open_range(rocks_store *st, int part, size_t readahead,
+                                  const uint8_t *lo, size_t lo_len,
+                                  const uint8_t *hi, size_t hi_len)
+{
+    store_iter *si = calloc(1, sizeof *si);
+    if (!si) return NULL;
+    if (copy_bound(&si->lo, &si->lo_len, lo, lo_len) < 0
+        || copy_bound(&si->hi, &si->hi_len, hi, hi_len) < 0
+        || !(si->read = rocksdb_readoptions_create())) {
+        store_iter_close(si);
+        return NULL;
+    }
+    rocksdb_readoptions_set_fill_cache(si->read, 0);
+    rocksdb_readoptions_set_readahead_size(si->read, readahead);
+    if (si->lo) rocksdb_readoptions_set_iterate_lower_bound(si->read, (const char *)si->lo, si->lo_len);
+    if (si->hi) rocksdb_readoptions_set_iterate_upper_bound(si->read, (const char *)si->hi, si->hi_len);
+    si->it = rocksdb_create_iterator_cf(st->db, si->read, st->part[part]);
+    return si;
+}
 
 store_iter *store_iter_open(rocks_store *st, int part, size_t readahead)
 {
-    store_iter *si = malloc(sizeof *si);
-    if (!si) return NULL;
-    if (!st->read) st->read = rocksdb_readoptions_create();
-    rocksdb_readoptions_set_fill_cache(st->read, 0);
-    rocksdb_readoptions_set_readahead_size(st->read, readahead);
-    si->it = rocksdb_create_iterator_cf(st->db, st->read, st->part[part]);
-    return si;
+    return store_iter_open_range(st, part, readahead, NULL, 0, NULL, 0);
 }
 
 void store_iter_first(store_iter *si)
 {
     rocksdb_set_perf_level(rocksdb_disable);
-    rocksdb_iter_seek_to_first(si->it);
+    if (si->lo) rocksdb_iter_seek(si->it, (const char *)si->lo, si->lo_len);
+    else rocksdb_iter_seek_to_first(si->it);
 }
 
 int store_iter_valid(const store_iter *si) { return rocksdb_iter_valid(si->it); }
@@ -313,7 +370,10 @@ char *store_iter_error(const store_iter *si)
 void store_iter_close(store_iter *si)
 {
     if (!si) return;
-    rocksdb_iter_destroy(si->it);
+    if (si->it) rocksdb_iter_destroy(si->it);
+    if (si->read) rocksdb_readoptions_destroy(si->read);
+    free(si->lo);
+    free(si->hi);
     free(si);
 }
 
@@ -331,7 +391,8 @@ void store_close(rocks_store *st, int keep)
         cleanup_remove_path(st->dir);
     }
     if (st->dir) cleanup_forget(st->dir);
-    if (st->read) rocksdb_readoptions_destroy(st->read);
+    for (size_t i = 0; i < st->n_samples; i++) free(st->samples[i].key);
+    free(st->samples);
     if (st->ingest) rocksdb_ingestexternalfileoptions_destroy(st->ingest);
     if (st->opts) rocksdb_options_destroy(st->opts);
     if (st->table) rocksdb_block_based_options_destroy(st->table);

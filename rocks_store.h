@@ -78,6 +78,22 @@ int store_sorted_runs(rocks_store *st);
 uint64_t store_runs_ingested(const rocks_store *st);
 uint64_t store_bytes_written(const rocks_store *st);
 
+/* Keys sampled from the runs as they were written, for splitting the key
+ * space into ranges of about equal size (range_readout.h): the first key of
+ * every run, then one after every STORE_SAMPLE_BYTES of records.  A
+ * sample's weight is the record bytes from it up to the next sample of its
+ * run.  Merges move records between runs but do not change the set of
+ * keys, so the samples stay valid.  Sampling is best effort: out of memory,
+ * it stops. */
+#define STORE_SAMPLE_BYTES (1u << 20)
+typedef struct {
+    uint8_t *key;
+    size_t len;
+    uint64_t weight;
+} store_sample;
+size_t store_samples(const rocks_store *st);
+const store_sample *store_sample_at(const rocks_store *st, size_t i);
+
 /* Bytes each run's reader fetches at a time when runs bypass the page
  * cache (direct I/O reads are synchronous: no kernel readahead). */
 #define STORE_DIRECT_READAHEAD (2u << 20)
@@ -92,8 +108,12 @@ int store_parts(const rocks_store *st);
  * store_iter_error() returns the iterator's error, malloc'd, or NULL.
  * Close every iterator before store_close(). */
 typedef struct store_iter store_iter;
-/* NULL if out of memory. */
+/* NULL if out of memory.  store_iter_open_range() sees only the keys from
+ * lo (inclusive) to hi (exclusive); a NULL bound is open. */
 store_iter *store_iter_open(rocks_store *st, int part, size_t readahead);
+store_iter *store_iter_open_range(rocks_store *st, int part, size_t readahead,
+                                  const uint8_t *lo, size_t lo_len,
+                                  const uint8_t *hi, size_t hi_len);
 void store_iter_first(store_iter *it);
 int store_iter_valid(const store_iter *it);
 const uint8_t *store_iter_key(const store_iter *it, size_t *len);

@@ -29,7 +29,6 @@ struct rocks_store {
     rocksdb_universal_compaction_options_t *universal;
     rocksdb_ingestexternalfileoptions_t *ingest;
     rocksdb_sstfilewriter_t *writer;
-    rocksdb_readoptions_t *read;
     char *run_path;
     uint64_t runs, bytes_written;
     files_plan files;           /* the open-file budget's split */
@@ -38,6 +37,9 @@ struct rocks_store {
     int catch_up_runs;          /* runs merged at settle time, after the load */
     int direct_io;              /* runs are read (and merged) bypassing the page cache */
     uint64_t run_bytes;         /* expected size of one run */
+    store_sample *samples;      /* see store_samples() */
+    size_t n_samples, samples_cap;
+    uint64_t unsampled;         /* record bytes of this run since its last sample */
 };
 
 /* rocks_merge.c: the compaction options at open, and after each run the

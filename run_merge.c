@@ -14,9 +14,10 @@ typedef struct {
     source_kind kind;
     store_stream *stream;
     const sort_batch *batch;
-    size_t pos;
+    size_t pos, end;
     const packed_run *packed;
     const uint8_t *rec;         /* the packed run's current record, NULL at its end */
+    const uint8_t *rec_end;     /* where the slice ends, NULL: at the run's end */
 } source;
 
 struct run_merge {
@@ -51,7 +52,7 @@ static int source_valid(const run_merge *m, int s)
     const source *x = &m->src[s];
     switch (x->kind) {
     case FROM_STORE: return stream_valid(x->stream);
-    case FROM_BATCH: return x->pos < batch_count(x->batch);
+    case FROM_BATCH: return x->pos < x->end;
     default: return x->rec != NULL;
     }
 }
@@ -70,6 +71,7 @@ static void source_advance(run_merge *m, int s)
         break;
     default:
         x->rec = packed_next(x->packed, x->rec);
+        if (x->rec == x->rec_end) x->rec = NULL;
     }
 }
 
@@ -95,9 +97,19 @@ static void sift_down(run_merge *m, int i)
     }
 }
 
+batch_slice batch_whole(const sort_batch *sb)
+{
+    return (batch_slice){ sb, 0, batch_count(sb) };
+}
+
+packed_slice packed_whole(const packed_run *pr)
+{
+    return (packed_slice){ pr, packed_first(pr), NULL };
+}
+
 run_merge *merge_open(store_stream *const *streams, int n_streams,
-                      sort_batch *const *batches, int n_batches,
-                      packed_run *const *packed, int n_packed)
+                      const batch_slice *batches, int n_batches,
+                      const packed_slice *packed, int n_packed)
 {
     run_merge *m = calloc(1, sizeof *m);
     int n = n_streams + n_batches + n_packed;
@@ -114,14 +126,17 @@ run_merge *merge_open(store_stream *const *streams, int n_streams,
     for (int i = 0; i < n_batches; i++) {
         source *x = &m->src[n_streams + i];
         x->kind = FROM_BATCH;
-        x->batch = batches[i];
-        batch_prefetch(x->batch, 0);
+        x->batch = batches[i].batch;
+        x->pos = batches[i].begin;
+        x->end = batches[i].end;
+        batch_prefetch(x->batch, x->pos);
     }
     for (int i = 0; i < n_packed; i++) {
         source *x = &m->src[n_streams + n_batches + i];
         x->kind = FROM_PACKED;
-        x->packed = packed[i];
-        x->rec = packed_first(packed[i]);
+        x->packed = packed[i].run;
+        x->rec_end = packed[i].end;
+        x->rec = packed[i].begin == x->rec_end ? NULL : packed[i].begin;
     }
     for (int s = 0; s < n; s++)
         if (source_valid(m, s)) m->heap[m->n_heap++] = s;

@@ -1,8 +1,9 @@
 /* run_merge.h -- merge sorted sources into one stream in key order.
  *
  * Contract: the sources are streams of the spilled runs (store_stream.h,
- * one per part of the store), sorted in-memory batches (batch_sort()) and
- * packed runs (batch_pack()).  merge_next() returns the values of
+ * one per part of the store), slices of sorted in-memory batches
+ * (batch_sort()) and of packed runs (batch_pack()): a whole source, or the
+ * part of it in one key range (range_readout.h).  merge_next() returns the values of
  * all sources by ascending key; equal keys cannot occur, since every key
  * ends with the record's input sequence number.  A value stays valid until
  * the next merge_next() call.  The merge borrows the streams, the batches and
@@ -18,10 +19,26 @@
 
 typedef struct run_merge run_merge;
 
+/* Entries [begin, end) of a sorted batch. */
+typedef struct {
+    const sort_batch *batch;
+    size_t begin, end;
+} batch_slice;
+
+/* Records of a packed run from begin up to end (NULL: to the run's end);
+ * begin NULL: none. */
+typedef struct {
+    const packed_run *run;
+    const uint8_t *begin, *end;
+} packed_slice;
+
+batch_slice batch_whole(const sort_batch *sb);
+packed_slice packed_whole(const packed_run *pr);
+
 /* Positions it at the first key.  NULL if out of memory. */
 run_merge *merge_open(store_stream *const *streams, int n_streams,
-                      sort_batch *const *batches, int n_batches,
-                      packed_run *const *packed, int n_packed);
+                      const batch_slice *batches, int n_batches,
+                      const packed_slice *packed, int n_packed);
 
 /* The next value in key order, or NULL once every source is exhausted. */
 const uint8_t *merge_next(run_merge *m, size_t *vlen);

@@ -208,6 +208,8 @@ const uint8_t *batch_value(const sort_batch *sb, size_t i, size_t *len)
 struct packed_run {
     uint8_t *data;
     size_t size;
+    size_t *marks;      /* offsets of every PACKED_MARK_EVERY-th record */
+    size_t n_marks;
 };
 
 /* Plain pages, not the batch's huge ones: where first touches are slow, a
@@ -218,12 +220,14 @@ packed_run *batch_pack(const sort_batch *sb)
     packed_run *pr = calloc(1, sizeof *pr);
     if (!pr) return NULL;
     pr->data = malloc(sb->used ? sb->used : 1);
-    if (!pr->data) {
-        free(pr);
+    pr->marks = malloc((sb->n / PACKED_MARK_EVERY + 1) * sizeof *pr->marks);
+    if (!pr->data || !pr->marks) {
+        packed_destroy(pr);
         return NULL;
     }
     for (size_t i = 0; i < sb->n; i++) {
         batch_prefetch(sb, i + BATCH_PREFETCH_DISTANCE);
+        if (i % PACKED_MARK_EVERY == 0) pr->marks[pr->n_marks++] = pr->size;
         size_t size = record_size(header_of(&sb->ent[i]));
         memcpy(pr->data + pr->size, sb->ent[i].rec, size);
         pr->size += size;
@@ -235,6 +239,7 @@ void packed_destroy(packed_run *pr)
 {
     if (!pr) return;
     free(pr->data);
+    free(pr->marks);
     free(pr);
 }
 
@@ -285,4 +290,52 @@ const uint8_t *packed_value(const uint8_t *rec, size_t *len)
     memcpy(&h, rec, sizeof h);
     *len = h.val_len;
     return rec + sizeof h + h.key_len;
+}
+
+int key_order(const uint8_t *a, size_t la, const uint8_t *b, size_t lb)
+{
+    int c = memcmp(a, b, la < lb ? la : lb);
+    if (c) return c < 0 ? -1 : 1;
+    return la < lb ? -1 : la > lb;
+}
+
+size_t batch_seek(const sort_batch *sb, const uint8_t *key, size_t len)
+{
+    size_t lo = 0, hi = sb->n;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2, klen;
+        const uint8_t *k = entry_key(&sb->ent[mid], &klen);
+        if (key_order(k, klen, key, len) < 0) lo = mid + 1;
+        else hi = mid;
+    }
+    return lo;
+}
+
+size_t packed_marks(const packed_run *pr) { return pr->n_marks; }
+
+const uint8_t *packed_mark(const packed_run *pr, size_t i)
+{
+    return pr->data + pr->marks[i];
+}
+
+static int packed_below(const uint8_t *rec, const uint8_t *key, size_t len)
+{
+    size_t klen;
+    const uint8_t *k = packed_key(rec, &klen);
+    return key_order(k, klen, key, len) < 0;
+}
+
+/* The marks narrow the search to PACKED_MARK_EVERY records, walked in order. */
+const uint8_t *packed_seek(const packed_run *pr, const uint8_t *key, size_t len)
+{
+    size_t lo = 0, hi = pr->n_marks;    /* marks [0, lo) are below key */
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (packed_below(packed_mark(pr, mid), key, len)) lo = mid + 1;
+        else hi = mid;
+    }
+    if (lo == 0) return packed_first(pr);
+    const uint8_t *rec = packed_mark(pr, lo - 1);
+    while (rec && packed_below(rec, key, len)) rec = packed_next(pr, rec);
+    return rec;
 }

@@ -46,6 +46,13 @@ void batch_prefetch(const sort_batch *sb, size_t i);
 const uint8_t *batch_key(const sort_batch *sb, size_t i, size_t *len);
 const uint8_t *batch_value(const sort_batch *sb, size_t i, size_t *len);
 
+/* After batch_sort(): the first entry whose key is not below key (RocksDB's
+ * bytewise order), batch_count() if none. */
+size_t batch_seek(const sort_batch *sb, const uint8_t *key, size_t len);
+
+/* memcmp() over the common length, then the shorter first: -1, 0 or 1. */
+int key_order(const uint8_t *a, size_t la, const uint8_t *b, size_t lb);
+
 /* A sorted batch's records copied out in key order, one after the other:
  * read front to back it touches memory in order, and the batch can take
  * new records.  Records are visited with packed_first()/packed_next()
@@ -58,6 +65,15 @@ const uint8_t *packed_first(const packed_run *pr);
 const uint8_t *packed_next(const packed_run *pr, const uint8_t *rec);
 const uint8_t *packed_key(const uint8_t *rec, size_t *len);
 const uint8_t *packed_value(const uint8_t *rec, size_t *len);
+
+/* Every PACKED_MARK_EVERY-th record is marked, so that a key can be found
+ * without reading the whole run: packed_mark(pr, i) is record number
+ * i * PACKED_MARK_EVERY, for i < packed_marks(pr).  packed_seek() returns
+ * the first record whose key is not below key, NULL if none. */
+#define PACKED_MARK_EVERY 256
+size_t packed_marks(const packed_run *pr);
+const uint8_t *packed_mark(const packed_run *pr, size_t i);
+const uint8_t *packed_seek(const packed_run *pr, const uint8_t *key, size_t len);
 
 /* The same record layout, for other producers of packed records:
  * packed_put() writes one at dst, packed_record_size() bytes long, and

@@ -4,13 +4,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <htslib/bgzf.h>
-#include <htslib/cram.h>
-#include <htslib/hfile.h>
 #include "sort_output.h"
 #include "clock_util.h"
-#include "record_codec.h"
-#include "run_merge.h"
-#include "store_stream.h"
+#include "merge_sources.h"
+#include "merge_writer.h"
+#include "range_readout.h"
 
 /* BAM stores reference lengths in 32 bits; fail before hours of sorting. */
 static int check_bam_can_hold_references(const sort_job *j)
@@ -25,20 +23,6 @@ static int check_bam_can_hold_references(const sort_job *j)
     return 0;
 }
 
-/* SAM output gets threads for its compression only.  htslib 1.24's
- * threaded SAM writer hangs when a write fails (disk full, closed pipe):
- * its writer thread waits for a lock that sam_write1() holds while it
- * waits for that thread to make room in the queue. */
-static void share_pool_with_output(sort_job *j)
-{
-    samFile *fp = j->out.fp;
-    if (!j->pool.pool) return;
-    int text = fp->format.format == sam || fp->format.format == text_format;
-    if (!text) hts_set_thread_pool(fp, &j->pool);
-    else if (fp->format.compression == bgzf)
-        bgzf_thread_pool(fp->fp.bgzf, j->pool.pool, j->pool.qsize);
-}
-
 int open_output(sort_job *j)
 {
     const rocksort_opts *o = j->o;
@@ -49,7 +33,7 @@ int open_output(sort_job *j)
         free(err);
         return -1;
     }
-    share_pool_with_output(j);
+    samfile_share_pool(j->out.fp, &j->pool);
     if (o->reference && hts_set_fai_filename(j->out.fp, o->reference) < 0) {
         job_fail("cannot load reference '%s' for '%s'", o->reference, o->out_fn);
         return -1;
@@ -61,111 +45,9 @@ int open_output(sort_job *j)
     return 0;
 }
 
-/* CIGAR operations that BAM's 16-bit count holds.  htslib writes a longer
- * CIGAR as a CG tag, reading it as 32-bit words, which must be aligned. */
-#define BAM_CIGAR_OPS_MAX 0xffff
-
-/* BAM output copies record bytes as they are, so it can take a view of the
- * stored value; other formats parse the CIGAR, which must be aligned. */
-static int write_value(sort_job *j, const uint8_t *v, size_t vlen, bam1_t *owned)
-{
-    bam1_t view, *b = &view;
-    int zero_copy = j->out.fp->format.format == bam;
-    if (record_value_view(v, vlen, &view) < 0) return -2;
-    if (!zero_copy || view.core.n_cigar > BAM_CIGAR_OPS_MAX) {
-        if (record_value_unpack(v, vlen, owned) < 0) return -2;
-        b = owned;
-    }
-    if (j->o->verify) j->digest_out += record_digest(b);
-    return sam_write1(j->out.fp, j->hdr, b) < 0 ? -1 : 0;
-}
-
-/* The file htslib writes the output through. */
-static hFILE *output_hfile(const samFile *fp)
-{
-    if (fp->format.format == cram) return cram_fd_get_fp(fp->fp.cram);
-    if (fp->format.format == bam || fp->format.compression != no_compression)
-        return fp->fp.bgzf->fp;
-    return fp->fp.hfile;
-}
-
-/* Why a record could not be written.  Compression threads do the writing,
- * so errno here is seldom theirs; the output's hFILE keeps the cause.
- * Without one, htslib refused the record itself. */
-static const char *write_error_cause(const sort_job *j)
-{
-    int e = herrno(output_hfile(j->out.fp));
-    if (!e) e = errno;
-    return e ? strerror(e) : "htslib could not encode the record (e.g. a position BAM cannot hold)";
-}
-
-typedef struct {
-    int n;
-    store_iter *it[STORE_MAX_PARTS];
-    store_stream *stream[STORE_MAX_PARTS];
-} spilled_runs;
-
-/* The spilled runs, the batches held in memory and the tail, by key. */
-static run_merge *open_merge(sort_job *j, const spilled_runs *runs)
-{
-    int n_kept = j->q.kept ? j->q.n_held : 0;
-    sort_batch **batches = malloc((size_t)(n_kept + 1) * sizeof *batches);
-    if (!batches) return NULL;
-    for (int i = 0; i < n_kept; i++) batches[i] = j->q.kept[i];
-    batches[n_kept] = j->tail;
-    run_merge *m = merge_open(runs->stream, runs->n, batches, n_kept + 1, j->q.packed,
-                              j->q.packed ? j->q.n_held : 0);
-    free(batches);
-    return m;
-}
-
-/* The runs are read ahead on their own thread (store_stream.h) in 1 MiB
- * chunks: with 2 MiB direct reads per run, four chunks cover a read's wait
- * with room to spare at the rate the merge takes records. */
-#define STREAM_CHUNK_BYTES (1u << 20)
-#define STREAM_CHUNKS 4
-
-/* Each part of the store is read by a stream of its own: one iterator
- * over all runs kept a single thread busy with RocksDB's merge and its
- * synchronous reads for the whole -u readout. */
-static int open_spilled(sort_job *j, spilled_runs *r)
-{
-    int parts = store_parts(j->store);
-    for (r->n = 0; r->n < parts; r->n++) {
-        r->it[r->n] = store_iter_open(j->store, r->n, STORE_DIRECT_READAHEAD);
-        r->stream[r->n] = r->it[r->n] ? stream_open(r->it[r->n], STREAM_CHUNK_BYTES, STREAM_CHUNKS)
-                                      : NULL;
-        if (!r->stream[r->n]) {
-            store_iter_close(r->it[r->n]);
-            return -1;
-        }
-    }
-    return 0;
-}
-
-static const char *spilled_error(const spilled_runs *r)
-{
-    for (int i = 0; i < r->n; i++)
-        if (stream_error(r->stream[i])) return stream_error(r->stream[i]);
-    return NULL;
-}
-
-static void close_spilled(spilled_runs *r)
-{
-    for (int i = 0; i < r->n; i++) {
-        stream_close(r->stream[i]);
-        store_iter_close(r->it[i]);
-    }
-    r->n = 0;
-}
-
-/* Record bytes between output_drop_written() calls: the output's page
- * cache stays around this size. */
-#define DROP_WRITTEN_EVERY (64u << 20)
-
 /* @HD's tags are set here, not before reading: -M's depend on the records.
  * Then the index, if asked for, starts with the header. */
-static int write_header(sort_job *j)
+static int write_header(sort_job *j, int in_ranges)
 {
     if (sort_order_set_hd_tags(j->hdr, &j->sort) < 0) {
         job_fail("failed to update the @HD line of '%s'", j->o->in_fn);
@@ -176,8 +58,10 @@ static int write_header(sort_job *j)
         return -1;
     }
     char *err = NULL;
-    if (j->o->index_fn && output_index_begin(&j->out, j->hdr, j->o->index_fn,
-                                             j->o->index_min_shift, &err) < 0) {
+    const rocksort_opts *o = j->o;
+    if (o->index_fn && (in_ranges
+            ? output_index_after(&j->out, o->index_fn, o->index_min_shift, o->threads, &err)
+            : output_index_begin(&j->out, j->hdr, o->index_fn, o->index_min_shift, &err)) < 0) {
         job_fail("%s", err ? err : "cannot start the index");
         free(err);
         return -1;
@@ -185,54 +69,44 @@ static int write_header(sort_job *j)
     return 0;
 }
 
-/* Writes every value the merge returns, in its order. */
-static int write_merged(sort_job *j, run_merge *m, bam1_t *owned)
+/* One merge of everything, on this thread. */
+static int readout_single(sort_job *j)
 {
-    const uint8_t *v;
-    size_t vlen, unwritten = 0;
-    while ((v = merge_next(m, &vlen)) != NULL) {
-        errno = 0;
-        int r = write_value(j, v, vlen, owned);
-        if (r == -2) {
-            job_fail("corrupt record in the temporary database '%s'", store_path(j->store));
-            return -1;
-        }
-        if (r < 0) {
-            job_fail("error writing to '%s': %s", j->o->out_fn, write_error_cause(j));
-            return -1;
-        }
-        if ((++j->records_out & PROGRESS_EVERY) == 0)
-            progress_set_written(j->prog, j->records_out);
-        if ((unwritten += vlen) >= DROP_WRITTEN_EVERY) {
-            output_drop_written(&j->out);
-            unwritten = 0;
-        }
+    merge_sources src;
+    _Atomic uint64_t shown = 0;
+    merge_writer w = { .fp = j->out.fp, .hdr = j->hdr, .verify = j->o->verify,
+                       .drop = &j->out, .prog = j->prog, .shown = &shown };
+    key_bound open = { NULL, 0 };
+    int ret = -1;
+    j->ranges = 1;
+    if (sources_open(&src, j, open, open, STORE_DIRECT_READAHEAD) < 0) {
+        job_fail("out of memory for the final merge of '%s'", j->o->in_fn);
+        sources_close(&src);
+        return -1;
     }
-    return 0;
+    int status = merge_write(&w, src.merge);
+    j->records_out = w.records;
+    j->digest_out = w.digest;
+    if (status == MERGE_WRITE_CORRUPT)
+        job_fail("corrupt record in the temporary database '%s'", store_path(j->store));
+    else if (status != MERGE_WRITE_OK)
+        job_fail("error writing to '%s': %s", j->o->out_fn, merge_write_cause(j->out.fp));
+    else if (sources_error(&src))
+        job_fail("error reading the temporary database: %s", sources_error(&src));
+    else
+        ret = 0;
+    sources_close(&src);
+    return ret;
 }
 
 int readout(sort_job *j)
 {
     double t0 = now_seconds();
-    if (write_header(j) < 0) return -1;
-    spilled_runs runs = { 0 };
-    int no_stream = open_spilled(j, &runs) < 0;
-    run_merge *m = no_stream ? NULL : open_merge(j, &runs);
-    bam1_t *owned = bam_init1();
-    int ret = 0;
-    if (!m || !owned) {
-        job_fail("out of memory for the final merge of '%s'", j->o->in_fn);
-        ret = -1;
-    } else {
-        ret = write_merged(j, m, owned);
-    }
-    if (ret == 0 && spilled_error(&runs)) {
-        job_fail("error reading the temporary database: %s", spilled_error(&runs));
-        ret = -1;
-    }
-    merge_close(m);
-    close_spilled(&runs);
-    bam_destroy1(owned);
+    range_plan plan;
+    if (ranges_plan(j, &plan) < 0) return -1;
+    int ret = write_header(j, plan.n > 1);
+    if (ret == 0) ret = plan.n > 1 ? readout_in_ranges(j, &plan) : readout_single(j);
+    ranges_free(&plan);
     j->t_readout = now_seconds() - t0;
     return ret;
 }
@@ -245,7 +119,7 @@ static int flush_output(sort_job *j)
     samFile *fp = j->out.fp;
     errno = 0;
     if (fp->format.compression != bgzf || bgzf_flush(fp->fp.bgzf) == 0) return 0;
-    job_fail("error writing to '%s': %s", j->o->out_fn, write_error_cause(j));
+    job_fail("error writing to '%s': %s", j->o->out_fn, merge_write_cause(fp));
     return -1;
 }
 

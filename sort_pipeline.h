@@ -32,6 +32,7 @@ typedef struct {
     htsFormat *in_format;       /* NULL: detect */
     sort_spec sort;             /* the order; sort_spec_init() sets defaults */
     int threads;                /* -@: extra threads */
+    int merge_threads;          /* --merge-threads: key ranges merged at once; 0: auto */
     size_t mem_per_thread;      /* -m */
     const char *tmp_prefix;     /* -T, or NULL for $TMPDIR */
     uint64_t size_hint;         /* -s, 0 if none */

@@ -13,6 +13,7 @@
 #include "record_codec.h"
 #include "sort_batch.h"
 #include "run_merge.h"
+#include "key_ranges.h"
 #include "order_rules.h"
 #include "unit_report.h"
 
@@ -110,8 +111,10 @@ static const char *check_merge(const fixture *f, packed_run *const *packed)
 {
     static char seen[N_BATCHES * PER_BATCH];
     const char *problem = NULL;
-    sort_batch *const batches[] = {f->batch[2], f->batch[3], f->batch[4]};
-    run_merge *m = merge_open(NULL, 0, batches, 3, packed, 2);
+    const batch_slice batches[] = {batch_whole(f->batch[2]), batch_whole(f->batch[3]),
+                                   batch_whole(f->batch[4])};
+    const packed_slice runs[] = {packed_whole(packed[0]), packed_whole(packed[1])};
+    run_merge *m = merge_open(NULL, 0, batches, 3, runs, 2);
     if (!m) return "merge_open failed";
     sort_spec spec = spec_of(ORDER_COORDINATE);
     uint8_t prev[512], key[512];
@@ -135,6 +138,60 @@ static const char *check_merge(const fixture *f, packed_run *const *packed)
     return problem;
 }
 
+#define N_ALL (N_BATCHES * PER_BATCH)
+
+/* The sequence numbers of a merge of batches 2-4 and both packed runs,
+ * limited to [lo, hi) (a NULL key: open), appended at out + *n. */
+static int merge_range(const fixture *f, packed_run *const *packed, const key_sample *lo,
+                       const key_sample *hi, uint64_t *out, size_t *n)
+{
+    batch_slice b[3];
+    packed_slice p[2];
+    for (int i = 0; i < 3; i++) {
+        const sort_batch *sb = f->batch[2 + i];
+        b[i] = (batch_slice){ sb, lo ? batch_seek(sb, lo->key, lo->len) : 0,
+                              hi ? batch_seek(sb, hi->key, hi->len) : batch_count(sb) };
+    }
+    for (int i = 0; i < 2; i++) {
+        p[i] = packed_whole(packed[i]);
+        if (lo) p[i].begin = packed_seek(packed[i], lo->key, lo->len);
+        if (hi) p[i].end = packed_seek(packed[i], hi->key, hi->len);
+        if (!p[i].begin) p[i].end = NULL;
+    }
+    run_merge *m = merge_open(NULL, 0, b, 3, p, 2);
+    if (!m) return -1;
+    size_t vlen;
+    for (const uint8_t *v; (v = merge_next(m, &vlen)) != NULL && *n < N_ALL; )
+        out[(*n)++] = seq_in_value(v);
+    merge_close(m);
+    return 0;
+}
+
+/* Split into k ranges at sampled keys (as the readout does), the ranges'
+ * merges one after the other give exactly the whole merge. */
+static const char *check_ranges(const fixture *f, packed_run *const *packed, int k)
+{
+    static uint64_t whole[N_ALL], ranged[N_ALL];
+    size_t n_whole = 0, n_ranged = 0, len;
+    key_samples samples = { 0 };
+    key_sample splits[16];
+    for (int i = 2; i < N_BATCHES; i++)
+        for (size_t e = 0; e < batch_count(f->batch[i]); e += 97)
+            key_samples_add(&samples, batch_key(f->batch[i], e, &len), len, 97);
+    int n = key_ranges_choose(&samples, k, splits);
+    const char *problem = NULL;
+    if (n != k - 1) problem = "fewer splits than asked for";
+    else if (merge_range(f, packed, NULL, NULL, whole, &n_whole) < 0) problem = "merge_open failed";
+    for (int r = 0; !problem && r <= n; r++)
+        if (merge_range(f, packed, r ? &splits[r - 1] : NULL, r < n ? &splits[r] : NULL,
+                        ranged, &n_ranged) < 0)
+            problem = "merge_open failed";
+    if (!problem && (n_ranged != n_whole || memcmp(whole, ranged, n_whole * sizeof *whole)))
+        problem = "the ranges' merges differ from the whole merge";
+    key_samples_free(&samples);
+    return problem;
+}
+
 int main(void)
 {
     srand(20261124);
@@ -148,6 +205,8 @@ int main(void)
     report("packed_run_keeps_batch_order", check_pack_matches_batch(&f, packed));
     batch_clear(f.batch[0]);   /* a packed run must not borrow the batch's memory */
     report("merge_of_batches_and_packed_runs", check_merge(&f, packed));
+    report("merge_in_2_key_ranges_equals_whole", check_ranges(&f, packed, 2));
+    report("merge_in_7_key_ranges_equals_whole", check_ranges(&f, packed, 7));
     sort_batch *empty = batch_create(1 << 20);
     packed_run *none = batch_pack(empty);
     report("packed_run_of_empty_batch", !none ? "batch_pack failed"

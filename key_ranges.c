@@ -1,0 +1,50 @@
+/* key_ranges.c -- see key_ranges.h. */
+#include <stdlib.h>
+#include "key_ranges.h"
+#include "sort_batch.h"
+
+int key_samples_add(key_samples *s, const uint8_t *key, size_t len, uint64_t weight)
+{
+    if (s->n == s->cap) {
+        size_t cap = s->cap ? 2 * s->cap : 256;
+        key_sample *v = realloc(s->v, cap * sizeof *v);
+        if (!v) return -1;
+        s->v = v;
+        s->cap = cap;
+    }
+    s->v[s->n++] = (key_sample){ key, len, weight };
+    return 0;
+}
+
+void key_samples_free(key_samples *s)
+{
+    free(s->v);
+    s->v = NULL;
+    s->n = s->cap = 0;
+}
+
+static int by_key(const void *a, const void *b)
+{
+    const key_sample *x = a, *y = b;
+    return key_order(x->key, x->len, y->key, y->len);
+}
+
+/* A split goes at the first sample whose preceding weight reaches the next
+ * share.  A split equal to the smallest key or to the previous split would
+ * only make an empty range, so it is left out. */
+int key_ranges_choose(key_samples *s, int k, key_sample *splits)
+{
+    if (k < 2 || s->n == 0) return 0;
+    qsort(s->v, s->n, sizeof *s->v, by_key);
+    uint64_t total = 0, before = 0;
+    for (size_t i = 0; i < s->n; i++) total += s->v[i].weight;
+    int n = 0;
+    for (size_t i = 0; i < s->n && n < k - 1; i++) {
+        const key_sample *x = &s->v[i];
+        double share = (double)total * (n + 1) / k;
+        int fresh = by_key(x, &s->v[0]) != 0 && (n == 0 || by_key(x, &splits[n - 1]) != 0);
+        if ((double)before >= share && fresh) splits[n++] = *x;
+        before += x->weight;
+    }
+    return n;
+}
