@@ -144,10 +144,9 @@ static int index_names(output_file *o, const char *idx_fn, char **write_to, char
 int output_index_begin(output_file *o, sam_hdr_t *h, const char *idx_fn, int min_shift,
                        char **err)
 {
-    char *write_to = NULL;
-    if (index_names(o, idx_fn, &write_to, err) < 0) return -1;
-    int ret = sam_idx_init(o->fp, h, min_shift, write_to);
-    free(write_to);
+    /* htslib keeps the name, not a copy: it lives as long as the output. */
+    if (index_names(o, idx_fn, &o->idx_write_path, err) < 0) return -1;
+    int ret = sam_idx_init(o->fp, h, min_shift, o->idx_write_path);
     if (ret < 0) {
         *err = errmsg("cannot start the index", idx_fn);
         return -1;
@@ -163,19 +162,20 @@ int output_index_after(output_file *o, const char *idx_fn, int min_shift, int th
         *err = strdup("an index built after the output needs an output file");
         return -1;
     }
-    if (index_names(o, idx_fn, &o->idx_build_path, err) < 0) return -1;
+    if (index_names(o, idx_fn, &o->idx_write_path, err) < 0) return -1;
     o->idx_min_shift = min_shift;
     o->idx_threads = threads;
+    o->idx_after = 1;
     return 0;
 }
 
 /* samtools index's own code, on the closed output: the same index. */
 static int build_index_after(output_file *o)
 {
-    if (!o->idx_build_path) return 0;
+    if (!o->idx_after) return 0;
     if (o->idx_tmp_path) cleanup_hold_signals();
     errno = 0;
-    int ret = sam_index_build3(o->tmp_path, o->idx_build_path, o->idx_min_shift,
+    int ret = sam_index_build3(o->tmp_path, o->idx_write_path, o->idx_min_shift,
                                o->idx_threads);
     if (o->idx_tmp_path) cleanup_release_signals();
     return ret;
@@ -211,8 +211,8 @@ static void free_names(output_file *o)
     free(o->idx_name);
     free(o->final_path);
     free(o->idx_final_path);
-    free(o->idx_build_path);
-    o->name = o->idx_name = o->final_path = o->idx_final_path = o->idx_build_path = NULL;
+    free(o->idx_write_path);
+    o->name = o->idx_name = o->final_path = o->idx_final_path = o->idx_write_path = NULL;
 }
 
 static int save_index(output_file *o)

@@ -28,7 +28,8 @@ typedef struct {
     int indexing;
     int cache_fd;       /* the temporary file, for dropping its pages; else -1 */
     int stream_fd;      /* written in place: its descriptor, to withhold the EOF marker */
-    char *idx_build_path;   /* output_index_after(): where the index goes */
+    char *idx_write_path;   /* where the index is written */
+    int idx_after;          /* output_index_after(): built at the commit */
     int idx_min_shift, idx_threads;
 } output_file;
 

@@ -12,6 +12,7 @@
 #include "merge_sources.h"
 #include "merge_writer.h"
 #include "output_parts.h"
+#include "output_target.h"
 #include "cleanup.h"
 #include "temp_space.h"
 
@@ -45,18 +46,34 @@ static int output_level(const rocksort_opts *o)
 /* Enough merge threads that merging keeps pace with T threads compressing:
  * each merged byte costs m on its range's thread and m + c of all the
  * CPUs, so K = T * m / (m + c) ranges balance the two. */
-int readout_width(const sort_job *j)
+static int width_for(const rocksort_opts *o, int regular_output, uint64_t bytes)
 {
-    const rocksort_opts *o = j->o;
     if (strchr(o->out_mode + 1, 'c')) return 1;
-    if (o->index_fn && !j->out.final_path) return 1;
+    if (o->index_fn && !regular_output) return 1;
     if (o->merge_threads > 0) return o->merge_threads < RANGES_MAX ? o->merge_threads : RANGES_MAX;
     int t = o->threads > 1 ? o->threads : 1;
     int k = (int)ceil(t / (1.0 + compression_per_merge(output_level(o))) - 1e-9);
-    uint64_t by_size = j->bytes_in / RANGE_MIN_BYTES;
+    uint64_t by_size = bytes / RANGE_MIN_BYTES;
     if ((uint64_t)k > by_size) k = (int)by_size;
     if (k > RANGES_MAX) k = RANGES_MAX;
     return k < 1 ? 1 : k;
+}
+
+int readout_width(const sort_job *j)
+{
+    return width_for(j->o, j->out.final_path != NULL, j->bytes_in);
+}
+
+/* Compressed output is taken as at most half the records' size. */
+double readout_parts_share(const rocksort_opts *o)
+{
+    char *path = NULL, *err = NULL;
+    int kind = output_target(o->out_fn, &path, &err);
+    free(path);
+    free(err);
+    if (kind == TARGET_RENAME) return 0;
+    int k = width_for(o, 0, UINT64_MAX);
+    return (k - 1.0) / k * (output_level(o) == 0 ? 1.0 : 0.5);
 }
 
 /* Samples of a sorted batch: an entry every ~STORE_SAMPLE_BYTES. */

@@ -32,6 +32,11 @@ typedef struct {
 /* The ranges asked for, before the samples are seen. */
 int readout_width(const sort_job *j);
 
+/* Of the records' bytes, the share that parts of the output may hold under
+ * the temp directory at once (the output not being a regular file), for
+ * sizing the temp space before anything is read. */
+double readout_parts_share(const rocksort_opts *o);
+
 /* Returns 0, or -1 when out of memory (reported). */
 int ranges_plan(sort_job *j, range_plan *p);
 void ranges_free(range_plan *p);
