@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Benchmark of `samtools rocksort` against `samtools sort` and a no-sort floor.
 
-    run_bench.py [--size 1G] [--runs 3] [--threads 2] [--mem 256M] [--cases a,b,c,d,f,g]
+    run_bench.py [--size 1G] [--runs 3] [--threads 2] [--mem 256M] [--cases a,b,c,d,f,g,m]
     run_bench.py --quick          # 50M input, 1 run per tool: a smoke test
 
 Cases (all tools get the same -@, -m and -l):
@@ -14,6 +14,8 @@ Cases (all tools get the same -@, -m and -l):
   f  streaming: input piped at a limited rate (feed takes ~1.5x the floor's
      time); the time that counts is from end of input to finished output
   g  name sort (-n): rocksort, rocksort compact, samtools sort, mako, floor
+  m  model: each stage's throughput on one thread, the wall predicted for
+     1 and 2 cores against rocksort under taskset, and for 8, 16, 32 cores
 floor = `samtools view -b` (decompress and recompress, no sort): no sort that
 reads and writes BAM can beat it.  mako runs when it is on PATH or $MAKO
 names it.  samtools is a native 1.24 (bench/build_samtools.sh) unless that
@@ -49,8 +51,8 @@ DEBIAN_SAMTOOLS = "/usr/bin/samtools"   # the input generator's, and the fallbac
 SAMTOOLS = os.environ.get("SAMTOOLS") or DEBIAN_SAMTOOLS  # set by choose_samtools()
 SAMTOOLS_NOTE = ""
 DEFAULT_ROCKSORT = "./samtools rocksort -v"
-ALL_CASES = "abcdefg"
-DEFAULT_CASES = "a,b,c,d,f,g"
+ALL_CASES = "abcdefgm"
+DEFAULT_CASES = "a,b,c,d,f,g,m"
 SAMPLE_EVERY = 0.3  # seconds between two looks at a tool's temp directory
 # htslib's level L is libdeflate's level MAP[L] (bgzf.c's lvl_map), so a tool
 # that takes libdeflate levels (mako) gets MAP[L] to do the same work.
@@ -60,6 +62,7 @@ STREAM_SLOWDOWN = 1.5  # the feed takes this many times the floor's time
 
 sys.path.insert(0, BENCH)
 import make_input  # noqa: E402  (its size parser and generator version)
+import model  # noqa: E402  (case m's throughput model)
 
 
 # -- setup ----------------------------------------------------------------
@@ -182,6 +185,7 @@ class Job:
 class Result:
     seconds: float       # wall time (streaming: end of input to exit)
     rss_mb: float
+    cpu_seconds: float = 0.0       # user + system, all threads (wait4)
     fed_seconds: float = 0.0
     total_seconds: float = 0.0
     temp_mb: float = 0.0           # peak of the temp dir, allocated blocks (du)
@@ -293,6 +297,7 @@ def run_job(job, inp, out_path, log_path):
     # Writeback of this run's output must not slow the next tool down.
     os.sync()
     res = Result(seconds=end - start, rss_mb=usage.ru_maxrss / 1024, stderr=stderr,
+                 cpu_seconds=usage.ru_utime + usage.ru_stime,
                  temp_mb=sampler.peak / 1e6, temp_apparent_mb=sampler.peak_apparent / 1e6)
     if fed:
         res.fed_seconds, res.total_seconds = fed[0] - start, end - start
@@ -580,6 +585,154 @@ def scaling_lines(cases):
     return lines
 
 
+# -- m: the model ----------------------------------------------------------
+
+@dataclass
+class ModelRun:
+    """Case m's numbers: the stages, the checks at 1 and 2 cores, the commands."""
+    stages: object = None             # model.Stages
+    checks: list = field(default_factory=list)
+    commands: list = field(default_factory=list)
+    raw: dict = field(default_factory=dict)
+    merge_threads: bool = False       # the rocksort build knows --merge-threads
+    error: str = ""
+
+
+def pinned(cpus):
+    """taskset's prefix for the first n of this process's CPUs (none if the
+    machine has fewer or taskset is missing)."""
+    allowed = sorted(os.sched_getaffinity(0))
+    if len(allowed) < cpus or not shutil.which("taskset"):
+        return None
+    return ["taskset", "-c", ",".join(str(c) for c in allowed[:cpus])]
+
+
+def warm_cache(path):
+    """Reads a file once: rocksort drops its output's pages, and reading them
+    back into new page-cache pages (slow to touch on some VMs) would count
+    as the next one-thread tool's CPU time."""
+    with open(path, "rb") as f:
+        while f.read(1 << 22):
+            pass
+
+
+def model_case(cfg, inp):
+    """Times each stage on one thread, then rocksort at 1 and 2 cores, and
+    fits bench/model.py to them.  Every measurement runs cfg.runs times in
+    turn; the medians count."""
+    mr = ModelRun()
+    one, two = pinned(1), pinned(2)
+    if not one:
+        mr.error = "needs taskset and at least one CPU in this process's affinity"
+        return mr
+    rs = cfg.rocksort
+    warm_cache(inp["path"])
+    mr.merge_threads = has_option(rs, "--merge-threads")
+    merge1 = ["--merge-threads", "1"] if mr.merge_threads else []
+    sorted_u = output_path("m", "stages")
+    steps = [  # (name, job, input)
+        ("stages", Job("m stages", (two or one) + rs + ["-@", "0", "-u", "-m", cfg.mem] + merge1 +
+                       ["-T", "TMP_DIR", "-o", "OUT_PATH", "IN_PATH"]), inp["path"]),
+        ("decode", Job("m decode", one + [SAMTOOLS, "view", "-c", "-@", "0", "IN_PATH"]), inp["path"]),
+        ("store", Job("m store", one + [SAMTOOLS, "view", "-@", "0", "-u", "-o", "-", "IN_PATH"]),
+         sorted_u),
+        ("parse", Job("m parse", one + [SAMTOOLS, "view", "-c", "-@", "0", "IN_PATH"]), sorted_u),
+        ("compress", Job("m compress", one + [SAMTOOLS, "view", "-@", "0", "-O",
+                                              f"bam,level={cfg.level}", "-o", "-", "IN_PATH"]),
+         sorted_u),
+        ("p1", Job("m p1", one + rs + ["-@", "1", "-m", cfg.mem, "-l", str(cfg.level),
+                                       "-T", "TMP_DIR", "-o", "OUT_PATH", "IN_PATH"]), inp["path"]),
+    ]
+    if two:
+        steps.append(("p2", Job("m p2", two + rs + ["-@", "2", "-m", cfg.mem, "-l", str(cfg.level),
+                                                    "-T", "TMP_DIR", "-o", "OUT_PATH", "IN_PATH"]),
+                      inp["path"]))
+    mr.commands = [" ".join(job.argv).replace("IN_PATH", "in.bam" if src == inp["path"] else
+                                              "sorted-u.bam").replace("OUT_PATH", "out.bam")
+                   .replace("TMP_DIR", "TMPDIR") for _, job, src in steps]
+    runs = {name: [] for name, _, _ in steps}
+    for r in range(cfg.runs):
+        for name, job, src in steps:
+            out = sorted_u if name == "stages" else output_path("m", name)
+            print(f"bench: m run {r + 1}/{cfg.runs}: {name}", file=sys.stderr, flush=True)
+            res = run_job(job, src, out, os.path.join(LOGS, f"m-{name}-{r + 1}.err"))
+            if res.failed:
+                mr.error = f"{name} failed: {res.failed}"
+                return mr
+            runs[name].append(res)
+            if name == "stages":
+                warm_cache(sorted_u)
+    mr.raw = {name: [vars(r) for r in rs_] for name, rs_ in runs.items()}
+    fit_model(mr, runs, inp)
+    return mr
+
+
+def fit_model(mr, runs, inp):
+    """The stage seconds from the runs' medians (bench/model.py's Stages)."""
+    def med(values):
+        values = [v for v in values if v is not None]
+        return statistics.median(values) if values else None
+    v = {name: [model.parse_verbose(r.stderr) for r in rs_] for name, rs_ in runs.items()}
+    a = v["stages"]
+
+    def stage(key, default=None):
+        got = med([x.get(key) for x in a])
+        return default if got is None else got
+    if stage("load") is None or stage("readout") is None:
+        mr.error = "the rocksort command printed no `-v` phase lines (is it rocksort -v?)"
+        return
+    wall = {name: med([r.seconds for r in rs_]) for name, rs_ in runs.items()}
+    # One-thread tools are timed by their CPU time: on a shared machine the
+    # pinned core may also run other work, which their wall time would count.
+    cpu = {name: med([r.cpu_seconds for r in rs_]) for name, rs_ in runs.items()}
+    notes = []
+    decoded = stage("decoded_mb")
+    u = decoded * 1e6 if decoded else inp["uncompressed"]
+    if not decoded:
+        notes.append("U taken from the input's `view -u` size: rocksort -v gave no decoded MB")
+    load, readout, settle = stage("load"), stage("readout"), stage("settle", 0.0)
+    key = load - stage("wait", 0.0) - cpu["decode"]
+    if key < 0:
+        notes.append(f"key and batch came out negative ({key:.2f} s): set to 0")
+    ranges_a = int(stage("ranges", 1))
+    if ranges_a != 1:
+        notes.append(f"the stage run merged {ranges_a} ranges at once, not 1: merge is their wall")
+    joins = [(x["join"], x["appended_mb"]) for name in ("p1", "p2") for x in v.get(name, [])
+             if x.get("appended_mb")]
+    out_mb = os.path.getsize(output_path("m", "p1")) / 1e6 if os.path.exists(
+        output_path("m", "p1")) else 0.0
+    mr.stages = model.Stages(
+        bytes=u, dec=cpu["decode"], parse=min(cpu["parse"], cpu["decode"]), key=max(0.0, key),
+        spill=stage("sort", 0.0) + stage("write", 0.0),
+        merge=readout - stage("join", 0.0),
+        comp=max(0.0, cpu["compress"] - cpu["store"]), settle=settle,
+        fixed=max(0.0, wall["stages"] - load - settle - readout),
+        join_per_mb=med([j / m for j, m in joins]) or 0.0, out_mb=out_mb, notes=notes)
+    if not mr.merge_threads:
+        notes.append("this rocksort has no --merge-threads: the stage run's readout is its "
+                     "one merge, and the runs at 1 and 2 cores merge one range (K = 1)")
+    for name, cores, threads in (("p1", 1, 1), ("p2", 2, 2)):
+        if name not in runs:
+            continue
+        k = int(med([x.get("ranges") for x in v[name]]) or 1)
+        mr.checks.append((cores, threads, k, {
+            "wall": wall[name], "load": med([x.get("load") for x in v[name]]),
+            "readout": med([x.get("readout") for x in v[name]])}))
+
+
+def model_lines(mr, cfg):
+    md = ["", f"## m) model: stage throughputs and predicted wall (-m {cfg.mem}, -l {cfg.level})", ""]
+    if mr.error:
+        return md + [f"Not modelled: {mr.error}."]
+    ranges_read = any(k != 1 for _, _, k, _ in mr.checks)
+    rule = ("at 1-2 cores read from -v; at 8-32 from K = min(P, ceil(P*m/(m+c)))"
+            if ranges_read else None)
+    md += model.report(mr.stages, mr.checks, rule=rule)
+    md += ["", "<details><summary>case m's commands (taskset pins the cores)</summary>", "",
+           "```"] + mr.commands + ["```", "", "</details>"]
+    return md
+
+
 # -- report ---------------------------------------------------------------
 
 def machine():
@@ -683,10 +836,12 @@ def phase_lines(stderr):
     return [l for l in stderr.splitlines() if "phase" in l.lower() or ":" in l][:40]
 
 
-def save_raw(cfg, inp, cases):
+def save_raw(cfg, inp, cases, mr=None):
     """Every run's numbers, for a later look (bench/out/latest.json)."""
     raw = {"input": inp, "options": {k: v for k, v in vars(cfg).items()},
            "samtools": [SAMTOOLS, SAMTOOLS_NOTE],
+           "model": mr and {"runs": mr.raw, "error": mr.error, "commands": mr.commands,
+                            "stages": mr.stages and vars(mr.stages), "checks": mr.checks},
            "cases": [{"case": c.case, "title": c.title, "checks": c.checks,
                       "results": {t: [vars(r) for r in rs] for t, rs in c.results.items()}}
                      for c in cases]}
@@ -694,7 +849,7 @@ def save_raw(cfg, inp, cases):
         json.dump(raw, f, indent=1)
 
 
-def report(cfg, inp, cases, rss_case):
+def report(cfg, inp, cases, rss_case, mr=None):
     md = ["# rocksort benchmark", "",
           f"- input: {inp['records']:,} records, {inp['compressed'] / 2**20:.0f} MiB BAM, "
           f"{inp['uncompressed'] / 2**20:.0f} MiB uncompressed (ratio {inp['ratio']}), "
@@ -729,6 +884,8 @@ def report(cfg, inp, cases, rss_case):
                 for r in rs if r.failed]
     if failures:
         md += ["", "## Failures", ""] + [f"- {c}) {t}: `{f}`" for c, t, f in failures]
+    if mr:
+        md += model_lines(mr, cfg)
     md += ["", "<details><summary>rocksort -v output (phase times, raw)</summary>", ""]
     for cr in cases:
         for tool in ("rocksort", "rocksort compact"):
@@ -776,7 +933,7 @@ def main():
     cfg.mako = find_mako()
     inp = ensure_input(cfg.size, cfg.seed)
     fmt_args = {"mem": cfg.mem, "inmem": cfg.inmem}
-    cases, rss_case = [], None
+    cases, rss_case, mr = [], None, None
     for key in cfg.cases:
         if key in CASES:
             title, jobs = CASES[key]
@@ -792,8 +949,10 @@ def main():
             if floor is None:  # the feed rate is set from the floor's time
                 floor = run_case("f0", "floor", [floor_job(cfg)], inp, 1, False).results["floor"][0].seconds
             cases.append(stream_case(cfg, inp, floor))
-    save_raw(cfg, inp, cases)
-    text = report(cfg, inp, cases, rss_case)
+        elif key == "m":
+            mr = model_case(cfg, inp)
+    save_raw(cfg, inp, cases, mr)
+    text = report(cfg, inp, cases, rss_case, mr)
     with open(os.path.join(OUT, "latest.md"), "w") as f:
         f.write(text)
     print(text)
