@@ -17,7 +17,9 @@
 #   - a stub for `tview` (pysam leaves the curses viewer out).
 # The archive is the one scripts/htslib.sh fetches (sha256-pinned); give a
 # copy with PYSAM_SDIST=path to skip the download.  A finished build is
-# stamped and reused.  Needs gcc and the libraries htslib links with.
+# stamped and reused.  Needs gcc and the libraries htslib links with.  When
+# .venv has pysam (the tests' oracle), the new binary's sort of
+# example/example.sam must equal pysam's samtools 1.24's, or it is refused.
 set -euo pipefail
 PYSAM_VERSION=0.24.1
 PYSAM_SHA256=90f612afccdb454d2447ecb5229266c6e7f991093deed4ed0a791db01f7fc994
@@ -115,6 +117,24 @@ $CC $CFLAGS -o samtools ./*.c.o lz4/lz4.c.o "$hts/libhts.a" $libs -lpthread
     echo "build_samtools: the binary does not say samtools $SAMTOOLS_VERSION" >&2; exit 1; }
 ./samtools --version | grep -q "libdeflate=yes" || {
     echo "build_samtools: the binary's htslib has no libdeflate" >&2; exit 1; }
+# Against the oracle the tests use, when it is there: pysam's samtools 1.24
+# must sort example/example.sam to the same records and headers (no @PG).
+py="$here/.venv/bin/python"
+if "$py" -c 'import pysam' 2>/dev/null; then
+    for order in "" "-n"; do
+        # shellcheck disable=SC2086
+        ./samtools sort $order --no-PG -o native.sam "$here/example/example.sam"
+        "$py" - "$here/example/example.sam" pysam.sam $order <<'PY'
+import sys, pysam
+src, out, *order = sys.argv[1:]
+pysam.samtools.sort(*order, "--no-PG", "-o", out, src, catch_stdout=False)
+PY
+        cmp -s native.sam pysam.sam || {
+            echo "build_samtools: sort ${order:-(coordinate)} of example/example.sam differs from pysam's samtools" >&2
+            exit 1; }
+    done
+    echo "build_samtools: sort matches pysam's samtools 1.24 on example/example.sam" >&2
+fi
 mkdir -p "$dest"
 mv samtools "$dest/samtools.part"
 mv "$dest/samtools.part" "$dest/samtools"
