@@ -1,22 +1,29 @@
 #!/usr/bin/env python3
 """Benchmark of `samtools rocksort` against `samtools sort` and a no-sort floor.
 
-    run_bench.py [--size 1G] [--runs 3] [--threads 2] [--mem 256M] [--cases a,b,c,d,f,g]
+    run_bench.py [--size 1G] [--runs 3] [--threads 2] [--mem 256M] [--cases a,b,c,d,f,g,m]
     run_bench.py --quick          # 50M input, 1 run per tool: a smoke test
 
 Cases (all tools get the same -@, -m and -l):
-  a  spilling (-m MEM): rocksort, samtools sort, floor
-  b  in memory (-m INMEM): rocksort, samtools sort, floor
-  c  uncompressed output (-u), spilling: rocksort, samtools sort -u, floor -u
+  a  spilling (-m MEM): rocksort, rocksort --temp-compression compact,
+     samtools sort, mako, floor (and sambamba, bamsort when installed)
+  b  in memory (-m INMEM): rocksort, samtools sort, mako, floor
+  c  uncompressed output (-u), spilling: rocksort, samtools sort, mako, floor
   d  peak RSS at the same -m/-@ (from case a's runs)
   e  scaling: seconds per GiB at SCALE x the input vs 1x (big: not by default)
   f  streaming: input piped at a limited rate (feed takes ~1.5x the floor's
      time); the time that counts is from end of input to finished output
-  g  name sort (-n): rocksort, samtools sort, floor
+  g  name sort (-n): rocksort, rocksort compact, samtools sort, mako, floor
+  m  model: each stage's throughput on one thread, the wall predicted for
+     1 and 2 cores against rocksort under taskset, and for 8, 16, 32 cores
 floor = `samtools view -b` (decompress and recompress, no sort): no sort that
-reads and writes BAM can beat it.  Runs alternate tool by tool, so a noisy
-neighbour slows all tools alike.  Each case checks once that rocksort's records
-equal samtools sort's.  The report goes to stdout and bench/out/latest.md.
+reads and writes BAM can beat it.  mako runs when it is on PATH or $MAKO
+names it.  samtools is a native 1.24 (bench/build_samtools.sh) unless that
+cannot be built ($SAMTOOLS overrides).  Runs alternate tool by tool, so a
+noisy neighbour slows all tools alike.  Each tool has its own temp directory,
+whose size is sampled every 0.3 s (peak temp MB).  Each case checks once that
+every sorter's records but sambamba's and bamsort's equal samtools sort's.
+The report goes to stdout and bench/out/latest.md.
 """
 import argparse
 import datetime
@@ -40,15 +47,22 @@ ROOT = os.path.dirname(BENCH)
 OUT = os.path.join(BENCH, "out")
 TMP = os.path.join(OUT, "tmp")
 LOGS = os.path.join(OUT, "logs")
-SAMTOOLS = os.environ.get("SAMTOOLS", "/usr/bin/samtools")
+DEBIAN_SAMTOOLS = "/usr/bin/samtools"   # the input generator's, and the fallback
+SAMTOOLS = os.environ.get("SAMTOOLS") or DEBIAN_SAMTOOLS  # set by choose_samtools()
+SAMTOOLS_NOTE = ""
 DEFAULT_ROCKSORT = "./samtools rocksort -v"
-ALL_CASES = "abcdefg"
-DEFAULT_CASES = "a,b,c,d,f,g"
+ALL_CASES = "abcdefgm"
+DEFAULT_CASES = "a,b,c,d,f,g,m"
+SAMPLE_EVERY = 0.3  # seconds between two looks at a tool's temp directory
+# htslib's level L is libdeflate's level MAP[L] (bgzf.c's lvl_map), so a tool
+# that takes libdeflate levels (mako) gets MAP[L] to do the same work.
+LIBDEFLATE_LEVEL = [0, 1, 2, 3, 5, 6, 7, 8, 10, 12]
 LOAD_AT_START = os.getloadavg()[0]  # the machine is shared: note how busy
 STREAM_SLOWDOWN = 1.5  # the feed takes this many times the floor's time
 
 sys.path.insert(0, BENCH)
 import make_input  # noqa: E402  (its size parser and generator version)
+import model  # noqa: E402  (case m's throughput model)
 
 
 # -- setup ----------------------------------------------------------------
@@ -57,15 +71,68 @@ def sh(argv, **kw):
     return subprocess.run(argv, check=True, text=True, **kw)
 
 
-def ensure_samtools():
-    """Debian's samtools is the timed reference; install it when missing."""
-    if os.access(SAMTOOLS, os.X_OK):
+def ensure_debian_samtools():
+    """Debian's samtools makes the input (bench/make_input.py) and is the
+    fallback reference; install it when missing."""
+    if os.access(DEBIAN_SAMTOOLS, os.X_OK):
         return
     sudo = [] if os.geteuid() == 0 else ["sudo"]
     env = ["env", "DEBIAN_FRONTEND=noninteractive"]
-    print(f"bench: {SAMTOOLS} missing, installing Debian's samtools", file=sys.stderr)
+    print(f"bench: {DEBIAN_SAMTOOLS} missing, installing Debian's samtools", file=sys.stderr)
     sh(sudo + env + ["apt-get", "update", "-qq"])
     sh(sudo + env + ["apt-get", "install", "-y", "-qq", "--no-install-recommends", "samtools"])
+
+
+def samtools_version(path):
+    """'1.24' from `samtools --version`'s first line, or ''."""
+    try:
+        out = subprocess.run([path, "--version"], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                             text=True, errors="replace").stdout
+    except OSError:
+        return ""
+    first = out.split("\n", 1)[0].split()
+    return first[1] if len(first) > 1 else ""
+
+
+def choose_samtools():
+    """The timed samtools sort and floor: $SAMTOOLS if set, else samtools 1.24
+    built natively by bench/build_samtools.sh (the version rocksort follows,
+    with libdeflate), else Debian's 1.16 with a note in the report."""
+    global SAMTOOLS, SAMTOOLS_NOTE
+    if os.environ.get("SAMTOOLS"):
+        SAMTOOLS, SAMTOOLS_NOTE = os.environ["SAMTOOLS"], "from $SAMTOOLS"
+        return
+    res = subprocess.run(["bash", os.path.join(BENCH, "build_samtools.sh")], cwd=ROOT,
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    path = res.stdout.strip().splitlines()[-1] if res.stdout.strip() else ""
+    if res.returncode == 0 and samtools_version(path) == "1.24":
+        SAMTOOLS, SAMTOOLS_NOTE = path, "native 1.24 build (bench/build_samtools.sh)"
+        return
+    why = (res.stderr.strip().splitlines() or ["no output"])[-1]
+    SAMTOOLS = DEBIAN_SAMTOOLS
+    SAMTOOLS_NOTE = (f"Debian's, because bench/build_samtools.sh failed ({why}); 1.16 breaks "
+                     "-n ties differently, so -n outputs are compared as multisets")
+    print(f"bench: no native samtools 1.24: {why}; using {SAMTOOLS}", file=sys.stderr)
+
+
+def find_mako():
+    """mako (crate fg-mako) when on PATH or named by $MAKO, else None."""
+    path = os.environ.get("MAKO") or shutil.which("mako")
+    return path if path and os.access(path, os.X_OK) else None
+
+
+def mako_version(path):
+    out = subprocess.run([path, "--version"], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                         text=True, errors="replace").stdout
+    return out.split("\n", 1)[0].strip() or "version unknown"
+
+
+def has_option(cmd, option):
+    """Whether the tool's -h text names the option (older rocksort builds
+    refuse --merge-threads)."""
+    res = subprocess.run(cmd + ["-h"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                         stdin=subprocess.DEVNULL, text=True, errors="replace", cwd=ROOT)
+    return option in res.stdout
 
 
 def rocksort_command(arg):
@@ -80,8 +147,9 @@ def rocksort_command(arg):
 def build_rocksort(cmd, explicit):
     """`make` the default ./samtools; an overridden command is used as is."""
     if not explicit and os.path.exists(os.path.join(ROOT, "Makefile")):
-        jobs = str(os.cpu_count() or 2)
-        res = subprocess.run(["make", "-j", jobs], cwd=ROOT, text=True,
+        jobs = str(min(2, os.cpu_count() or 2))   # the machine is shared
+        # `samtools` named: the Makefile's first target is htslib, not all.
+        res = subprocess.run(["make", "-j", jobs, "samtools"], cwd=ROOT, text=True,
                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
         if res.returncode:
             sys.exit(f"bench: make failed:\n{res.stdout[-3000:]}")
@@ -107,17 +175,21 @@ def ensure_input(size_text, seed):
 
 @dataclass
 class Job:
-    tool: str            # "rocksort", "samtools sort", "floor"
-    argv: list           # the output path is OUT_PATH until run
+    tool: str            # "rocksort", "samtools sort", "floor", ...
+    argv: list           # IN_PATH, OUT_PATH and TMP_DIR are filled in per run
     feed_rate: float = 0.0  # bytes/s through stdin; 0: the tool reads the file
+    checked: bool = False   # its records are compared with samtools sort's
 
 
 @dataclass
 class Result:
     seconds: float       # wall time (streaming: end of input to exit)
     rss_mb: float
+    cpu_seconds: float = 0.0       # user + system, all threads (wait4)
     fed_seconds: float = 0.0
     total_seconds: float = 0.0
+    temp_mb: float = 0.0           # peak of the temp dir, allocated blocks (du)
+    temp_apparent_mb: float = 0.0  # peak of the same, file sizes (du --apparent-size)
     stderr: str = ""
     failed: str = ""
 
@@ -128,7 +200,7 @@ class CaseResult:
     title: str
     input: dict
     results: dict = field(default_factory=dict)  # tool -> [Result]
-    check: str = ""
+    checks: list = field(default_factory=list)   # one line per tool
 
 
 def feed(pipe, path, rate, done):
@@ -153,34 +225,80 @@ def feed(pipe, path, rate, done):
         done.append(time.monotonic())
 
 
+class TempSampler(threading.Thread):
+    """The size of a temp directory every SAMPLE_EVERY seconds; keeps the peak,
+    both as allocated blocks (what fills a disk) and as file sizes."""
+
+    def __init__(self, path):
+        super().__init__(daemon=True)
+        self.path, self.peak, self.peak_apparent = path, 0, 0
+        self.done = threading.Event()
+
+    def sample(self):
+        used = apparent = 0
+        for root, _, files in os.walk(self.path):  # errors (vanished dirs) are skipped
+            for name in files:
+                try:
+                    st = os.lstat(os.path.join(root, name))
+                except OSError:
+                    continue  # removed between the listing and the look
+                used += st.st_blocks * 512
+                apparent += st.st_size
+        self.peak = max(self.peak, used)
+        self.peak_apparent = max(self.peak_apparent, apparent)
+
+    def run(self):
+        self.sample()
+        while not self.done.wait(SAMPLE_EVERY):
+            self.sample()
+
+    def stop(self):
+        self.done.set()
+        self.join()
+
+
+def tool_tmp(tool):
+    """Each tool's own temp directory, so its peak is its own."""
+    return os.path.join(TMP, re.sub(r"[^A-Za-z0-9]+", "_", tool).strip("_"))
+
+
 def run_job(job, inp, out_path, log_path):
-    """Runs one tool, timing it and taking its peak RSS from wait4()."""
+    """Runs one tool, timing it, taking its peak RSS from wait4() and its
+    peak temp size from a sampler of its own temp directory."""
+    tmp = tool_tmp(job.tool)
     # Substrings, for key=value tools (bamsort's I=IN_PATH O=OUT_PATH).
-    argv = [a.replace("OUT_PATH", out_path).replace("IN_PATH", inp) for a in job.argv]
+    argv = [a.replace("OUT_PATH", out_path).replace("IN_PATH", inp).replace("TMP_DIR", tmp)
+            for a in job.argv]
     if os.path.exists(out_path):
         os.remove(out_path)
-    shutil.rmtree(TMP, ignore_errors=True)
-    os.makedirs(TMP)
+    shutil.rmtree(tmp, ignore_errors=True)
+    os.makedirs(tmp)
     fed = []
+    sampler = TempSampler(tmp)
     with open(log_path, "w") as err:
         start = time.monotonic()
         proc = subprocess.Popen(argv, stdin=subprocess.PIPE if job.feed_rate else subprocess.DEVNULL,
                                 stdout=subprocess.DEVNULL, stderr=err, cwd=ROOT,
-                                env=dict(os.environ, TMPDIR=TMP))
+                                env=dict(os.environ, TMPDIR=tmp))
+        sampler.start()
         feeder = None
         if job.feed_rate:
             feeder = threading.Thread(target=feed, args=(proc.stdin, inp, job.feed_rate, fed))
             feeder.start()
         _, status, usage = os.wait4(proc.pid, 0)
         end = time.monotonic()
+        sampler.stop()
         proc.returncode = os.waitstatus_to_exitcode(status)
         if feeder:
             feeder.join()
     with open(log_path, errors="replace") as f:
         stderr = f.read()
+    shutil.rmtree(tmp, ignore_errors=True)  # what a tool left must not count for the next
     # Writeback of this run's output must not slow the next tool down.
     os.sync()
-    res = Result(seconds=end - start, rss_mb=usage.ru_maxrss / 1024, stderr=stderr)
+    res = Result(seconds=end - start, rss_mb=usage.ru_maxrss / 1024, stderr=stderr,
+                 cpu_seconds=usage.ru_utime + usage.ru_stime,
+                 temp_mb=sampler.peak / 1e6, temp_apparent_mb=sampler.peak_apparent / 1e6)
     if fed:
         res.fed_seconds, res.total_seconds = fed[0] - start, end - start
         res.seconds = end - fed[0]
@@ -190,40 +308,49 @@ def run_job(job, inp, out_path, log_path):
     return res
 
 
-# -- checking rocksort's output -------------------------------------------
+# -- checking the sorters' output -----------------------------------------
 
 def view_lines(path):
     return subprocess.Popen([SAMTOOLS, "view", "-@1", path], stdout=subprocess.PIPE)
 
 
-def header_note(rock, ref):
-    """Headers without @PG should match; a difference is reported, as 1.16
-    (the reference here) and 1.24 (what rocksort follows) may differ."""
-    def lines(path):
-        out = subprocess.run([SAMTOOLS, "view", "-H", path], stdout=subprocess.PIPE,
+def header_note(tool, path, ref):
+    """Headers without @PG should match; a difference is reported, not failed,
+    as 1.16 (if it is the reference) and 1.24 (what rocksort follows) differ."""
+    def lines(p):
+        out = subprocess.run([SAMTOOLS, "view", "-H", p], stdout=subprocess.PIPE,
                              check=True).stdout.decode(errors="replace")
         return [l for l in out.splitlines() if not l.startswith("@PG")]
-    a, b = lines(rock), lines(ref)
+    a, b = lines(path), lines(ref)
     if a == b:
         return "headers equal (without @PG)"
-    diff = [f"rocksort `{x}` vs samtools `{y}`" for x, y in zip_longest(a, b) if x != y]
+    diff = [f"{tool} `{x}` vs samtools `{y}`" for x, y in zip_longest(a, b) if x != y]
     return "headers differ (without @PG): " + "; ".join(diff[:3])
 
 
-def same_order(rock, ref):
-    """Records of both files, line by line: (first difference or None, count)."""
-    pa, pb = view_lines(rock), view_lines(ref)
-    n = 0
+def ordered_digest(path):
+    """(records, sha256 of the header-less SAM text): one pass per file, so a
+    case with several checked tools reads each output once."""
+    proc, digest, count = view_lines(path), hashlib.sha256(), 0
+    while chunk := proc.stdout.read(1 << 20):
+        digest.update(chunk)
+        count += chunk.count(b"\n")
+    proc.wait()
+    return count, digest.hexdigest()
+
+
+def first_difference(tool, path, ref):
+    """Records of both files, line by line: the first difference, for the report."""
+    pa, pb = view_lines(path), view_lines(ref)
     for n, (a, b) in enumerate(zip_longest(pa.stdout, pb.stdout), 1):
         if a != b:
             for p in (pa, pb):
                 p.kill()
                 p.wait()
-            return (f"record {n} differs:\n  rocksort: {short(a)}\n"
-                    f"  samtools: {short(b)}"), n
+            return f"record {n} differs:\n  {tool}: {short(a)}\n  samtools: {short(b)}"
     for p in (pa, pb):
         p.wait()
-    return None, n
+    return "the record streams differ (no single differing line found)"
 
 
 def short(line):
@@ -237,56 +364,90 @@ def natural_key(name):
     return parts
 
 
-def same_multiset_name_sorted(rock, ref):
-    """For -n: samtools 1.16 breaks ties between equal names differently from
-    1.24, so compare the records as a multiset (order-free digest) and check
-    that rocksort's names never decrease in natural order."""
-    digests = []
-    for path in (rock, ref):
-        proc, total, count, prev, order_error = view_lines(path), 0, 0, None, None
-        for line in proc.stdout:
-            total += int.from_bytes(hashlib.blake2b(line, digest_size=8).digest(), "little")
-            count += 1
-            if path == rock and order_error is None:
-                key = natural_key(line.split(b"\t", 1)[0])
-                if prev is not None and key < prev:
-                    order_error = f"record {count}: name out of order: {short(line)}"
-                prev = key
-        proc.wait()
-        digests.append((count, total % (1 << 64)))
-        if order_error:
-            return order_error, count
-    if digests[0] != digests[1]:
-        return (f"records differ as a multiset (count, digest): "
-                f"{digests[0]} vs {digests[1]}"), digests[0][0]
-    return None, digests[0][0]
+def multiset_digest(path, check_names):
+    """(records, order-free digest, first name out of natural order or None):
+    for -n against samtools 1.16, which breaks ties between equal names
+    differently from 1.24."""
+    proc, total, count, prev, order_error = view_lines(path), 0, 0, None, None
+    for line in proc.stdout:
+        total += int.from_bytes(hashlib.blake2b(line, digest_size=8).digest(), "little")
+        count += 1
+        if check_names and order_error is None:
+            key = natural_key(line.split(b"\t", 1)[0])
+            if prev is not None and key < prev:
+                order_error = f"record {count}: name out of order: {short(line)}"
+            prev = key
+    proc.wait()
+    return count, total % (1 << 64), order_error
 
 
-def verify(rock, ref, name_sort):
-    """A one-line verdict; a mismatch is shouted on stderr too."""
-    if not (os.path.exists(rock) and os.path.exists(ref)):
-        return "not checked (an output is missing)"
-    error, count = (same_multiset_name_sorted if name_sort else same_order)(rock, ref)
-    if error:
-        print(f"\nbench: MISMATCH between rocksort and samtools sort\n{error}\n", file=sys.stderr)
-        return "**MISMATCH** " + error.replace("\n", " ")
-    what = ("same records as a multiset, names in natural order (tie order not "
-            "checked: 1.16 and 1.24 differ)" if name_sort else "identical records, same order")
-    return f"{what}: {count:,} records; {header_note(rock, ref)}"
+def verify_case(outputs, name_sort):
+    """One line per checked tool against samtools sort's output; a mismatch
+    is shouted on stderr too.  outputs: {tool: path}, samtools sort's included."""
+    ref = outputs.get("samtools sort")
+    if not (ref and os.path.exists(ref)):
+        return ["not checked (samtools sort's output is missing)"]
+    multiset = name_sort and samtools_version(SAMTOOLS) != "1.24"
+    want = multiset_digest(ref, False)[:2] if multiset else ordered_digest(ref)
+    lines = []
+    for tool, path in outputs.items():
+        if tool == "samtools sort":
+            continue
+        if not os.path.exists(path):
+            lines.append(f"{tool}: not checked (no output)")
+            continue
+        if multiset:
+            count, digest, error = multiset_digest(path, True)
+            if not error and (count, digest) != want:
+                error = f"records differ as a multiset (count, digest): {(count, digest)} vs {want}"
+            what = ("same records as a multiset, names in natural order (tie order not "
+                    "checked: 1.16 and 1.24 differ)")
+        else:
+            got = ordered_digest(path)
+            count = got[0]
+            error = None if got == want else first_difference(tool, path, ref)
+            what = "identical records, same order"
+        if error:
+            print(f"\nbench: MISMATCH between {tool} and samtools sort\n{error}\n", file=sys.stderr)
+            lines.append(f"{tool}: **MISMATCH** " + error.replace("\n", " "))
+        else:
+            lines.append(f"{tool}: {what}: {count:,} records; {header_note(tool, path, ref)}")
+    return lines
 
 
 # -- cases ----------------------------------------------------------------
 
-def sort_jobs(cfg, mem, extra=(), rate=0.0):
-    """rocksort and samtools sort with the same options; IN_PATH/OUT_PATH
-    are filled in per run."""
+def sort_jobs(cfg, mem, extra=(), rate=0.0, compact=False, peers=True):
+    """rocksort and samtools sort with the same options (and, with peers,
+    mako when installed; with compact, rocksort's forced compact temp runs);
+    IN_PATH/OUT_PATH/TMP_DIR are filled in per run."""
     level = ["-u"] if "-u" in extra else ["-l", str(cfg.level)]
     opts = ["-@", str(cfg.threads), "-m", mem] + level + [e for e in extra if e != "-u"]
     src = "-" if rate else "IN_PATH"
-    return [Job("rocksort", cfg.rocksort + opts +
-                ["-T", os.path.join(TMP, "rs"), "-o", "OUT_PATH", src], rate),
-            Job("samtools sort", [SAMTOOLS, "sort"] + opts +
-                ["-T", os.path.join(TMP, "st"), "-o", "OUT_PATH", src], rate)]
+    jobs = [Job("rocksort", cfg.rocksort + opts + ["-T", "TMP_DIR", "-o", "OUT_PATH", src],
+                rate, checked=True)]
+    if compact:
+        jobs.append(Job("rocksort compact", cfg.rocksort + opts +
+                        ["--temp-compression", "compact", "-T", "TMP_DIR", "-o", "OUT_PATH", src],
+                        rate, checked=True))
+    # samtools sort -T takes a prefix: its files go into TMP_DIR as st.NNNN.bam.
+    jobs.append(Job("samtools sort", [SAMTOOLS, "sort"] + opts +
+                    ["-T", os.path.join("TMP_DIR", "st"), "-o", "OUT_PATH", src], rate))
+    if peers and not rate and cfg.mako:
+        jobs.append(mako_job(cfg, mem, extra))
+    return jobs
+
+
+def mako_job(cfg, mem, extra):
+    """mako at the like-for-like level: its --compression-level is libdeflate's,
+    and htslib's -l L is libdeflate's LIBDEFLATE_LEVEL[L] (6 -> 7); -u is its
+    level 0.  -@ and -m as the others get them: its -m is per thread, times
+    its sort threads (= -@), as in samtools.  -n is queryname::natural."""
+    level = 0 if "-u" in extra else LIBDEFLATE_LEVEL[cfg.level]
+    order = "queryname::natural" if "-n" in extra else "coordinate"
+    return Job("mako", [cfg.mako, "-i", "IN_PATH", "-o", "OUT_PATH", "--order", order,
+                        "-@", str(max(1, cfg.threads)), "-m", mem,
+                        "--compression-level", str(level), "-T", "TMP_DIR"], checked=True)
 
 
 def floor_job(cfg, uncompressed=False):
@@ -307,41 +468,49 @@ def other_sorters(cfg):
     if shutil.which("sambamba"):
         jobs.append(Job("sambamba", ["sambamba", "sort", "-t", str(threads), "-m",
                                      f"{total_mib}M", "-l", str(cfg.level),
-                                     f"--tmpdir={TMP}", "-o", "OUT_PATH", "IN_PATH"]))
+                                     "--tmpdir=TMP_DIR", "-o", "OUT_PATH", "IN_PATH"]))
     if shutil.which("bamsort"):
         jobs.append(Job("bamsort", ["bamsort", "SO=coordinate", f"level={cfg.level}",
                                     f"blockmb={total_mib}", f"sortthreads={threads}",
                                     f"inputthreads={threads}", f"outputthreads={threads}",
-                                    f"tmpfile={os.path.join(TMP, 'bs')}",
+                                    f"tmpfile={os.path.join('TMP_DIR', 'bs')}",
                                     "I=IN_PATH", "O=OUT_PATH"]))
     return jobs
 
 
 CASES = {
     "a": ("spilling, -m {mem}",
-          lambda cfg: sort_jobs(cfg, cfg.mem) + [floor_job(cfg)] + other_sorters(cfg)),
+          lambda cfg: sort_jobs(cfg, cfg.mem, compact=True) + [floor_job(cfg)] + other_sorters(cfg)),
     "b": ("in memory, -m {inmem}", lambda cfg: sort_jobs(cfg, cfg.inmem) + [floor_job(cfg)]),
     "c": ("-u output, spilling, -m {mem}",
           lambda cfg: sort_jobs(cfg, cfg.mem, ["-u"]) + [floor_job(cfg, True)]),
-    "g": ("name sort -n, -m {mem}", lambda cfg: sort_jobs(cfg, cfg.mem, ["-n"]) + [floor_job(cfg)]),
+    "g": ("name sort -n, -m {mem}",
+          lambda cfg: sort_jobs(cfg, cfg.mem, ["-n"], compact=True) + [floor_job(cfg)]),
 }
 
 
+def output_path(key, tool):
+    return os.path.join(OUT, "res", f"{key}-{tool.replace(' ', '_')}.bam")
+
+
 def run_case(key, title, jobs, inp, runs, check=True):
-    """Alternates the tools run by run; checks rocksort after the first round."""
+    """Alternates the tools run by run; checks the sorters after the first round."""
     cr = CaseResult(key, title, inp)
     for r in range(runs):
         for job in jobs:
-            tag = f"{key}-{job.tool.replace(' ', '_')}"
-            out = os.path.join(OUT, "res", f"{tag}.bam")
+            out = output_path(key, job.tool)
             os.makedirs(os.path.dirname(out), exist_ok=True)
             print(f"bench: {key} run {r + 1}/{runs}: {job.tool}", file=sys.stderr, flush=True)
-            res = run_job(job, inp["path"], out, os.path.join(LOGS, f"{tag}-{r + 1}.err"))
+            res = run_job(job, inp["path"], out,
+                          os.path.join(LOGS, f"{key}-{job.tool.replace(' ', '_')}-{r + 1}.err"))
             cr.results.setdefault(job.tool, []).append(res)
         if r == 0 and check:
             name_sort = "-n" in jobs[0].argv
-            cr.check = verify(*(os.path.join(OUT, "res", f"{key}-{t}.bam")
-                                for t in ("rocksort", "samtools_sort")), name_sort)
+            outputs = {j.tool: output_path(key, j.tool) for j in jobs
+                       if j.checked or j.tool == "samtools sort"}
+            cr.checks = verify_case(outputs, name_sort)
+            cr.checks += [f"{j.tool}: timed, not checked" for j in jobs
+                          if not j.checked and j.tool not in ("samtools sort", "floor")]
     return cr
 
 
@@ -365,7 +534,7 @@ def scaling_cases(cfg, inp, done):
     a = next((c for c in done if c.case == "a"), None)
     one = CaseResult("e", f"scaling: 1x input, -m {cfg.mem}", inp,
                      a.results if a else run_case("e", "", jobs, inp, cfg.runs, False).results,
-                     "see a)" if a else "")
+                     ["see a)"] if a else [])
     size = make_input.parse_size(cfg.size) * cfg.scale
     big = ensure_input(f"{size // 2**20}M", cfg.seed)
     return [one, run_case("e", f"scaling: {cfg.scale}x input, -m {cfg.mem}",
@@ -414,6 +583,154 @@ def scaling_lines(cases):
         lines.append(f"- e) {tool}: {one:.1f} s/GiB at 1x, {big:.1f} s/GiB at "
                      f"{rows[1].title.split()[1]} (x{big / one:.2f})")
     return lines
+
+
+# -- m: the model ----------------------------------------------------------
+
+@dataclass
+class ModelRun:
+    """Case m's numbers: the stages, the checks at 1 and 2 cores, the commands."""
+    stages: object = None             # model.Stages
+    checks: list = field(default_factory=list)
+    commands: list = field(default_factory=list)
+    raw: dict = field(default_factory=dict)
+    merge_threads: bool = False       # the rocksort build knows --merge-threads
+    error: str = ""
+
+
+def pinned(cpus):
+    """taskset's prefix for the first n of this process's CPUs (none if the
+    machine has fewer or taskset is missing)."""
+    allowed = sorted(os.sched_getaffinity(0))
+    if len(allowed) < cpus or not shutil.which("taskset"):
+        return None
+    return ["taskset", "-c", ",".join(str(c) for c in allowed[:cpus])]
+
+
+def warm_cache(path):
+    """Reads a file once: rocksort drops its output's pages, and reading them
+    back into new page-cache pages (slow to touch on some VMs) would count
+    as the next one-thread tool's CPU time."""
+    with open(path, "rb") as f:
+        while f.read(1 << 22):
+            pass
+
+
+def model_case(cfg, inp):
+    """Times each stage on one thread, then rocksort at 1 and 2 cores, and
+    fits bench/model.py to them.  Every measurement runs cfg.runs times in
+    turn; the medians count."""
+    mr = ModelRun()
+    one, two = pinned(1), pinned(2)
+    if not one:
+        mr.error = "needs taskset and at least one CPU in this process's affinity"
+        return mr
+    rs = cfg.rocksort
+    warm_cache(inp["path"])
+    mr.merge_threads = has_option(rs, "--merge-threads")
+    merge1 = ["--merge-threads", "1"] if mr.merge_threads else []
+    sorted_u = output_path("m", "stages")
+    steps = [  # (name, job, input)
+        ("stages", Job("m stages", (two or one) + rs + ["-@", "0", "-u", "-m", cfg.mem] + merge1 +
+                       ["-T", "TMP_DIR", "-o", "OUT_PATH", "IN_PATH"]), inp["path"]),
+        ("decode", Job("m decode", one + [SAMTOOLS, "view", "-c", "-@", "0", "IN_PATH"]), inp["path"]),
+        ("store", Job("m store", one + [SAMTOOLS, "view", "-@", "0", "-u", "-o", "-", "IN_PATH"]),
+         sorted_u),
+        ("parse", Job("m parse", one + [SAMTOOLS, "view", "-c", "-@", "0", "IN_PATH"]), sorted_u),
+        ("compress", Job("m compress", one + [SAMTOOLS, "view", "-@", "0", "-O",
+                                              f"bam,level={cfg.level}", "-o", "-", "IN_PATH"]),
+         sorted_u),
+        ("p1", Job("m p1", one + rs + ["-@", "1", "-m", cfg.mem, "-l", str(cfg.level),
+                                       "-T", "TMP_DIR", "-o", "OUT_PATH", "IN_PATH"]), inp["path"]),
+    ]
+    if two:
+        steps.append(("p2", Job("m p2", two + rs + ["-@", "2", "-m", cfg.mem, "-l", str(cfg.level),
+                                                    "-T", "TMP_DIR", "-o", "OUT_PATH", "IN_PATH"]),
+                      inp["path"]))
+    mr.commands = [" ".join(job.argv).replace("IN_PATH", "in.bam" if src == inp["path"] else
+                                              "sorted-u.bam").replace("OUT_PATH", "out.bam")
+                   .replace("TMP_DIR", "TMPDIR") for _, job, src in steps]
+    runs = {name: [] for name, _, _ in steps}
+    for r in range(cfg.runs):
+        for name, job, src in steps:
+            out = sorted_u if name == "stages" else output_path("m", name)
+            print(f"bench: m run {r + 1}/{cfg.runs}: {name}", file=sys.stderr, flush=True)
+            res = run_job(job, src, out, os.path.join(LOGS, f"m-{name}-{r + 1}.err"))
+            if res.failed:
+                mr.error = f"{name} failed: {res.failed}"
+                return mr
+            runs[name].append(res)
+            if name == "stages":
+                warm_cache(sorted_u)
+    mr.raw = {name: [vars(r) for r in rs_] for name, rs_ in runs.items()}
+    fit_model(mr, runs, inp)
+    return mr
+
+
+def fit_model(mr, runs, inp):
+    """The stage seconds from the runs' medians (bench/model.py's Stages)."""
+    def med(values):
+        values = [v for v in values if v is not None]
+        return statistics.median(values) if values else None
+    v = {name: [model.parse_verbose(r.stderr) for r in rs_] for name, rs_ in runs.items()}
+    a = v["stages"]
+
+    def stage(key, default=None):
+        got = med([x.get(key) for x in a])
+        return default if got is None else got
+    if stage("load") is None or stage("readout") is None:
+        mr.error = "the rocksort command printed no `-v` phase lines (is it rocksort -v?)"
+        return
+    wall = {name: med([r.seconds for r in rs_]) for name, rs_ in runs.items()}
+    # One-thread tools are timed by their CPU time: on a shared machine the
+    # pinned core may also run other work, which their wall time would count.
+    cpu = {name: med([r.cpu_seconds for r in rs_]) for name, rs_ in runs.items()}
+    notes = []
+    decoded = stage("decoded_mb")
+    u = decoded * 1e6 if decoded else inp["uncompressed"]
+    if not decoded:
+        notes.append("U taken from the input's `view -u` size: rocksort -v gave no decoded MB")
+    load, readout, settle = stage("load"), stage("readout"), stage("settle", 0.0)
+    key = load - stage("wait", 0.0) - cpu["decode"]
+    if key < 0:
+        notes.append(f"key and batch came out negative ({key:.2f} s): set to 0")
+    ranges_a = int(stage("ranges", 1))
+    if ranges_a != 1:
+        notes.append(f"the stage run merged {ranges_a} ranges at once, not 1: merge is their wall")
+    joins = [(x["join"], x["appended_mb"]) for name in ("p1", "p2") for x in v.get(name, [])
+             if x.get("appended_mb")]
+    out_mb = os.path.getsize(output_path("m", "p1")) / 1e6 if os.path.exists(
+        output_path("m", "p1")) else 0.0
+    mr.stages = model.Stages(
+        bytes=u, dec=cpu["decode"], parse=min(cpu["parse"], cpu["decode"]), key=max(0.0, key),
+        spill=stage("sort", 0.0) + stage("write", 0.0),
+        merge=readout - stage("join", 0.0),
+        comp=max(0.0, cpu["compress"] - cpu["store"]), settle=settle,
+        fixed=max(0.0, wall["stages"] - load - settle - readout),
+        join_per_mb=med([j / m for j, m in joins]) or 0.0, out_mb=out_mb, notes=notes)
+    if not mr.merge_threads:
+        notes.append("this rocksort has no --merge-threads: the stage run's readout is its "
+                     "one merge, and the runs at 1 and 2 cores merge one range (K = 1)")
+    for name, cores, threads in (("p1", 1, 1), ("p2", 2, 2)):
+        if name not in runs:
+            continue
+        k = int(med([x.get("ranges") for x in v[name]]) or 1)
+        mr.checks.append((cores, threads, k, {
+            "wall": wall[name], "load": med([x.get("load") for x in v[name]]),
+            "readout": med([x.get("readout") for x in v[name]])}))
+
+
+def model_lines(mr, cfg):
+    md = ["", f"## m) model: stage throughputs and predicted wall (-m {cfg.mem}, -l {cfg.level})", ""]
+    if mr.error:
+        return md + [f"Not modelled: {mr.error}."]
+    ranges_read = any(k != 1 for _, _, k, _ in mr.checks)
+    rule = ("at 1-2 cores read from -v; at 8-32 from K = min(P, ceil(P*m/(m+c)))"
+            if ranges_read else None)
+    md += model.report(mr.stages, mr.checks, rule=rule)
+    md += ["", "<details><summary>case m's commands (taskset pins the cores)</summary>", "",
+           "```"] + mr.commands + ["```", "", "</details>"]
+    return md
 
 
 # -- report ---------------------------------------------------------------
@@ -482,8 +799,9 @@ def fmt(x, pat="{:.1f}"):
 
 
 def table(cases):
-    rows = ["| case | tool | median s | min–max | × floor | × samtools sort | peak RSS MB | s/GiB in |",
-            "|---|---|---|---|---|---|---|---|"]
+    rows = ["| case | tool | median s | min–max | × floor | × samtools sort | peak RSS MB | "
+            "peak temp MB | s/GiB in |",
+            "|---|---|---|---|---|---|---|---|---|"]
     for cr in cases:
         floor = median(cr.results.get("floor", []))
         ref = median(cr.results.get("samtools sort", []))
@@ -493,10 +811,12 @@ def table(cases):
             ok = [r.seconds for r in results if not r.failed]
             span = f"{min(ok):.1f}–{max(ok):.1f}" if ok else "FAILED"
             rss = max((r.rss_mb for r in results if not r.failed), default=None)
+            temp = max((r.temp_mb for r in results if not r.failed), default=None)
             rows.append(
                 f"| {cr.case}) {cr.title} | {tool} | {fmt(med)} | {span} | "
                 f"{fmt(med / floor if med and floor and cr.case != 'f' else None, '{:.2f}')} | "
                 f"{fmt(med / ref if med and ref else None, '{:.2f}')} | {fmt(rss, '{:.0f}')} | "
+                f"{fmt(temp, '{:.0f}')} | "
                 f"{fmt(med / gib if med and cr.case != 'f' else None)} |")
     return rows
 
@@ -516,25 +836,35 @@ def phase_lines(stderr):
     return [l for l in stderr.splitlines() if "phase" in l.lower() or ":" in l][:40]
 
 
-def save_raw(cfg, inp, cases):
+def save_raw(cfg, inp, cases, mr=None):
     """Every run's numbers, for a later look (bench/out/latest.json)."""
     raw = {"input": inp, "options": {k: v for k, v in vars(cfg).items()},
-           "cases": [{"case": c.case, "title": c.title, "check": c.check,
+           "samtools": [SAMTOOLS, SAMTOOLS_NOTE],
+           "model": mr and {"runs": mr.raw, "error": mr.error, "commands": mr.commands,
+                            "stages": mr.stages and vars(mr.stages), "checks": mr.checks},
+           "cases": [{"case": c.case, "title": c.title, "checks": c.checks,
                       "results": {t: [vars(r) for r in rs] for t, rs in c.results.items()}}
                      for c in cases]}
     with open(os.path.join(OUT, "latest.json"), "w") as f:
         json.dump(raw, f, indent=1)
 
 
-def report(cfg, inp, cases, rss_case):
-    md = [f"# rocksort benchmark", "",
+def report(cfg, inp, cases, rss_case, mr=None):
+    md = ["# rocksort benchmark", "",
           f"- input: {inp['records']:,} records, {inp['compressed'] / 2**20:.0f} MiB BAM, "
           f"{inp['uncompressed'] / 2**20:.0f} MiB uncompressed (ratio {inp['ratio']}), "
           f"generated by bench/make_input.py (seed {inp['seed']})",
           f"- options: -@ {cfg.threads}, -m {cfg.mem} (spilling) / {cfg.inmem} (in memory), "
           f"-l {cfg.level}; {cfg.runs} run(s) per tool, alternating",
-          f"- rocksort: `{' '.join(cfg.rocksort)}`; samtools sort: `{SAMTOOLS} sort`; "
+          f"- rocksort: `{' '.join(cfg.rocksort)}`; samtools sort: `{SAMTOOLS} sort` "
+          f"({samtools_version(SAMTOOLS)}, {SAMTOOLS_NOTE or 'default'}); "
           f"floor: `{SAMTOOLS} view -b` (no sort)",
+          "- mako: " + (f"`{cfg.mako}` ({mako_version(cfg.mako)}), `--compression-level "
+                         f"{LIBDEFLATE_LEVEL[cfg.level]}` for -l {cfg.level} (libdeflate's level, "
+                         f"as htslib maps it), 0 for -u"
+                         if cfg.mako else "not run (not on PATH, $MAKO unset)"),
+          f"- peak temp MB: each tool's own temp directory, sampled every {SAMPLE_EVERY} s, "
+          "allocated blocks, 10^6 bytes",
           f"- machine: {machine()}", f"- {temp_traits()}", ""]
     md += table(cases)
     md += ["", "Streaming (f): the median is the time from the end of input to the finished "
@@ -547,17 +877,21 @@ def report(cfg, inp, cases, rss_case):
     md += scaling_lines(cases) + merge_lines(cases)
     if rss_case:
         md += ["", "## d) peak RSS at the same -m/-@", ""] + rss_table(rss_case, cfg)
-    md += ["", "## Correctness (rocksort vs samtools sort, first run of each case)", ""]
-    md += [f"- {cr.case}) {cr.check or 'not checked'}" for cr in cases]
+    md += ["", "## Correctness (each sorter vs samtools sort, first run of each case)", ""]
+    for cr in cases:
+        md += [f"- {cr.case}) {line}" for line in (cr.checks or ["not checked"])]
     failures = [(cr.case, t, r.failed) for cr in cases for t, rs in cr.results.items()
                 for r in rs if r.failed]
     if failures:
         md += ["", "## Failures", ""] + [f"- {c}) {t}: `{f}`" for c, t, f in failures]
+    if mr:
+        md += model_lines(mr, cfg)
     md += ["", "<details><summary>rocksort -v output (phase times, raw)</summary>", ""]
     for cr in cases:
-        for i, r in enumerate(cr.results.get("rocksort", []), 1):
-            md += [f"{cr.case}) run {i}, {r.seconds:.1f} s:", "```"] + \
-                  (phase_lines(r.stderr) or ["(nothing)"]) + ["```"]
+        for tool in ("rocksort", "rocksort compact"):
+            for i, r in enumerate(cr.results.get(tool, []), 1):
+                md += [f"{cr.case}) {tool} run {i}, {r.seconds:.1f} s:", "```"] + \
+                      (phase_lines(r.stderr) or ["(nothing)"]) + ["```"]
     md += ["", "</details>", ""]
     return "\n".join(md)
 
@@ -591,13 +925,15 @@ def parse_args():
 
 def main():
     cfg = parse_args()
-    for d in (OUT, LOGS):
+    for d in (OUT, LOGS, TMP, os.path.join(OUT, "res")):
         os.makedirs(d, exist_ok=True)
-    ensure_samtools()
+    ensure_debian_samtools()
     build_rocksort(cfg.rocksort, cfg.explicit_rocksort)
+    choose_samtools()
+    cfg.mako = find_mako()
     inp = ensure_input(cfg.size, cfg.seed)
     fmt_args = {"mem": cfg.mem, "inmem": cfg.inmem}
-    cases, rss_case = [], None
+    cases, rss_case, mr = [], None, None
     for key in cfg.cases:
         if key in CASES:
             title, jobs = CASES[key]
@@ -613,13 +949,15 @@ def main():
             if floor is None:  # the feed rate is set from the floor's time
                 floor = run_case("f0", "floor", [floor_job(cfg)], inp, 1, False).results["floor"][0].seconds
             cases.append(stream_case(cfg, inp, floor))
-    save_raw(cfg, inp, cases)
-    text = report(cfg, inp, cases, rss_case)
+        elif key == "m":
+            mr = model_case(cfg, inp)
+    save_raw(cfg, inp, cases, mr)
+    text = report(cfg, inp, cases, rss_case, mr)
     with open(os.path.join(OUT, "latest.md"), "w") as f:
         f.write(text)
     print(text)
-    if any(cr.check.startswith("**MISMATCH") for cr in cases):
-        sys.exit("bench: rocksort's output differs from samtools sort's (see Correctness)")
+    if any("**MISMATCH**" in line for cr in cases for line in cr.checks):
+        sys.exit("bench: a sorter's output differs from samtools sort's (see Correctness)")
 
 
 if __name__ == "__main__":
