@@ -351,6 +351,10 @@ static int choose_output_mode(cli_state *c)
         if (fmt) return bad_value("-O", fmt);
         strcpy(mode + 1, "b");
     }
+    /* As in samtools 1.24, a level given as an output option (even 0)
+     * makes SAM output BGZF-compressed; -l does not. */
+    for (const hts_opt *o = c->run.out_opts; o; o = o->next)
+        if (o->opt == HTS_OPT_COMPRESSION_LEVEL && !strpbrk(mode + 1, "bcz")) strcat(mode, "z");
     int compressed = strpbrk(mode + 1, "bcz") != NULL;
     if (compressed && (c->uncompressed || c->level >= 0)) {
         size_t len = strlen(mode);
