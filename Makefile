@@ -144,11 +144,13 @@ test-asan: test-deps
 	  $(PYTHON) test/run_tests.py --binary $(ASAN_DIR)/samtools
 
 # A subset under valgrind (memcheck is ~30x slower than ASan): every order,
-# spilling, CRAM, pipes, bad input and accounting.  Any memcheck error or
-# definite leak makes rocksort exit 99, which fails the test.
+# spilling, CRAM, pipes, bad input and accounting, and the readout merged in
+# 4 key ranges (two sorts).  Any memcheck error or definite leak makes
+# rocksort exit 99, which fails the test.
 VALGRIND_TESTS = 'mixed_*' 'ties_stable_*' 'tricky_names_spilled_*' 'bulk_spilled_*' \
                  'input_cram_*' 'output_cram_coord' 'stdin_*' 'bad_input_*' 'verify_*' \
-                 'error_*' 'output_sam_*'
+                 'error_*' 'output_sam_*' 'readout_verify_in_memory_k4' \
+                 'readout_verify_spilled_k4'
 # Reports go to build/valgrind/, not stderr, where tests check every line.
 VALGRIND = valgrind -q --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite \
            --show-leak-kinds=definite --log-file=$(CURDIR)/build/valgrind/%p.log

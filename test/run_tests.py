@@ -928,6 +928,9 @@ features.register(test, sys.modules[__name__])
 # -o on devices, FIFOs, links and unwritable paths; make install: test/destinations.py.
 import destinations  # noqa: E402
 destinations.register(test, sys.modules[__name__])
+# --merge-threads: the readout split into key ranges (issue #27): test/readout_ranges.py.
+import readout_ranges  # noqa: E402
+readout_ranges.register(test, sys.modules[__name__])
 
 
 # --- the harness -----------------------------------------------------------
