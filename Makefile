@@ -48,10 +48,10 @@ OBJS = bamtk.o bam_rocksort.o legacy_form.o \
        input_check.o fd_budget.o merge_plan.o run_merge.o bam_sort.o minimiser.o sort_batch.o batch_sort.o \
        record_codec.o rocks_store.o rocks_merge.o output_file.o output_target.o cleanup.o \
        progress.o temp_env.o store_stream.o temp_space.o \
-       merge_sources.o merge_writer.o range_readout.o key_ranges.o output_parts.o
+       merge_sources.o merge_writer.o range_readout.o key_ranges.o output_parts.o readout_model.o
 # The C unit tests, run by test/run_tests.py (its UNIT_TESTS list).
 UNIT_PROGS = test/test_keys test/test_run_merge test/test_store_stream test/test_cleanup \
-             test/test_temp_space test/test_batch_sort
+             test/test_temp_space test/test_batch_sort test/test_readout_model
 
 .DEFAULT_GOAL := all
 htslib: $(HTS_LIB_FILE)
@@ -92,6 +92,9 @@ test/test_batch_sort: test/test_batch_sort.c sort_batch.o batch_sort.o record_co
 
 test/test_cleanup: test/test_cleanup.c cleanup.o
 	$(CC) $(CFLAGS) $(CPPFLAGS) -I. -o $@ $^ $(LDLIBS)
+
+test/test_readout_model: test/test_readout_model.c readout_model.o
+	$(CC) $(CFLAGS) $(CPPFLAGS) -I. -o $@ $^ -lm
 
 test/test_temp_space: test/test_temp_space.c temp_space.o $(STORE_OBJS) sort_batch.o batch_sort.o record_codec.o bam_sort.o minimiser.o
 	$(CC) $(CFLAGS) $(CPPFLAGS) -I. -o $@ $^ $(LDLIBS) $(CXX_RUNTIME)

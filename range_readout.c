@@ -1,6 +1,5 @@
 /* range_readout.c -- see range_readout.h. */
 #include <errno.h>
-#include <math.h>
 #include <stdio.h>
 #include <pthread.h>
 #include <stdlib.h>
@@ -13,19 +12,9 @@
 #include "merge_writer.h"
 #include "output_parts.h"
 #include "output_target.h"
+#include "readout_model.h"
 #include "cleanup.h"
 #include "temp_space.h"
-
-/* Compressing a byte of output costs this many times what merging it
- * costs, per thread, by the output's level (measured on the benchmark's
- * records: bench/RESULTS.md; the rule in doc/DESIGN.md). */
-static double compression_per_merge(int level)
-{
-    if (level <= 0) return 0.25;
-    if (level == 1) return 3.0;
-    if (level <= 5) return 6.0;
-    return 11.0;
-}
 
 /* A range smaller than this is not worth a thread (auto rule only). */
 #define RANGE_MIN_BYTES (32ULL << 20)
@@ -43,20 +32,12 @@ static int output_level(const rocksort_opts *o)
     return level;
 }
 
-/* Enough merge threads that merging keeps pace with T threads compressing:
- * each merged byte costs m on its range's thread and m + c of all the
- * CPUs, so K = T * m / (m + c) ranges balance the two. */
 static int width_for(const rocksort_opts *o, int regular_output, uint64_t bytes)
 {
     if (strchr(o->out_mode + 1, 'c')) return 1;
     if (o->index_fn && !regular_output) return 1;
     if (o->merge_threads > 0) return o->merge_threads < RANGES_MAX ? o->merge_threads : RANGES_MAX;
-    int t = o->threads > 1 ? o->threads : 1;
-    int k = (int)ceil(t / (1.0 + compression_per_merge(output_level(o))) - 1e-9);
-    uint64_t by_size = bytes / RANGE_MIN_BYTES;
-    if ((uint64_t)k > by_size) k = (int)by_size;
-    if (k > RANGES_MAX) k = RANGES_MAX;
-    return k < 1 ? 1 : k;
+    return readout_ranges_for(o->threads, output_level(o), bytes, RANGE_MIN_BYTES, RANGES_MAX);
 }
 
 int readout_width(const sort_job *j)

@@ -1,0 +1,32 @@
+/* readout_model.c -- see readout_model.h. */
+#include "readout_model.h"
+
+double readout_compress_s_per_gb(int level)
+{
+    if (level <= 0) return 0.3;
+    if (level == 1) return 6.0;
+    if (level <= 5) return 12.0;
+    return 22.0;
+}
+
+static double max2(double a, double b) { return a > b ? a : b; }
+
+double readout_seconds_per_gb(int k, int threads, int level)
+{
+    double m = READOUT_MERGE_S_PER_GB, c = readout_compress_s_per_gb(level);
+    double parts = READOUT_PART_S_PER_GB * (k - 1) / k;
+    return max2(m / k, (m + c + parts) / (threads > 1 ? threads : 1));
+}
+
+int readout_ranges_for(int threads, int level, uint64_t bytes, uint64_t min_range, int max_k)
+{
+    int limit = threads > 1 ? threads : 1;
+    if (limit > max_k) limit = max_k;
+    if (min_range && bytes / min_range < (uint64_t)limit) limit = (int)(bytes / min_range);
+    int best = 1;
+    for (int k = 2; k <= limit; k++)
+        if (readout_seconds_per_gb(k, threads, level)
+            < readout_seconds_per_gb(best, threads, level) * (1 - READOUT_K_SLACK))
+            best = k;
+    return best;
+}
