@@ -22,7 +22,6 @@ the disk's bandwidth, memory bandwidth, hyper-threads and the batch size's
 growth with -@ (-m is per thread), and it puts every thread's work on a core
 of its own once there are enough.
 """
-import math
 import re
 from dataclasses import dataclass, field
 
@@ -83,11 +82,25 @@ class Stages:
                 ("compression per thread", rate(self.comp))]
 
 
+# readout_model.h's cost of a part (written, then copied onto the output), s/GB.
+PART_S_PER_GB = 2.3
+DEFAULT_RULE = "by rocksort's rule (readout_model.c) on these stage times"
+K_SLACK = 0.05
+
+
 def default_ranges(stages, cores):
-    """K when rocksort's own rule is not known: enough ranges that merging
-    stops being the readout's limit, K = ceil(P * m / (m + c)), at most P."""
+    """K by rocksort's own rule (readout_model.c) on these stage times: the
+    smallest K within 5% of the best max(m/K, (m + c + part*(K-1)/K)/P)."""
     m, c = stages.merge, stages.comp
-    return max(1, min(cores, math.ceil(cores * m / (m + c)))) if m + c > 0 else 1
+    part = PART_S_PER_GB * stages.bytes / 1e9
+
+    def cost(k):
+        return max(m / k, (m + c + part * (k - 1) / k) / cores)
+    best = 1
+    for k in range(2, cores + 1):
+        if cost(k) < cost(best) * (1 - K_SLACK):
+            best = k
+    return best
 
 
 def join_seconds(stages, ranges):
@@ -135,7 +148,7 @@ def report(stages, checks, cores_list=(8, 16, 32), rule=None):
         md.append(f"| {cores} | {threads} | {ranges} | {load:.1f} / {fmt(meas.get('load'))} | "
                   f"{readout:.1f} / {fmt(meas.get('readout'))} | {wall:.1f} / "
                   f"{fmt(meas.get('wall'))} | {fmt(err, '{:+.0f}%')} |")
-    md += ["", f"Predicted (a model, not a measurement; K {rule or 'from K = min(P, ceil(P*m/(m+c)))'}):", "",
+    md += ["", f"Predicted (a model, not a measurement; K {rule or DEFAULT_RULE}):", "",
            "| cores | rocksort K | rocksort wall s | load s (bound) | readout s (bound) | "
            "single merge (K=1) wall s | its readout s (bound) |",
            "|---|---|---|---|---|---|---|"]
