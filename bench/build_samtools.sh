@@ -49,27 +49,12 @@ work=$(mktemp -d "${TMPDIR:-/tmp}/rocksort-samtools.XXXXXX")
 trap 'rm -rf "$work"' EXIT
 archive=${PYSAM_SDIST:-$here/bench/out/pysam-$PYSAM_VERSION.tar.gz}
 if [ ! -f "$archive" ]; then
-    # The same route as scripts/htslib.sh: the index pip is configured with,
-    # read through PEP 691's JSON API by pip's own Python.
+    # The same route as scripts/htslib.sh (scripts/fetch_pysam.py).
     py="$here/.venv/bin/python"
     "$py" -c 'import pip' 2>/dev/null || py=python3
     echo "build_samtools: fetching pysam $PYSAM_VERSION's source" >&2
     mkdir -p "$(dirname "$archive")"
-    "$py" - "$archive.part" "pysam-$PYSAM_VERSION.tar.gz" <<'PY'
-import json, os, subprocess, sys, urllib.request
-from pip._internal.models.index import PyPI
-dest, filename = sys.argv[1:]
-index = os.environ.get("PIP_INDEX_URL") or subprocess.run(
-    [sys.executable, "-m", "pip", "config", "get", "global.index-url"],
-    capture_output=True, text=True).stdout.strip() or PyPI.simple_url
-request = urllib.request.Request(index.rstrip("/") + "/pysam/",
-                                 headers={"Accept": "application/vnd.pypi.simple.v1+json"})
-with urllib.request.urlopen(request, timeout=120) as reply:
-    files = json.load(reply)["files"]
-url = next(f["url"] for f in files if f["filename"] == filename)
-with urllib.request.urlopen(url, timeout=300) as reply, open(dest, "wb") as out:
-    out.write(reply.read())
-PY
+    "$py" "$here/scripts/fetch_pysam.py" "$archive.part" "pysam-$PYSAM_VERSION.tar.gz"
     mv "$archive.part" "$archive"
 fi
 got=$(sha256sum "$archive" | cut -d' ' -f1)

@@ -27,32 +27,15 @@ fi
 work=$(mktemp -d "${TMPDIR:-/tmp}/rocksort-htslib.XXXXXX")
 trap 'rm -rf "$work"' EXIT
 
-# The archive comes from the package index pip is configured with (PIP_INDEX_URL,
-# pip's config, else its default), read through PEP 691's JSON API by pip's own
-# Python.  `pip download` of a source distribution would first run its setup.py,
-# which configures htslib and fails on a machine without libcurl.
+# The archive comes from the package index pip is configured with, by pip's own
+# Python (scripts/fetch_pysam.py says why not `pip download`).
 py="$here/.venv/bin/python"
 if ! "$py" -c 'import pip' 2>/dev/null; then
     python3 -m venv "$work/venv" 2>/dev/null || /usr/bin/python3 -m venv "$work/venv"
     py="$work/venv/bin/python"
 fi
 echo "htslib: fetching pysam $PYSAM_VERSION's source (htslib $HTSLIB_VERSION)" >&2
-"$py" - "$work" "pysam-$PYSAM_VERSION.tar.gz" <<'PY'
-import json, os, subprocess, sys, urllib.request
-from pip._internal.models.index import PyPI
-work, filename = sys.argv[1:]
-index = os.environ.get("PIP_INDEX_URL") or subprocess.run(
-    [sys.executable, "-m", "pip", "config", "get", "global.index-url"],
-    capture_output=True, text=True).stdout.strip() or PyPI.simple_url
-request = urllib.request.Request(index.rstrip("/") + "/pysam/",
-                                 headers={"Accept": "application/vnd.pypi.simple.v1+json"})
-with urllib.request.urlopen(request, timeout=120) as reply:
-    files = json.load(reply)["files"]
-url = next(f["url"] for f in files if f["filename"] == filename)
-with urllib.request.urlopen(url, timeout=300) as reply, \
-        open(os.path.join(work, filename), "wb") as out:
-    out.write(reply.read())
-PY
+"$py" "$here/scripts/fetch_pysam.py" "$work/pysam-$PYSAM_VERSION.tar.gz" "pysam-$PYSAM_VERSION.tar.gz"
 archive="$work/pysam-$PYSAM_VERSION.tar.gz"
 got=$(sha256sum "$archive" | cut -d' ' -f1)
 if [ "$got" != "$PYSAM_SHA256" ]; then
