@@ -175,7 +175,9 @@ FUZZ_SECONDS = 900
 ENGINE_SRCS  = sort_pipeline.c sort_plan.c sort_load.c spill_queue.c sort_output.c sort_report.c \
                input_check.c fd_budget.c merge_plan.c run_merge.c bam_sort.c minimiser.c \
                sort_batch.c batch_sort.c record_codec.c rocks_store.c rocks_merge.c output_file.c \
-               output_target.c cleanup.c progress.c store_stream.c temp_space.c
+               output_target.c cleanup.c progress.c store_stream.c temp_space.c \
+               merge_sources.c merge_writer.c range_readout.c key_ranges.c output_parts.c \
+               readout_model.c
 RECORD_SRCS  = bam_sort.c minimiser.c record_codec.c
 FUZZ_OBJ_DIR = build/fuzz
 
