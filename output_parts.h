@@ -1,29 +1,34 @@
-/* output_parts.h -- an output written in parts, joined in order.
+/* output_parts.h -- pieces of an output held in memory, appended in order.
  *
- * Contract: part_create() makes an empty private file for part n of an
- * output: beside the output when that is a regular file, so that the join
- * stays on one file system, else under the temp prefix (-T).  It is
- * registered for cleanup (cleanup.h) and returned malloc'd; the caller
- * opens it with htslib.  part_append() appends a closed part's bytes to the
- * output where the output's descriptor stands: the output's data so far
- * must already be flushed out of htslib.  BGZF parts end with the EOF
- * marker that closing wrote; with strip_eof set, that marker is checked
- * and left out, so the joined file has one EOF marker, the output's own.
- * part_remove() deletes a part and forgets it.  Errors are malloc'd
- * messages naming the file and the cause.
+ * Contract: part_slot_create() makes an anonymous in-memory file (memfd)
+ * that holds one piece of the output at a time; -1 where the system has
+ * none (the caller then reads out in one stream).  part_slot_rewind()
+ * readies it for the next piece, which is written from its start through
+ * a descriptor dup()ed from it (so they share the file offset); the pages
+ * stay allocated and are overwritten, not freed and faulted in again.
+ * part_slot_length() gives the piece's length once its writer has closed;
+ * for BGZF pieces (strip_eof) it checks the EOF marker that closing wrote
+ * and leaves it out, so the joined output has one EOF marker, its own.
+ * part_append() copies a piece to the output where the output's descriptor
+ * stands: the output's data so far must already be flushed out of htslib.
+ * Errors are malloc'd messages naming the file and the cause.
  */
 #ifndef OUTPUT_PARTS_H
 #define OUTPUT_PARTS_H
 
 #include <stdint.h>
+#include <sys/types.h>
 #include "output_file.h"
 
-char *part_create(const output_file *o, const char *tmp_prefix, int n, char **err);
+int part_slot_create(void);
 
-/* Returns 0 with the bytes appended in *appended, or -1. */
-int part_append(output_file *o, const char *part, int strip_eof, uint64_t *appended,
-                char **err);
+/* Returns 0, or -1 with errno set. */
+int part_slot_rewind(int fd);
 
-void part_remove(char *part);
+/* Returns 0, or -1 (the piece lacks its EOF marker, or the file failed). */
+int part_slot_length(int fd, int strip_eof, off_t *len, char **err);
+
+/* Returns 0, or -1 when writing to the output failed. */
+int part_append(output_file *o, int fd, off_t len, char **err);
 
 #endif

@@ -1,9 +1,11 @@
 /* range_readout.c -- see range_readout.h. */
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <htslib/bgzf.h>
 #include <htslib/hfile.h>
 #include "range_readout.h"
@@ -11,14 +13,22 @@
 #include "merge_sources.h"
 #include "merge_writer.h"
 #include "output_parts.h"
-#include "output_target.h"
 #include "readout_model.h"
-#include "cleanup.h"
-#include "temp_space.h"
 
-/* A range smaller than this is not worth a thread (auto rule only). */
+/* A readout smaller than this per thread is not worth a thread (auto
+ * rule only). */
 #define RANGE_MIN_BYTES (32ULL << 20)
-#define RANGES_MAX 32
+#define RANGES_MAX 64
+
+/* The pieces the readout cuts the key space into.  Each run's share of a
+ * piece is read with a seek of its own, so a piece holds at least
+ * PIECE_RUN_SHARE per run; the pieces in flight (threads + 2, in memory)
+ * stay within a quarter of the sort's memory.  When those two cannot both
+ * hold, the automatic rule keeps one stream. */
+#define PIECE_MIN_BYTES (4ULL << 20)
+#define PIECE_MAX_BYTES (64ULL << 20)
+#define PIECE_RUN_SHARE (1ULL << 20)
+#define PIECES_MAX 65536
 
 /* The output's deflate level: from the mode ("wb6"), an output option, or
  * htslib's default; uncompressed SAM counts as 0. */
@@ -43,18 +53,6 @@ static int width_for(const rocksort_opts *o, int regular_output, uint64_t bytes)
 int readout_width(const sort_job *j)
 {
     return width_for(j->o, j->out.final_path != NULL, j->bytes_in);
-}
-
-/* Compressed output is taken as at most half the records' size. */
-double readout_parts_share(const rocksort_opts *o)
-{
-    char *path = NULL, *err = NULL;
-    int kind = output_target(o->out_fn, &path, &err);
-    free(path);
-    free(err);
-    if (kind == TARGET_RENAME) return 0;
-    int k = width_for(o, 0, UINT64_MAX);
-    return (k - 1.0) / k * (output_level(o) == 0 ? 1.0 : 0.5);
 }
 
 /* Samples of a sorted batch: an entry every ~STORE_SAMPLE_BYTES. */
@@ -94,48 +92,97 @@ static void gather_samples(sort_job *j, key_samples *s)
     sample_batch(s, j->tail);
 }
 
+/* The bytes of records in one piece (see PIECE_MIN_BYTES); 0 when the
+ * runs are too many for pieces that fit in memory. */
+static uint64_t piece_bytes(const sort_job *j, int threads)
+{
+    const rocksort_opts *o = j->o;
+    uint64_t memory = (uint64_t)o->mem_per_thread * (uint64_t)(o->threads > 1 ? o->threads : 1);
+    uint64_t fits = memory / 4 / (uint64_t)(threads + 2);
+    uint64_t runs = j->store ? (uint64_t)store_sorted_runs(j->store) : 0;
+    uint64_t piece = runs * PIECE_RUN_SHARE;
+    if (piece < PIECE_MIN_BYTES) piece = PIECE_MIN_BYTES;
+    if (fits > PIECE_MAX_BYTES) fits = PIECE_MAX_BYTES;
+    if (piece <= fits) return piece;
+    if (!o->merge_threads) return 0;
+    return fits < PIECE_MIN_BYTES ? PIECE_MIN_BYTES : fits;
+}
+
+static int pieces_for(const sort_job *j, uint64_t piece, int threads)
+{
+    uint64_t n = (j->bytes_in + piece - 1) / piece;
+    if (n < (uint64_t)threads) n = (uint64_t)threads;
+    return n > PIECES_MAX ? PIECES_MAX : (int)n;
+}
+
+/* The in-memory files the pieces pass through; none: one stream. */
+static int open_slots(range_plan *p)
+{
+    p->n_slots = p->threads + 2;
+    p->slot_fd = malloc((size_t)p->n_slots * sizeof *p->slot_fd);
+    if (!p->slot_fd) return -1;
+    for (int i = 0; i < p->n_slots; i++) p->slot_fd[i] = -1;
+    for (int i = 0; i < p->n_slots; i++)
+        if ((p->slot_fd[i] = part_slot_create()) < 0) return -1;
+    return 0;
+}
+
 int ranges_plan(sort_job *j, range_plan *p)
 {
     memset(p, 0, sizeof *p);
-    p->n = 1;
+    p->n = p->threads = 1;
     int k = readout_width(j);
-    if (k < 2) return 0;
-    p->splits = malloc((size_t)(k - 1) * sizeof *p->splits);
+    uint64_t piece = k < 2 ? 0 : piece_bytes(j, k);
+    if (!piece) return 0;
+    int want = pieces_for(j, piece, k);
+    p->splits = malloc((size_t)(want - 1) * sizeof *p->splits);
     if (!p->splits) {
         job_fail("out of memory for the final merge of '%s'", j->o->in_fn);
         return -1;
     }
     gather_samples(j, &p->samples);
-    p->n = 1 + key_ranges_choose(&p->samples, k, p->splits);
+    p->n = 1 + key_ranges_choose(&p->samples, want, p->splits);
+    p->threads = p->n < k ? p->n : k;
+    if (p->n > 1 && open_slots(p) < 0) {    /* no memfd here: one stream after all */
+        ranges_free(p);
+        p->n = p->threads = 1;
+    }
     return 0;
 }
 
 void ranges_free(range_plan *p)
 {
+    for (int i = 0; p->slot_fd && i < p->n_slots; i++)
+        if (p->slot_fd[i] >= 0) close(p->slot_fd[i]);
+    free(p->slot_fd);
     free(p->splits);
     key_samples_free(&p->samples);
     memset(p, 0, sizeof *p);
 }
 
-/* One range: its sources, where it writes, and how it ended. */
+/* The pieces in flight.  Workers take the next piece in key order, but
+ * never more than n_slots ahead of the writer; piece i passes through slot
+ * i % n_slots.  The writer (the caller's thread) appends each finished
+ * piece to the output in order. */
 typedef struct {
     sort_job *j;
-    merge_sources src;
-    merge_writer w;
-    char *part;             /* NULL for range 0, which writes into the output */
-    int status;             /* MERGE_WRITE_* */
-    char cause[160];        /* why a write failed, taken on the range's thread */
-    pthread_t thread;
-    int started;
-} range_task;
+    const range_plan *p;
+    pthread_mutex_t lock;
+    pthread_cond_t changed;
+    int next;               /* the next piece a worker takes */
+    int appended;           /* pieces on the output */
+    int *done;              /* per slot: 1 + the piece it holds, finished; 0 */
+    off_t *length;          /* per slot: that piece's bytes */
+    _Atomic uint64_t shown;
+    _Atomic int stop;
+    int failed_piece;       /* the first piece that failed (INT_MAX: none) */
+    int status;             /* MERGE_WRITE_* of that piece, or PIECE_SOURCE_FAILED */
+    char cause[200];
+    uint64_t records, digest, bytes;
+    double writer_waited;
+} piece_line;
 
-/* Each run's reader fetches less at a time when K ranges read every run:
- * the readout's buffers stay about the same size in all. */
-static size_t range_readahead(int ranges)
-{
-    size_t r = STORE_DIRECT_READAHEAD / (size_t)ranges;
-    return r < (256u << 10) ? (256u << 10) : r;
-}
+#define PIECE_SOURCE_FAILED (-10)
 
 static key_bound bound_at(const range_plan *p, int i)
 {
@@ -143,164 +190,252 @@ static key_bound bound_at(const range_plan *p, int i)
     return (key_bound){ p->splits[i].key, p->splits[i].len };
 }
 
-/* A part's blocks go out on the range's thread before it ends: a full disk
- * shows there, with its cause. */
-static int close_part(range_task *t)
+/* Each run's reader fetches about its share of a piece at a time: more
+ * would be read twice, by the next piece's reader too. */
+static size_t piece_readahead(const sort_job *j, const range_plan *p)
 {
-    samFile *fp = t->w.fp;
+    uint64_t runs = j->store ? (uint64_t)store_sorted_runs(j->store) : 0;
+    uint64_t share = j->bytes_in / (uint64_t)p->n / (runs ? runs : 1);
+    if (share < (256u << 10)) share = 256u << 10;
+    return share > STORE_DIRECT_READAHEAD ? STORE_DIRECT_READAHEAD : (size_t)share;
+}
+
+/* Records the first failure in piece order; the others follow from it. */
+static void piece_failed(piece_line *l, int piece, int status, const char *cause)
+{
+    pthread_mutex_lock(&l->lock);
+    if (piece < l->failed_piece) {
+        l->failed_piece = piece;
+        l->status = status;
+        snprintf(l->cause, sizeof l->cause, "%s", cause ? cause : "");
+    }
+    atomic_store(&l->stop, 1);
+    pthread_cond_broadcast(&l->changed);
+    pthread_mutex_unlock(&l->lock);
+}
+
+/* A piece's writer: the output's format, level and options, into the slot
+ * from its start.  It compresses on the worker's own thread: the pieces
+ * are the parallelism, and htslib's threaded BGZF waits in 10 ms sleeps
+ * for its queue to drain at every flush and close (bgzf.c,
+ * mt_flush_queue()), which a readout of many pieces would pay per piece. */
+static samFile *open_piece(piece_line *l, int fd)
+{
+    const rocksort_opts *o = l->j->o;
+    int copy = part_slot_rewind(fd) == 0 ? dup(fd) : -1;
+    hFILE *hf = copy >= 0 ? hdopen(copy, "w") : NULL;
+    samFile *fp = hf ? hts_hopen(hf, o->out_fn, o->out_mode) : NULL;
+    if (!fp) {
+        if (hf) hclose_abruptly(hf);
+        else if (copy >= 0) close(copy);
+        return NULL;
+    }
+    if (o->out_opts && hts_opt_apply(fp, o->out_opts) < 0) {
+        sam_close(fp);
+        return NULL;
+    }
+    return fp;
+}
+
+/* A piece's blocks reach the slot before it counts as done. */
+static int close_piece(samFile *fp, char *cause, size_t size)
+{
     int is_bgzf = fp->format.compression == bgzf;
     errno = 0;
     int ret = is_bgzf ? bgzf_flush(fp->fp.bgzf) : hflush(fp->fp.hfile);
-    if (ret < 0) snprintf(t->cause, sizeof t->cause, "%s", merge_write_cause(fp));
+    if (ret < 0) snprintf(cause, size, "%s", merge_write_cause(fp));
     if (sam_close(fp) < 0 && ret == 0) {
-        snprintf(t->cause, sizeof t->cause, "%s", strerror(errno ? errno : EIO));
+        snprintf(cause, size, "%s", strerror(errno ? errno : EIO));
         ret = -1;
     }
-    t->w.fp = NULL;
     return ret;
 }
 
-static void *range_main(void *arg)
+/* Merges piece i into its slot; returns MERGE_WRITE_* or PIECE_SOURCE_FAILED. */
+static int write_piece(piece_line *l, int i, merge_writer *w, char *cause, size_t size)
 {
-    range_task *t = arg;
-    t->status = merge_write(&t->w, t->src.merge);
-    if (t->status == MERGE_WRITE_FAILED)
-        snprintf(t->cause, sizeof t->cause, "%s", merge_write_cause(t->w.fp));
-    if (t->part && t->w.fp && close_part(t) < 0 && t->status == MERGE_WRITE_OK)
-        t->status = MERGE_WRITE_FAILED;
-    if (t->status != MERGE_WRITE_OK) atomic_store(t->w.stop, 1);
+    const range_plan *p = l->p;
+    int fd = p->slot_fd[i % p->n_slots];
+    merge_sources src;
+    w->fp = open_piece(l, fd);
+    if (!w->fp) {
+        snprintf(cause, size, "cannot open an in-memory part: %s", strerror(errno ? errno : ENOMEM));
+        return MERGE_WRITE_FAILED;
+    }
+    int status = sources_open(&src, l->j, bound_at(p, i - 1), bound_at(p, i),
+                              piece_readahead(l->j, p)) < 0 ? PIECE_SOURCE_FAILED : 0;
+    if (status == 0) status = merge_write(w, src.merge);
+    if (status == PIECE_SOURCE_FAILED) snprintf(cause, size, "out of memory");
+    else if (status == MERGE_WRITE_OK && sources_error(&src)) {
+        snprintf(cause, size, "%s", sources_error(&src));
+        status = PIECE_SOURCE_FAILED;
+    } else if (status == MERGE_WRITE_FAILED)
+        snprintf(cause, size, "%s", merge_write_cause(w->fp));
+    sources_close(&src);
+    if (close_piece(w->fp, cause, size) < 0 && status == MERGE_WRITE_OK)
+        status = MERGE_WRITE_FAILED;
+    w->fp = NULL;
+    return status;
+}
+
+/* The next piece this worker may take, or -1 when there is none or the
+ * readout stops. */
+static int take_piece(piece_line *l)
+{
+    pthread_mutex_lock(&l->lock);
+    while (!atomic_load(&l->stop) && l->next < l->p->n && l->next >= l->appended + l->p->n_slots)
+        pthread_cond_wait(&l->changed, &l->lock);
+    int i = atomic_load(&l->stop) || l->next >= l->p->n ? -1 : l->next++;
+    pthread_mutex_unlock(&l->lock);
+    return i;
+}
+
+static void *piece_worker(void *arg)
+{
+    piece_line *l = arg;
+    merge_writer w = { .hdr = l->j->hdr, .verify = l->j->o->verify, .prog = l->j->prog,
+                       .shown = &l->shown, .stop = &l->stop };
+    char cause[200];
+    for (int i; (i = take_piece(l)) >= 0;) {
+        cause[0] = '\0';
+        int status = write_piece(l, i, &w, cause, sizeof cause);
+        int slot = i % l->p->n_slots;
+        off_t len = 0;
+        char *err = NULL;
+        int is_bgzf = l->j->out.fp->format.compression == bgzf;
+        if (status == MERGE_WRITE_OK
+            && part_slot_length(l->p->slot_fd[slot], is_bgzf, &len, &err) < 0) {
+            snprintf(cause, sizeof cause, "%s", err ? err : "out of memory");
+            status = MERGE_WRITE_FAILED;
+        }
+        free(err);
+        if (status != MERGE_WRITE_OK) {
+            if (status != MERGE_WRITE_STOPPED) piece_failed(l, i, status, cause);
+            break;
+        }
+        pthread_mutex_lock(&l->lock);
+        l->length[slot] = len;
+        l->done[slot] = i + 1;
+        pthread_cond_broadcast(&l->changed);
+        pthread_mutex_unlock(&l->lock);
+    }
+    pthread_mutex_lock(&l->lock);
+    l->records += w.records;
+    l->digest += w.digest;
+    pthread_mutex_unlock(&l->lock);
     return NULL;
 }
 
-/* A part's file, opened with the output's format, level and options. */
-static int open_part(range_task *t, int r)
+/* Waits for piece i; returns its slot, or -1 once the readout stops. */
+static int await_piece(piece_line *l, int i)
 {
-    sort_job *j = t->j;
-    char *err = NULL;
-    cleanup_hold_signals();
-    t->part = part_create(&j->out, temp_prefix(j->o->tmp_prefix), r, &err);
-    t->w.fp = t->part ? hts_open(t->part, j->o->out_mode) : NULL;
-    cleanup_release_signals();
-    if (!t->w.fp) {
-        if (err) job_fail("%s", err);
-        else if (!t->part) job_fail("out of memory");
-        else job_fail("cannot open part of the output '%s': %s", t->part, strerror(errno));
-        free(err);
-        return -1;
-    }
-    samfile_share_pool(t->w.fp, &j->pool);
-    if (j->o->out_opts && hts_opt_apply(t->w.fp, j->o->out_opts) < 0) {
-        job_fail("bad --output-fmt-option for '%s'", j->o->out_fn);
-        return -1;
-    }
-    return 0;
-}
-
-static int open_range(range_task *t, sort_job *j, const range_plan *p, int r,
-                      _Atomic uint64_t *shown, _Atomic int *stop)
-{
-    t->j = j;
-    t->w = (merge_writer){ .fp = r ? NULL : j->out.fp, .hdr = j->hdr, .verify = j->o->verify,
-                           .drop = r ? NULL : &j->out, .prog = j->prog, .shown = shown,
-                           .stop = stop };
-    if (r && open_part(t, r) < 0) return -1;
-    if (sources_open(&t->src, j, bound_at(p, r - 1), bound_at(p, r), range_readahead(p->n)) < 0) {
-        job_fail("out of memory for the final merge of '%s'", j->o->in_fn);
-        return -1;
-    }
-    return 0;
-}
-
-/* The first failure, in range order, as one line. */
-static int report_ranges(sort_job *j, range_task *t, int n)
-{
-    for (int r = 0; r < n; r++) {
-        if (t[r].status == MERGE_WRITE_CORRUPT) {
-            job_fail("corrupt record in the temporary database '%s'", store_path(j->store));
-            return -1;
-        }
-        if (t[r].status == MERGE_WRITE_FAILED) {
-            if (!t[r].part || j->out.final_path)
-                job_fail("error writing to '%s': %s", j->o->out_fn, t[r].cause);
-            else
-                job_fail("error writing to '%s' (a part of '%s'): %s", t[r].part, j->o->out_fn,
-                         t[r].cause);
-            return -1;
-        }
-        if (sources_error(&t[r].src)) {
-            job_fail("error reading the temporary database: %s", sources_error(&t[r].src));
-            return -1;
-        }
-    }
-    return 0;
-}
-
-/* The output's bytes so far leave htslib, then each part follows. */
-static int join_parts(sort_job *j, range_task *t, int n)
-{
-    samFile *fp = j->out.fp;
-    int is_bgzf = fp->format.compression == bgzf;
+    int slot = i % l->p->n_slots;
     double t0 = now_seconds();
+    pthread_mutex_lock(&l->lock);
+    while (!atomic_load(&l->stop) && l->done[slot] != i + 1)
+        pthread_cond_wait(&l->changed, &l->lock);
+    if (l->done[slot] != i + 1) slot = -1;
+    pthread_mutex_unlock(&l->lock);
+    l->writer_waited += now_seconds() - t0;
+    return slot;
+}
+
+/* The output's bytes so far leave htslib; then the pieces follow, in
+ * order, as they finish. */
+static int append_pieces(piece_line *l)
+{
+    sort_job *j = l->j;
+    samFile *fp = j->out.fp;
     errno = 0;
-    if ((is_bgzf && bgzf_flush(fp->fp.bgzf) < 0) || hflush(samfile_hfile(fp)) < 0) {
+    if ((fp->format.compression == bgzf && bgzf_flush(fp->fp.bgzf) < 0)
+        || hflush(samfile_hfile(fp)) < 0) {
         job_fail("error writing to '%s': %s", j->o->out_fn, merge_write_cause(fp));
         return -1;
     }
-    for (int r = 1; r < n; r++) {
+    for (int i = 0; i < l->p->n; i++) {
+        int slot = await_piece(l, i);
+        if (slot < 0) return 0;     /* a worker failed: reported after the join */
         char *err = NULL;
-        uint64_t bytes = 0;
-        int ret = part_append(&j->out, t[r].part, is_bgzf, &bytes, &err);
-        j->bytes_joined += bytes;
-        part_remove(t[r].part);
-        t[r].part = NULL;
-        if (ret < 0) {
+        if (part_append(&j->out, l->p->slot_fd[slot], l->length[slot], &err) < 0) {
             job_fail("%s", err ? err : "out of memory");
             free(err);
             return -1;
         }
+        l->bytes += (uint64_t)l->length[slot];
         output_drop_written(&j->out);
+        pthread_mutex_lock(&l->lock);
+        l->appended = i + 1;
+        pthread_cond_broadcast(&l->changed);
+        pthread_mutex_unlock(&l->lock);
     }
-    j->t_join = now_seconds() - t0;
     return 0;
 }
 
-static void close_ranges(range_task *t, int n)
+/* The first failing piece's cause, as one line. */
+static int report_pieces(sort_job *j, const piece_line *l)
 {
-    for (int r = 0; r < n; r++) {
-        if (t[r].started) pthread_join(t[r].thread, NULL);
-        sources_close(&t[r].src);
-        if (t[r].part && t[r].w.fp) sam_close(t[r].w.fp);
-        part_remove(t[r].part);
-    }
-    free(t);
+    if (l->failed_piece == INT_MAX) return 0;
+    if (l->status == MERGE_WRITE_CORRUPT)
+        job_fail("corrupt record in the temporary database '%s'", store_path(j->store));
+    else if (l->status == PIECE_SOURCE_FAILED)
+        job_fail("error reading the temporary database: %s", l->cause);
+    else
+        job_fail("error writing to '%s': %s", j->o->out_fn, l->cause);
+    return -1;
+}
+
+static int line_init(piece_line *l, sort_job *j, const range_plan *p)
+{
+    memset(l, 0, sizeof *l);
+    l->j = j;
+    l->p = p;
+    l->failed_piece = INT_MAX;
+    l->done = calloc((size_t)p->n_slots, sizeof *l->done);
+    l->length = calloc((size_t)p->n_slots, sizeof *l->length);
+    pthread_mutex_init(&l->lock, NULL);
+    pthread_cond_init(&l->changed, NULL);
+    return l->done && l->length ? 0 : -1;
+}
+
+static void line_free(piece_line *l)
+{
+    free(l->done);
+    free(l->length);
+    pthread_mutex_destroy(&l->lock);
+    pthread_cond_destroy(&l->changed);
+}
+
+static void stop_line(piece_line *l)
+{
+    pthread_mutex_lock(&l->lock);
+    atomic_store(&l->stop, 1);
+    pthread_cond_broadcast(&l->changed);
+    pthread_mutex_unlock(&l->lock);
 }
 
 int readout_in_ranges(sort_job *j, const range_plan *p)
 {
-    range_task *t = calloc((size_t)p->n, sizeof *t);
-    _Atomic uint64_t shown = 0;
-    _Atomic int stop = 0;
-    int ret = t ? 0 : -1, n = 0;
-    if (!t) job_fail("out of memory for the final merge of '%s'", j->o->in_fn);
-    for (; ret == 0 && n < p->n; n++)
-        ret = open_range(&t[n], j, p, n, &shown, &stop);
-    for (int r = 0; ret == 0 && r < n; r++) {
-        t[r].started = pthread_create(&t[r].thread, NULL, range_main, &t[r]) == 0;
-        if (!t[r].started) {
+    piece_line l;
+    pthread_t *worker = calloc((size_t)p->threads, sizeof *worker);
+    int ret = line_init(&l, j, p) == 0 && worker ? 0 : -1, started = 0;
+    if (ret < 0) job_fail("out of memory for the final merge of '%s'", j->o->in_fn);
+    for (; ret == 0 && started < p->threads; started++)
+        if (pthread_create(&worker[started], NULL, piece_worker, &l) != 0) {
             job_fail("cannot start a merge thread for '%s'", j->o->out_fn);
-            atomic_store(&stop, 1);
             ret = -1;
+            break;
         }
-    }
-    for (int r = 0; r < n; r++)
-        if (t[r].started) pthread_join(t[r].thread, NULL), t[r].started = 0;
-    for (int r = 0; ret == 0 && r < n; r++) {
-        j->records_out += t[r].w.records;
-        j->digest_out += t[r].w.digest;
-    }
-    if (ret == 0) ret = report_ranges(j, t, n);
-    if (ret == 0) ret = join_parts(j, t, n);
+    if (ret == 0) ret = append_pieces(&l);
+    if (ret < 0) stop_line(&l);
+    for (int t = 0; t < started; t++) pthread_join(worker[t], NULL);
+    if (ret == 0) ret = report_pieces(j, &l);
+    j->records_out = l.records;
+    j->digest_out = l.digest;
     j->ranges = p->n;
-    if (t) close_ranges(t, n);
+    j->merge_threads = p->threads;
+    j->bytes_through_memory = l.bytes;
+    j->t_writer_waited = l.writer_waited;
+    line_free(&l);
+    free(worker);
     return ret;
 }

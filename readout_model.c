@@ -14,8 +14,11 @@ static double max2(double a, double b) { return a > b ? a : b; }
 double readout_seconds_per_gb(int k, int threads, int level)
 {
     double m = READOUT_MERGE_S_PER_GB, c = readout_compress_s_per_gb(level);
-    double parts = READOUT_PART_S_PER_GB * (k - 1) / k;
-    return max2(m / k, (m + c + parts) / (threads > 1 ? threads : 1));
+    double out = level > 0 ? READOUT_COMPRESSED_SHARE : 1.0;
+    int t = threads > 1 ? threads : 1;
+    if (k <= 1) return max2(m, (m + c) / t);
+    return max2(READOUT_APPEND_S_PER_GB * out,
+                (m + c + READOUT_PASS_S_PER_GB * out) / (k < t ? k : t));
 }
 
 int readout_ranges_for(int threads, int level, uint64_t bytes, uint64_t min_range, int max_k)

@@ -1,27 +1,36 @@
-/* readout_model.h -- how many key ranges the readout should merge at once.
+/* readout_model.h -- how many threads the readout should merge with.
  *
- * Contract: pure arithmetic, no I/O.  readout_ranges_for() models the
- * readout's time per byte of records with K ranges on T threads as
- *     max(merge / K, (merge + compress + part * (K - 1) / K) / T)
- * -- one range's merge on its own thread, or all the work shared by the
- * threads, where ranges after the first are written to parts and copied
- * onto the output (range_readout.h) -- and returns the smallest K within
- * READOUT_K_SLACK of the best, never more ranges than bytes / min_range.
- * The per-byte costs are measured (doc/DESIGN.md, bench/RESULTS.md).
+ * Contract: pure arithmetic, no I/O.  readout_seconds_per_gb() models the
+ * readout's time per GB of records on T threads:
+ *   one stream (K = 1): max(merge, (merge + compress) / T) -- one merge
+ *     thread feeding the compression pool;
+ *   K merge threads (range_readout.h):
+ *     max(append, (merge + compress + pass) / min(K, T)) -- each thread
+ *     merges and compresses pieces of its own, every byte of output passes
+ *     through memory once more (pass), and one writer appends the pieces.
+ * pass and append count per GB of output, which at a level above 0 is
+ * READOUT_COMPRESSED_SHARE of the records.  readout_ranges_for() returns
+ * the smallest K within READOUT_K_SLACK of the best, never more threads
+ * than bytes / min_range.  The per-byte costs are measured
+ * (doc/DESIGN.md, bench/RESULTS.md).
  */
 #ifndef READOUT_MODEL_H
 #define READOUT_MODEL_H
 
 #include <stdint.h>
 
-/* Seconds per GB of records, one thread. */
-#define READOUT_MERGE_S_PER_GB 0.5
-#define READOUT_PART_S_PER_GB 2.3
+/* Seconds per GB, one thread: of records merged, of output passed through
+ * memory (written to an in-memory file, then handed to the output) and of
+ * output appended by the writer. */
+#define READOUT_MERGE_S_PER_GB 0.6
+#define READOUT_PASS_S_PER_GB 0.42
+#define READOUT_APPEND_S_PER_GB 0.4
+#define READOUT_COMPRESSED_SHARE 0.4
 
 /* Compressing at deflate level `level` (0: BGZF's stored blocks). */
 double readout_compress_s_per_gb(int level);
 
-/* The modeled seconds per GB with k ranges on `threads` threads. */
+/* The modeled seconds per GB with k merge threads on `threads` threads. */
 double readout_seconds_per_gb(int k, int threads, int level);
 
 /* A larger K must beat a smaller one by this fraction to be chosen. */

@@ -34,9 +34,9 @@ typedef struct {
     int n_refs;                 /* references a record may name, see open_input() */
     sort_batch *tail;           /* the last, unspilled batch, sorted */
     double t_load, t_settle, t_readout;
-    int ranges;                 /* key ranges the readout merged at once */
-    double t_join;              /* appending the ranges' parts to the output */
-    uint64_t bytes_joined;
+    int ranges, merge_threads;  /* the readout's pieces and threads (range_readout.h) */
+    double t_writer_waited;     /* the writer's wait for the next piece */
+    uint64_t bytes_through_memory;
     progress *prog;
     uint64_t in_file_size;      /* 0: not a regular file */
     uint64_t size_estimate;     /* without -s: from the input file, 0 if none */

@@ -78,7 +78,7 @@ static int readout_single(sort_job *j)
                        .drop = &j->out, .prog = j->prog, .shown = &shown };
     key_bound open = { NULL, 0 };
     int ret = -1;
-    j->ranges = 1;
+    j->ranges = j->merge_threads = 1;
     if (sources_open(&src, j, open, open, STORE_DIRECT_READAHEAD) < 0) {
         job_fail("out of memory for the final merge of '%s'", j->o->in_fn);
         sources_close(&src);

@@ -84,7 +84,6 @@ int plan_temp_space(sort_job *j)
         .tmp_prefix = o->tmp_prefix, .size_hint = o->size_hint,
         .memory = total_memory(o), .run_bytes = plan_batch_bytes(o),
         .threads = o->threads > 1 ? o->threads : 1,
-        .parts_share = readout_parts_share(o),
     };
     char *err = NULL;
     if (temp_space_plan(&rq, &j->space, &err) == 0) return 0;

@@ -65,14 +65,15 @@ void report_verbose(const sort_job *j)
             "[rocksort] phase load: %.2f s (sort %.2f s, write runs %.2f s, copy held %.2f s; reader waited %.2f s)\n"
             "[rocksort] phase compaction wait: %.2f s (%d runs merged after the load)\n"
             "[rocksort] phase readout: %.2f s\n"
-            "[rocksort] readout: %d range%s merged at once; join %.2f s, %.1f MB appended\n"
+            "[rocksort] readout: %d merge thread%s over %d piece%s; %.1f MB through memory, writer waited %.2f s\n"
             "[rocksort] runs: %llu written, %d merged at readout (+%d in memory); temp bytes written: %llu\n"
             "[rocksort] peak RSS: %.1f MB\n",
             (unsigned long long)j->records_in, (unsigned long long)j->records_out,
             j->bytes_in / 1e6, j->t_load, j->q.sort_seconds, j->q.write_seconds, j->q.hold_seconds,
             j->q.wait_seconds,
             j->t_settle, j->store ? store_catch_up_runs(j->store) : 0, j->t_readout,
-            j->ranges, j->ranges == 1 ? "" : "s", j->t_join, j->bytes_joined / 1e6,
+            j->merge_threads, j->merge_threads == 1 ? "" : "s", j->ranges, j->ranges == 1 ? "" : "s",
+            j->bytes_through_memory / 1e6, j->t_writer_waited,
             (unsigned long long)store_runs_ingested(j->store),
             j->store ? store_sorted_runs(j->store) : 0, j->q.n_held + 1,
             (unsigned long long)store_bytes_written(j->store), ru.ru_maxrss / 1024.0);

@@ -165,9 +165,8 @@ static void estimate(const temp_request *rq, temp_plan *p, double *ratio)
     if (!p->source) return;
     p->data_bytes = data;
     uint64_t runs = peak_run_bytes(rq, data);
-    uint64_t parts = (uint64_t)((double)data * rq->parts_share);
-    p->need_none = runs + parts + STORE_FIXED_BYTES;
-    p->need_compact = (uint64_t)((double)runs / *ratio) + parts + STORE_FIXED_BYTES;
+    p->need_none = runs + STORE_FIXED_BYTES;
+    p->need_compact = (uint64_t)((double)runs / *ratio) + STORE_FIXED_BYTES;
 }
 
 static void find_free_space(const char *prefix, temp_plan *p)

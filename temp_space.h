@@ -45,8 +45,6 @@ typedef struct {
     uint64_t memory;            /* the sort's memory budget */
     uint64_t run_bytes;         /* bytes of one run (a batch) */
     int threads;                /* compression helper threads */
-    double parts_share;         /* of the data, what the output's parts may hold
-                                   here at the readout (range_readout.h) */
 } temp_request;
 
 typedef struct {

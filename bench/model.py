@@ -6,18 +6,23 @@ throughputs are in bytes of uncompressed records per second (U: what rocksort
 on one thread, the model predicts the wall time on P cores with -@ P:
 
     load(P)    = max((dec + key + spill) / P,  parse + key,  spill)
-    readout(P) = max(merge / K,  (merge + comp) / P) + join
+    readout(P) = max(merge,  (merge + comp) / P)                  with K = 1
+               = max(append,  (merge + comp + pass) / min(K, P))  with K > 1
     wall(P)    = fixed + load(P) + settle + readout(P)
 
 dec: BGZF decompression and parsing of the input (the decompression runs on
 the -@ pool, the parsing on the loader); parse: the parsing alone; key: the
 loader's own work (key, batch, the last batch's sort); spill: the spill
-thread's sort and writing of runs, one batch at a time; merge: one key range's
-heap merge with its readers, writing uncompressed output; comp: compressing
-the output at the benchmark's level on one thread; K: key ranges merged at
-once (1 for a single-merge design like samtools'); join: joining the ranges'
-outputs; settle: waiting for background merges after the load; fixed: what
-is outside the phases (start, header, cleanup).  It is a model: it ignores
+thread's sort and writing of runs, one batch at a time; merge: the heap merge
+with its readers, writing uncompressed output; comp: compressing the output
+at the benchmark's level on one thread; K: merge threads (1 for a
+single-merge design like samtools'), each merging and compressing pieces of
+its own; pass: the pieces' way through memory (an in-memory file, then handed
+to the output), measured at -u as the readout's extra time with K = 2 on one
+core; append: the one writer's appending of the pieces, taken as
+readout_model.h's READOUT_APPEND_S_PER_GB; settle: waiting for background
+merges after the load; fixed: what is outside the phases (start, header,
+cleanup).  It is a model: it ignores
 the disk's bandwidth, memory bandwidth, hyper-threads and the batch size's
 growth with -@ (-m is per thread), and it puts every thread's work on a core
 of its own once there are enough.
@@ -35,10 +40,9 @@ PATTERNS = {
     "wait": rf"phase load: .*?\breader waited {NUM} s",
     "settle": rf"phase compaction wait: {NUM} s",
     "readout": rf"phase readout: {NUM} s",
-    # The range-partitioned readout (--merge-threads): absent from older builds.
-    "ranges": r"readout: (\d+) ranges? merged at once",
-    "join": rf"readout: \d+ ranges? merged at once; join {NUM} s",
-    "appended_mb": rf"readout: \d+ ranges? merged at once; join {NUM} s, {NUM} MB appended",
+    # The readout's merge threads (--merge-threads): absent from older builds.
+    "ranges": r"readout: (\d+) merge threads?",
+    "through_mb": rf"readout: \d+ merge threads? over \d+ pieces?; {NUM} MB through memory",
 }
 
 
@@ -66,8 +70,8 @@ class Stages:
     comp: float
     settle: float = 0.0
     fixed: float = 0.0
-    join_per_mb: float = 0.0   # from a run that reported a join, else 0
-    out_mb: float = 0.0        # compressed output size, for the join's estimate
+    pass_per_mb: float = 0.0   # s per MB of output through memory (K > 1), else 0
+    out_mb: float = 0.0        # compressed output size, for pass and append
     notes: list = field(default_factory=list)
 
     def rates(self):
@@ -78,34 +82,37 @@ class Stages:
                 ("  of which parse", rate(self.parse)),
                 ("key and batch (loader)", rate(self.key)),
                 ("sort and spill (spill thread)", rate(self.spill)),
-                ("merge per range (-u readout)", rate(self.merge)),
+                ("merge (-u readout, one thread)", rate(self.merge)),
                 ("compression per thread", rate(self.comp))]
 
 
-# readout_model.h's cost of a part (written, then copied onto the output), s/GB.
-PART_S_PER_GB = 2.3
+# readout_model.h's appending of pieces by the one writer, s/GB of output.
+APPEND_S_PER_GB = 0.4
 DEFAULT_RULE = "by rocksort's rule (readout_model.c) on these stage times"
 K_SLACK = 0.05
 
 
+def readout_seconds(stages, cores, k):
+    """(seconds, what bounds them) of the readout with k merge threads."""
+    s = stages
+    if k <= 1:
+        parts = {"merge": s.merge, "cores": (s.merge + s.comp) / cores}
+    else:
+        pass_s = s.pass_per_mb * s.out_mb
+        parts = {"writer": APPEND_S_PER_GB * s.out_mb / 1e3,
+                 "cores": (s.merge + s.comp + pass_s) / min(k, cores)}
+    bound = max(parts, key=parts.get)
+    return parts[bound], bound
+
+
 def default_ranges(stages, cores):
     """K by rocksort's own rule (readout_model.c) on these stage times: the
-    smallest K within 5% of the best max(m/K, (m + c + part*(K-1)/K)/P)."""
-    m, c = stages.merge, stages.comp
-    part = PART_S_PER_GB * stages.bytes / 1e9
-
-    def cost(k):
-        return max(m / k, (m + c + part * (k - 1) / k) / cores)
+    smallest K within 5% of the best."""
     best = 1
     for k in range(2, cores + 1):
-        if cost(k) < cost(best) * (1 - K_SLACK):
+        if readout_seconds(stages, cores, k)[0] < readout_seconds(stages, cores, best)[0] * (1 - K_SLACK):
             best = k
     return best
-
-
-def join_seconds(stages, ranges):
-    """Assumed: every range but the first is appended to the output."""
-    return stages.join_per_mb * stages.out_mb * (ranges - 1) / ranges if ranges > 1 else 0.0
 
 
 def predict(stages, cores, ranges):
@@ -114,13 +121,8 @@ def predict(stages, cores, ranges):
     load_parts = {"cores": (s.dec + s.key + s.spill) / p,
                   "loader": s.parse + s.key, "spill thread": s.spill}
     load_bound = max(load_parts, key=load_parts.get)
-    out_parts = {"cores": (s.merge + s.comp) / p, "merge": s.merge / ranges}
-    out_bound = max(out_parts, key=out_parts.get)
     load = load_parts[load_bound]
-    join = join_seconds(s, ranges)
-    readout = out_parts[out_bound] + join
-    if join > 0:
-        out_bound += f" + join {join:.1f} s"
+    readout, out_bound = readout_seconds(s, p, ranges)
     return load, readout, s.fixed + load + s.settle + readout, load_bound, out_bound
 
 
@@ -128,7 +130,7 @@ def fmt(x, pat="{:.1f}"):
     return "–" if x is None else pat.format(x)
 
 
-def report(stages, checks, cores_list=(8, 16, 32), rule=None):
+def report(stages, checks, cores_list=(8, 16, 32, 64), rule=None):
     """Markdown lines: the throughputs, predicted vs measured, predictions.
     checks: [(cores, threads, ranges, measured {load, readout, wall})]."""
     s = stages
@@ -159,7 +161,8 @@ def report(stages, checks, cores_list=(8, 16, 32), rule=None):
         md.append(f"| {p} | {k} | {wall:.1f} | {load:.1f} ({lb}) | {readout:.1f} ({rb}) | "
                   f"{wall1:.1f} | {readout1:.1f} ({rb1}) |")
     md += ["", "Model: load = max((dec + key + spill)/P, parse + key, spill); readout = "
-           "max(merge/K, (merge + comp)/P) + join; wall = fixed + load + compaction wait + "
-           "readout. It ignores disk and memory bandwidth (see bench/README.md)."]
+           "max(merge, (merge + comp)/P) with one merge thread, max(append, (merge + comp + "
+           "pass)/min(K, P)) with K; wall = fixed + load + compaction wait + readout. It "
+           "ignores disk and memory bandwidth (see bench/README.md)."]
     md += [f"- {n}" for n in s.notes]
     return md

@@ -70,6 +70,14 @@ def model_case(cfg, inp):
         ("p1", Job("m p1", one + rs + ["-@", "1", "-m", cfg.mem, "-l", str(cfg.level),
                                        "-T", "TMP_DIR", "-o", "OUT_PATH", "IN_PATH"]), inp["path"]),
     ]
+    if mr.merge_threads:    # the pieces' pass through memory: K = 2 on one core
+        steps.insert(1, ("pieces", Job("m pieces", one + rs + ["-@", "0", "-u", "-m", cfg.mem,
+                                                            "--merge-threads", "2", "-T", "TMP_DIR",
+                                                            "-o", "OUT_PATH", "IN_PATH"]),
+                         inp["path"]))
+        steps.insert(1, ("stream", Job("m stream", one + rs + ["-@", "0", "-u", "-m", cfg.mem] +
+                                       merge1 + ["-T", "TMP_DIR", "-o", "OUT_PATH", "IN_PATH"]),
+                         inp["path"]))
     if two:
         steps.append(("p2", Job("m p2", two + rs + ["-@", "2", "-m", cfg.mem, "-l", str(cfg.level),
                                                     "-T", "TMP_DIR", "-o", "OUT_PATH", "IN_PATH"]),
@@ -92,6 +100,18 @@ def model_case(cfg, inp):
     mr.raw = {name: [vars(r) for r in rs_] for name, rs_ in runs.items()}
     fit_model(mr, runs, inp)
     return mr
+
+
+def pass_per_mb(v, med):
+    """Seconds per MB through memory: the -u readout with K = 2 against one
+    stream, both on one core (0 when the build cannot say)."""
+    if "pieces" not in v:
+        return 0.0
+    stream, pieces = med([x.get("readout") for x in v["stream"]]), med([x.get("readout") for x in v["pieces"]])
+    through = med([x.get("through_mb") for x in v["pieces"]])
+    if not (stream and pieces and through):
+        return 0.0
+    return max(0.0, pieces - stream) / through
 
 
 def fit_model(mr, runs, inp):
@@ -123,18 +143,16 @@ def fit_model(mr, runs, inp):
         notes.append(f"key and batch came out negative ({key:.2f} s): set to 0")
     ranges_a = int(stage("ranges", 1))
     if ranges_a != 1:
-        notes.append(f"the stage run merged {ranges_a} ranges at once, not 1: merge is their wall")
-    joins = [(x["join"], x["appended_mb"]) for name in ("p1", "p2") for x in v.get(name, [])
-             if x.get("appended_mb")]
+        notes.append(f"the stage run merged with {ranges_a} threads, not 1: merge is their wall")
     out_mb = os.path.getsize(output_path("m", "p1")) / 1e6 if os.path.exists(
         output_path("m", "p1")) else 0.0
     mr.stages = model.Stages(
         bytes=u, dec=cpu["decode"], parse=min(cpu["parse"], cpu["decode"]), key=max(0.0, key),
         spill=stage("sort", 0.0) + stage("write", 0.0),
-        merge=readout - stage("join", 0.0),
+        merge=readout,
         comp=max(0.0, cpu["compress"] - cpu["store"]), settle=settle,
         fixed=max(0.0, wall["stages"] - load - settle - readout),
-        join_per_mb=med([j / m for j, m in joins]) or 0.0, out_mb=out_mb, notes=notes)
+        pass_per_mb=pass_per_mb(v, med), out_mb=out_mb, notes=notes)
     if not mr.merge_threads:
         notes.append("this rocksort has no --merge-threads: the stage run's readout is its "
                      "one merge, and the runs at 1 and 2 cores merge one range (K = 1)")

@@ -40,7 +40,7 @@ def one_run(rocksort, inp, mem, extra, k, tmp):
         sys.exit(f"readout_proxy: {shlex.join(cmd)} failed: {p.stderr.strip()[-300:]}")
     readout = float(re.search(r"phase readout: ([\d.]+) s", p.stderr).group(1))
     mb = float(re.search(r"; ([\d.]+) MB decoded", p.stderr).group(1))
-    ranges = int(re.search(r"readout: (\d+) range", p.stderr).group(1))
+    ranges = int(re.search(r"readout: (\d+) merge thread", p.stderr).group(1))
     return readout, mb, wall, ranges
 
 

@@ -1,12 +1,13 @@
 """Tests of the range-partitioned readout (issue #27), registered by
 test/run_tests.py.
 
-After the load the key space is split into K ranges, each merged by its own
-thread into BGZF blocks of its own, and the parts are joined in order: the
-header once, each range's blocks, one EOF marker.  `--merge-threads K`
-(K >= 1) sets K; CRAM stays one stream; with --write-index the index is
-built after the join; -v prints
-    [rocksort] readout: K ranges merged at once; join J s, M MB appended
+After the load the key space is cut into N pieces, K threads each merge
+and compress a piece at a time into BGZF blocks of its own (in memory),
+and the pieces are appended in order: the header once, each piece's
+blocks, one EOF marker.  `--merge-threads K` (K >= 1) sets K; CRAM stays
+one stream; with --write-index the index is built after the join; -v
+prints
+    [rocksort] readout: K merge threads over N pieces; M MB through memory, writer waited W s
 
 What these tests hold the readout to, all against samtools 1.24 (the oracle):
 - for K = 1..8, on inputs from zero records (fewer than K) to enough to
@@ -17,15 +18,17 @@ What these tests hold the readout to, all against samtools 1.24 (the oracle):
   -l 1, CRAM);
 - a BGZF output is one well-formed stream: the oracle's quickcheck accepts
   it, it ends with the 28-byte EOF block, and no block before that is empty
-  (an EOF marker, or any empty block, left between two parts).  The
+  (an EOF marker, or any empty block, left between two pieces).  The
   oracle's own output is held to the same, or the test is wrong;
 - --write-index: the index is byte for byte (decompressed: CSI is BGZF,
   BAI is not) the one the oracle's `samtools index` builds for the same
   output file;
 - --verify agrees, in memory and spilled, with and without -s;
 - -v reports the K actually used; without the option, -u -@ 2 uses K > 1;
+- more pieces than there are in flight (K + 2), so each in-memory slot is
+  reused, still give the oracle's records;
 - a bad K and a full disk during a K > 1 readout fail the usual way: exit
-  status 1, one line, no output and no temporary or part files left.
+  status 1, one line, no output and no temporary files left.
 
 Every test but readout_default_k_* passes --merge-threads, so until the
 option exists they fail on it (rocksort refuses an unknown option), and
@@ -61,8 +64,11 @@ KS = tuple(range(1, 9))
 SPILL = ["-m", "1M"]                 # bulk.bam at -m 1M: some 40 sorted runs
 MERGING = [*SPILL, "-s", "50M"]      # ... merged in the background as they come
 IN_MEMORY = ["-m", "64M"]            # bulk.bam held in memory, nothing spilled
-READOUT_LINE = re.compile(r"^\[rocksort\] readout: (\d+) ranges? merged at once; "
-                          r"join (\d+(?:\.\d+)?) s, (\d+(?:\.\d+)?) MB appended$", re.M)
+READOUT_LINE = re.compile(r"^\[rocksort\] readout: (\d+) merge threads? over (\d+) pieces?; "
+                          r"(\d+(?:\.\d+)?) MB through memory, writer waited "
+                          r"(\d+(?:\.\d+)?) s$", re.M)
+READOUT_LINE_TEXT = ("'[rocksort] readout: K merge threads over N pieces; M MB through memory, "
+                     "writer waited W s'")
 
 
 def merge_threads(k):
@@ -110,6 +116,8 @@ class Inputs:
         "one_record": lambda: small_text(1),
         "three_records": lambda: small_text(3),
         "seven_records": lambda: small_text(7),
+        # Some 30 MB of records: a dozen or more pieces of 4 MiB at K = 2.
+        "many_pieces": lambda: samdata.bulk(random.Random("rocksort-many-pieces"), 100000),
     }
 
     def own(self, name):
@@ -434,8 +442,8 @@ def register(test, h):
                 expect_same(case, out, want, f"{name} {OPTION} {k}", reference)
                 said = READOUT_LINE.findall(result.stderr.decode(errors="replace"))
                 if said and int(said[0][0]) != 1:
-                    raise Failure(f"{name} {OPTION} {k}: CRAM output read out in "
-                                  f"{said[0][0]} ranges, not one stream")
+                    raise Failure(f"{name} {OPTION} {k}: CRAM output read out by "
+                                  f"{said[0][0]} merge threads, not one stream")
                 quickcheck(case, [out])
                 os.remove(out)
                 case.expect_no_temp_left()
@@ -578,9 +586,9 @@ def register(test, h):
         text = result.stderr.decode(errors="replace")
         said = READOUT_LINE.findall(text)
         if len(said) != 1:
-            raise Failure(f"{len(said)} '[rocksort] readout: K ranges merged at once; join "
-                          "J s, M MB appended' lines under -v, expected 1", h.tail(text, 12))
-        return int(said[0][0])
+            raise Failure(f"{len(said)} {READOUT_LINE_TEXT} lines under -v, expected 1",
+                          h.tail(text, 12))
+        return int(said[0][0]), int(said[0][1])
 
     @test
     def test_readout_verbose_reports_k(case):
@@ -589,9 +597,36 @@ def register(test, h):
         out = case.out("out.bam")
         result = rocksort_k(case, 4, ["-v", *SPILL], case.input("bulk.bam"), out)
         expect_same(case, out, oracle_expected(case, "bulk.bam", []), f"-v {OPTION} 4")
-        k = readout_report(result)
+        k, _ = readout_report(result)
         if not 1 <= k <= 4:
-            raise Failure(f"-v says {k} ranges were merged with {OPTION} 4")
+            raise Failure(f"-v says {k} merge threads ran with {OPTION} 4")
+        case.expect_no_temp_left()
+
+    @test
+    def test_readout_slots_reused_many_pieces(case):
+        """Some 30 MB of records cut into 4 MiB pieces: with K = 2 and 3,
+        more pieces than the K + 2 in flight, so every in-memory slot is
+        overwritten by later pieces (a stale tail of a longer piece must
+        not leak into the output).  In memory and spilled, by coordinate
+        and -n, to a file and down a pipe: the oracle's records, one
+        well-formed stream, and -v counts more pieces than K + 2."""
+        src = source(case, "many_pieces.bam")
+        for k, shared, extra in ((2, [], ["-m", "64M"]), (3, ["-n"], ["-m", "4M", "-@", "2"]),
+                                 (2, ["-u"], ["-m", "4M"])):
+            want = oracle_expected(case, "many_pieces.bam", shared)
+            out = case.out("out.bam")
+            result = rocksort_k(case, k, ["-v", *shared, *extra], src, out)
+            expect_same(case, out, want, f"{' '.join(shared + extra)} {OPTION} {k}")
+            threads, pieces = readout_report(result)
+            if threads != k or pieces <= k + 2:
+                raise Failure(f"{OPTION} {k} {' '.join(extra)}: -v says {threads} threads over "
+                              f"{pieces} pieces; expected {k} threads over more than {k + 2}")
+            os.remove(out)
+        want = oracle_expected(case, "many_pieces.bam", [], "out", to_stdout=True)
+        result = rocksort_k(case, 2, ["-m", "64M"], src)
+        piped = case.out("piped.bam")
+        h.write_bytes(piped, result.stdout)
+        expect_same(case, piped, want, f"{OPTION} 2 to stdout")
         case.expect_no_temp_left()
 
     @test
@@ -604,9 +639,9 @@ def register(test, h):
         result = case.rocksort_ok(["-v", "-u", "-@", "8", *SPILL, "-T", case.temp_prefix,
                                    "-o", out, case.input("bulk.bam")])
         expect_same(case, out, oracle_expected(case, "bulk.bam", ["-u"]), "-u -@ 8")
-        k = readout_report(result)
+        k, _ = readout_report(result)
         if k != 1:
-            raise Failure(f"-u -@ 8 on a small input read out in {k} ranges")
+            raise Failure(f"-u -@ 8 on a small input read out by {k} merge threads")
         case.expect_no_temp_left()
 
     # 7. Failures keep the rules ------------------------------------------------------

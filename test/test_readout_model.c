@@ -1,9 +1,10 @@
-/* test_readout_model.c -- how many key ranges the readout merges at once.
+/* test_readout_model.c -- how many threads the readout merges with.
  *
- * The rule (readout_model.h) must keep the single merge where ranges only
- * add work: at the default level on few threads, and at -u on two.  It must
- * split where one merge cannot feed the threads, never into ranges smaller
- * than asked, and never into fewer ranges for more threads.
+ * The rule (readout_model.h) must keep the single merge where more merge
+ * threads only add work: at the default level on few threads, and at -u
+ * on two.  It must use more where one merge cannot feed the threads, never
+ * more threads than the input has minimum ranges, and never fewer merge
+ * threads for more threads.
  * Prints `N passed, M failed` last.
  */
 #include <stdio.h>
@@ -15,7 +16,7 @@
 
 static int k_for(int threads, int level)
 {
-    return readout_ranges_for(threads, level, 100 * GB, MIN_RANGE, 32);
+    return readout_ranges_for(threads, level, 100 * GB, MIN_RANGE, 64);
 }
 
 static const char *single_merge_where_ranges_cost(void)
