@@ -4,9 +4,9 @@
 double readout_compress_s_per_gb(int level)
 {
     if (level <= 0) return 0.3;
-    if (level == 1) return 6.0;
-    if (level <= 5) return 12.0;
-    return 22.0;
+    if (level == 1) return 5.5;
+    if (level <= 5) return 18.0;
+    return 34.0;
 }
 
 static double max2(double a, double b) { return a > b ? a : b; }
