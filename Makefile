@@ -43,9 +43,9 @@ PREFIX   ?= /usr/local
 MANDIR   ?= $(PREFIX)/share/man
 PYTHON    = .venv/bin/python
 
-OBJS = bamtk.o bam_rocksort.o legacy_form.o \
+OBJS = bamtk.o bam_rocksort.o rocksort_usage.o legacy_form.o \
        sort_pipeline.o sort_plan.o sort_load.o spill_queue.o sort_output.o sort_report.o \
-       input_check.o fd_budget.o merge_plan.o run_merge.o bam_sort.o minimiser.o sort_batch.o batch_sort.o \
+       input_check.o fd_budget.o merge_plan.o run_merge.o bam_sort.o template_key.o minimiser.o sort_batch.o batch_sort.o \
        record_codec.o rocks_store.o rocks_merge.o output_file.o output_target.o cleanup.o \
        progress.o temp_env.o store_stream.o temp_space.o \
        merge_sources.o merge_writer.o range_readout.o key_ranges.o output_parts.o readout_model.o
@@ -75,19 +75,19 @@ htslib/libhts.a: scripts/htslib.sh
 
 -include $(OBJS:.o=.d)
 
-test/test_keys: test/test_keys.c bam_sort.o minimiser.o
+test/test_keys: test/test_keys.c bam_sort.o template_key.o minimiser.o
 	$(CC) $(CFLAGS) $(CPPFLAGS) -I. -o $@ $^ $(LDLIBS)
 
 # The spilled runs are read through the store, which brings RocksDB's C++ side.
 STORE_OBJS = store_stream.o rocks_store.o rocks_merge.o merge_plan.o cleanup.o temp_env.o
 
-test/test_run_merge: test/test_run_merge.c run_merge.o key_ranges.o $(STORE_OBJS) sort_batch.o batch_sort.o record_codec.o bam_sort.o minimiser.o
+test/test_run_merge: test/test_run_merge.c run_merge.o key_ranges.o $(STORE_OBJS) sort_batch.o batch_sort.o record_codec.o bam_sort.o template_key.o minimiser.o
 	$(CC) $(CFLAGS) $(CPPFLAGS) -I. -o $@ $^ $(LDLIBS) $(CXX_RUNTIME)
 
-test/test_store_stream: test/test_store_stream.c $(STORE_OBJS) sort_batch.o batch_sort.o record_codec.o bam_sort.o minimiser.o
+test/test_store_stream: test/test_store_stream.c $(STORE_OBJS) sort_batch.o batch_sort.o record_codec.o bam_sort.o template_key.o minimiser.o
 	$(CC) $(CFLAGS) $(CPPFLAGS) -I. -o $@ $^ $(LDLIBS) $(CXX_RUNTIME)
 
-test/test_batch_sort: test/test_batch_sort.c sort_batch.o batch_sort.o record_codec.o bam_sort.o minimiser.o
+test/test_batch_sort: test/test_batch_sort.c sort_batch.o batch_sort.o record_codec.o bam_sort.o template_key.o minimiser.o
 	$(CC) $(CFLAGS) $(CPPFLAGS) -I. -o $@ $^ $(LDLIBS)
 
 test/test_cleanup: test/test_cleanup.c cleanup.o
@@ -96,7 +96,7 @@ test/test_cleanup: test/test_cleanup.c cleanup.o
 test/test_readout_model: test/test_readout_model.c readout_model.o
 	$(CC) $(CFLAGS) $(CPPFLAGS) -I. -o $@ $^ -lm
 
-test/test_temp_space: test/test_temp_space.c temp_space.o $(STORE_OBJS) sort_batch.o batch_sort.o record_codec.o bam_sort.o minimiser.o
+test/test_temp_space: test/test_temp_space.c temp_space.o $(STORE_OBJS) sort_batch.o batch_sort.o record_codec.o bam_sort.o template_key.o minimiser.o
 	$(CC) $(CFLAGS) $(CPPFLAGS) -I. -o $@ $^ $(LDLIBS) $(CXX_RUNTIME)
 
 deps:
@@ -173,12 +173,12 @@ FUZZ_CXX     = clang++
 FUZZ_FLAGS   = -g -O1 -fsanitize=address,undefined -fno-sanitize-recover=undefined
 FUZZ_SECONDS = 900
 ENGINE_SRCS  = sort_pipeline.c sort_plan.c sort_load.c spill_queue.c sort_output.c sort_report.c \
-               input_check.c fd_budget.c merge_plan.c run_merge.c bam_sort.c minimiser.c \
+               input_check.c fd_budget.c merge_plan.c run_merge.c bam_sort.c template_key.c minimiser.c \
                sort_batch.c batch_sort.c record_codec.c rocks_store.c rocks_merge.c output_file.c \
                output_target.c cleanup.c progress.c store_stream.c temp_space.c \
                merge_sources.c merge_writer.c range_readout.c key_ranges.c output_parts.c \
                readout_model.c
-RECORD_SRCS  = bam_sort.c minimiser.c record_codec.c
+RECORD_SRCS  = bam_sort.c template_key.c minimiser.c record_codec.c
 FUZZ_OBJ_DIR = build/fuzz
 
 # The engine's one C++ file is compiled on its own: the targets below give

@@ -17,6 +17,7 @@
 #include <sys/stat.h>
 #include <htslib/hts.h>
 #include <htslib/sam.h>
+#include "rocksort_usage.h"
 #include "sort_pipeline.h"
 #include "temp_space.h"
 #include "cleanup.h"
@@ -58,85 +59,6 @@ static const struct option long_opts[] = {
 #define SHORT_WITH_ARG "lmOT@stIKw"
 #define SHORT_OPTS_MODERN "l:m:o:O:T:@:s:nNt:MI:K:Rw:Huvkfh"
 #define SHORT_OPTS_LEGACY "l:m:oO:T:@:s:nNt:MI:K:Rw:Huvkfh"
-
-static const char usage_text[] =
-"Usage: samtools rocksort [options...] [in.bam]\n"
-"       samtools rocksort [options...] IN OUT.prefix     (legacy: writes OUT.prefix.bam)\n"
-"Sorts SAM/BAM/CRAM through a temporary RocksDB; same output as samtools sort.\n"
-"Options:\n"
-"  -l INT     Set compression level, from 0 (uncompressed) to 9 (best)\n"
-"  -u         Output uncompressed data (equivalent to -l 0)\n"
-"  -m INT     Set maximum memory per thread; suffix K/M/G recognized [768M]\n"
-"  -n         Sort by read name (natural order: digit runs compare as numbers)\n"
-"  -N         Sort by read name (plain ASCII order)\n"
-"  -t TAG     Sort by value of TAG. Uses position as secondary index (or read\n"
-"             name if -n/-N is set)\n"
-"  -M         Use minimiser for clustering unaligned/unplaced reads\n"
-"  -R         Do not use reverse strand (only compatible with -M)\n"
-"  -K INT     Kmer size to use for minimiser [20]\n"
-"  -I FILE    Order minimisers by their position in FILE FASTA\n"
-"  -w INT     Window size for minimiser indexing via -I ref.fa [100]\n"
-"  -H         Squash homopolymers when computing minimiser\n"
-"  --template-coordinate\n"
-"             Sort by template-coordinate (needs MC tags: samtools fixmate -m)\n"
-"  --shuffle SEED\n"
-"             Random order, the same for the same SEED and input (rocksort only)\n"
-"             (of -n, -N, -M, -I, --template-coordinate and --shuffle the last\n"
-"             one given wins, and after -N name order is ASCII; -t with any\n"
-"             but -n/-N sorts by TAG, then position)\n"
-"  -o FILE    Write final output to FILE rather than standard output\n"
-"             (legacy form: -o takes no argument and means standard output)\n"
-"  -f         Legacy form: OUT is the full output file name, not a prefix\n"
-"  -O FORMAT  Write output as FORMAT ('sam'/'bam'/'cram')   (either -O or\n"
-"             -o are used to determine the format; default BAM)\n"
-"  -T PREFIX  Create the temporary database at PREFIX.rocksort.XXXXXX, or in\n"
-"             PREFIX if it is a directory [$TMPDIR or /tmp]\n"
-"  -@, --threads INT\n"
-"             Number of additional threads to use [0]\n"
-"  --merge-threads INT\n"
-"             Merge and compress the output on INT threads, each taking\n"
-"             pieces of the key space in turn, appended in order into one\n"
-"             file [a cost model's choice from -@ and the level: 1 at the\n"
-"             default level below about -@ 60, 4 at -u -@ 4 and up];\n"
-"             CRAM output is always one stream (its containers count\n"
-"             records from the file's start)\n"
-"  -s SIZE    Estimate of the total uncompressed data (e.g. 512G); turns on\n"
-"             background compaction so the final merge reads about 2*sqrt(T)\n"
-"             sorted runs, T = SIZE / memory budget\n"
-"  -k         Keep the temporary database and print its path\n"
-"  -v         Print phase times, runs merged, temp bytes and peak memory\n"
-"  --max-memory SIZE\n"
-"             Total memory for all threads (instead of -m per thread)\n"
-"  --write-index\n"
-"             Automatically index the output files [off]\n"
-"  --progress[=SECONDS]\n"
-"             Show progress on stderr even when it is not a terminal, as a\n"
-"             line every SECONDS [30] (on a terminal: one line, redrawn)\n"
-"  --verify   Check an order-independent checksum of all records read\n"
-"             against one of all records written, and report it\n"
-"  --temp-compression auto|compact|none|lz4|snappy|zstd\n"
-"             Format of the temporary runs [auto: uncompressed when the temp\n"
-"             file system has ample room for them, else compact (zstd level\n"
-"             1); a sort whose runs cannot fit is refused before it starts]\n"
-"  --no-PG    Do not add a PG line\n"
-"  --input-fmt-option OPT[=VAL]\n"
-"             Specify a single input file format option in the form\n"
-"             of OPTION or OPTION=VALUE\n"
-"  -O, --output-fmt FORMAT[,OPT[=VAL]]...\n"
-"             Specify output format (SAM, BAM, CRAM)\n"
-"  --output-fmt-option OPT[=VAL]\n"
-"             Specify a single output file format option in the form\n"
-"             of OPTION or OPTION=VALUE\n"
-"  --reference FILE\n"
-"             Reference sequence FASTA FILE [null]\n"
-"  --verbosity INT\n"
-"             Set level of verbosity\n"
-"  -h, --help Print this help\n";
-
-static void usage(FILE *fp)
-{
-    fputs(usage_text, fp);
-}
 
 /* "768M", "1.5G", "2000000" -> bytes, powers of 1024.  -1 if malformed. */
 static int parse_size(const char *s, uint64_t *out)
@@ -480,7 +402,7 @@ static int parse_args(cli_state *c, int argc, char **argv)
     int ch;
     opterr = 1;
     while ((ch = getopt_long(argc, argv, shortopts, long_opts, NULL)) >= 0) {
-        if (ch == 'h') { usage(stdout); exit(0); }
+        if (ch == 'h') { rocksort_usage(stdout); exit(0); }
         if (ch == '?' || apply_option(c, ch, optarg) < 0) {
             fprintf(stderr, "Try 'samtools rocksort --help'.\n");
             return -1;

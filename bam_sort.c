@@ -6,10 +6,8 @@
  * is compared with memcmp by the built-in comparator, by our in-memory batch
  * sort and by RocksDB's merging iterator alike.
  *
- * Building blocks: unsigned integers big-endian; signed ones with the sign
- * bit flipped; doubles with the sign bit flipped (negatives: all bits);
- * strings NUL-terminated (SAM strings hold no NUL, and the NUL makes a
- * prefix sort first, as strcmp does); the input number last.
+ * Building blocks: key_bytes.h; the input number last.  The template-
+ * coordinate key is template_key.c's.
  */
 #include <ctype.h>
 #include <errno.h>
@@ -19,6 +17,8 @@
 #include <string.h>
 #include <htslib/kstring.h>
 #include "bam_sort.h"
+#include "key_bytes.h"
+#include "template_key.h"
 #include "minimiser.h"
 #include "mix64.h"
 
@@ -29,8 +29,6 @@
 #define NAME_BODY_TAIL (1 + 2)
 /* tid, key, tie, strand */
 #define MINIMISER_BODY_LEN (4 + 8 + 8 + 1)
-/* tid1, tid2, pos1, pos2, strand1, strand2, ..., upper-of-pair */
-#define TEMPLATE_FIXED_LEN (4 + 4 + 8 + 8 + 1 + 1 + 1)
 /* A digit run starts with this byte: any value in '0'..'9' keeps a run's
  * order against non-digit bytes, which is how samtools compares them. */
 #define DIGIT_RUN_MARK '0'
@@ -41,43 +39,6 @@ struct sort_ctx {
     mm_index *minimiser_index;
     int placed;                     /* a record with tid >= 0 was seen */
 };
-
-static uint8_t *put_be(uint8_t *p, uint64_t v, int nbytes)
-{
-    for (int i = nbytes - 1; i >= 0; i--, v >>= 8)
-        p[i] = (uint8_t)v;
-    return p + nbytes;
-}
-
-static uint8_t *put_i32(uint8_t *p, int32_t v)
-{
-    return put_be(p, (uint32_t)v ^ 0x80000000u, 4);
-}
-
-static uint8_t *put_i64(uint8_t *p, int64_t v)
-{
-    return put_be(p, (uint64_t)v ^ (1ULL << 63), 8);
-}
-
-/* -0 equals +0, as with ==.  NaN goes after +inf: samtools has no place
- * for it (its comparison says NaN > x and x > NaN). */
-static uint8_t *put_double(uint8_t *p, double v)
-{
-    uint64_t u;
-    if (v == 0) v = 0.0;
-    if (isnan(v)) v = NAN;
-    memcpy(&u, &v, sizeof u);
-    if (isnan(v)) u &= ~(1ULL << 63);
-    u = (u >> 63) ? ~u : u | (1ULL << 63);
-    return put_be(p, u, 8);
-}
-
-static uint8_t *put_string(uint8_t *p, const char *s, size_t n)
-{
-    memcpy(p, s, n);
-    p[n] = 0;
-    return p + n + 1;
-}
 
 static mm_params minimiser_params(const sort_spec *s)
 {
@@ -297,74 +258,6 @@ static uint8_t *tag_part(const sort_spec *s, const bam1_t *b, uint8_t *p)
     }
 }
 
-/* ---- --template-coordinate ----
- * samtools: each read gets its own and its mate's unclipped 5' end (tid, pos,
- * strand; unmapped ends are INT32_MAX/HTS_POS_MAX/forward), the lower end
- * first; then the library of its read group, the MI tag (without a final
- * "/X"), the name, and whether the read had the upper end.  "Unclipped"
- * undoes soft clips only: 1.24 steps over hard clips without counting
- * them. */
-
-static int is_clip(int op)
-{
-    return op == BAM_CSOFT_CLIP || op == BAM_CHARD_CLIP;
-}
-
-static hts_pos_t leading_soft_clips(const uint32_t *cigar, uint32_t n)
-{
-    hts_pos_t clipped = 0;
-    for (uint32_t i = 0; i < n && is_clip(bam_cigar_op(cigar[i])); i++)
-        if (bam_cigar_op(cigar[i]) == BAM_CSOFT_CLIP) clipped += bam_cigar_oplen(cigar[i]);
-    return clipped;
-}
-
-static hts_pos_t trailing_soft_clips(const uint32_t *cigar, uint32_t n)
-{
-    hts_pos_t clipped = 0;
-    for (uint32_t i = n; i-- > 0 && is_clip(bam_cigar_op(cigar[i])); )
-        if (bam_cigar_op(cigar[i]) == BAM_CSOFT_CLIP) clipped += bam_cigar_oplen(cigar[i]);
-    return clipped;
-}
-
-/* 1-based unclipped 5' ends, as samtools computes them. */
-static hts_pos_t own_five_prime(const bam1_t *b)
-{
-    const uint32_t *cigar = bam_get_cigar(b);
-    if (bam_is_rev(b)) return bam_endpos(b) + trailing_soft_clips(cigar, b->core.n_cigar);
-    return b->core.pos - leading_soft_clips(cigar, b->core.n_cigar) + 1;
-}
-
-/* The mate's, from its position and the CIGAR text of its MC tag: a
- * forward mate starts at mpos minus its leading soft clips; a reverse mate
- * ends at mpos plus its reference length and the soft clips after its
- * first reference-consuming operation.  A count without an operation is 1. */
-static hts_pos_t mate_five_prime(const bam1_t *b, const char *cigar)
-{
-    hts_pos_t span = 0;
-    int reverse = bam_is_mrev(b), seen_ref = 0;
-    const char *c = cigar;
-    while (*c && *c != '*') {
-        long n = 1;
-        if (isdigit((unsigned char)*c)) {
-            char *end;
-            n = strtol(c, &end, 10);
-            c = end;
-            if (!*c) break;
-        }
-        if (!reverse) {
-            if (*c != 'S' && *c != 'H') break;
-            if (*c == 'S') span += n;
-        } else if (strchr("MDN=X", *c)) {
-            span += n;
-            seen_ref = 1;
-        } else if (*c == 'S' && seen_ref) {
-            span += n;
-        }
-        c++;
-    }
-    return reverse ? b->core.mpos + span : b->core.mpos - span + 1;
-}
-
 static const char *library_of(const sort_ctx *c, const bam1_t *b)
 {
     const uint8_t *rg = bam_aux_get(b, "RG");
@@ -381,69 +274,9 @@ static const char *library_of(const sort_ctx *c, const bam1_t *b)
     return "";
 }
 
-/* MI compares as samtools does: by signed char, a prefix first.  Bytes map
- * to 1..255 in that order, leaving 0 for the end. */
-static uint8_t *put_molecule_id(uint8_t *p, const char *mi)
-{
-    size_t n = strlen(mi);
-    if (n >= 2 && mi[n - 2] == '/') n -= 2;
-    for (size_t i = 0; i < n; i++) {
-        uint8_t v = (uint8_t)mi[i] ^ 0x80;
-        *p++ = v < 0x80 ? v + 1 : v;
-    }
-    *p++ = 0;
-    return p;
-}
-
-enum { TEMPLATE_OK, TEMPLATE_NO_MC, TEMPLATE_BAD_MC, TEMPLATE_BAD_MI };
-
-static int template_problem(const bam1_t *b, const char **mc, const char **mi)
-{
-    *mc = NULL;
-    *mi = "";
-    if ((b->core.flag & BAM_FPAIRED) && !(b->core.flag & BAM_FMUNMAP)) {
-        const uint8_t *tag = bam_aux_get(b, "MC");
-        if (!tag) return TEMPLATE_NO_MC;
-        if (!(*mc = bam_aux2Z(tag))) return TEMPLATE_BAD_MC;
-    }
-    const uint8_t *tag = bam_aux_get(b, "MI");
-    if (tag && !(*mi = bam_aux2Z(tag))) return TEMPLATE_BAD_MI;
-    return TEMPLATE_OK;
-}
-
 static uint8_t *template_body(const sort_spec *s, const bam1_t *b, uint8_t *p)
 {
-    const char *mc, *mi;
-    if (template_problem(b, &mc, &mi) != TEMPLATE_OK) return NULL;
-    int32_t tid[2] = { INT32_MAX, INT32_MAX };
-    hts_pos_t pos[2] = { HTS_POS_MAX, HTS_POS_MAX };
-    int neg[2] = { 0, 0 };
-    if (!(b->core.flag & BAM_FUNMAP)) {
-        tid[0] = b->core.tid;
-        neg[0] = bam_is_rev(b);
-        pos[0] = own_five_prime(b);
-    }
-    if (mc) {
-        tid[1] = b->core.mtid;
-        neg[1] = bam_is_mrev(b);
-        pos[1] = mate_five_prime(b, mc);
-    }
-    int upper = !(tid[0] < tid[1] || (tid[0] == tid[1] && pos[0] < pos[1])
-                  || (tid[0] == tid[1] && pos[0] == pos[1] && !neg[0]));
-    int lo = upper, hi = !upper;
-    p = put_i32(p, tid[lo]);
-    p = put_i32(p, tid[hi]);
-    p = put_i64(p, pos[lo]);
-    p = put_i64(p, pos[hi]);
-    *p++ = neg[lo] ? 0 : 1;     /* reverse strand first */
-    *p++ = neg[hi] ? 0 : 1;
-    const char *lib = library_of(s->ctx, b);
-    p = put_string(p, lib, strlen(lib));
-    p = put_molecule_id(p, mi);
-    const char *name = bam_get_qname(b);
-    p = put_string(p, name, strlen(name));
-    *p++ = (uint8_t)upper;
-    return p;
+    return template_key_body(b, library_of(s->ctx, b), p);
 }
 
 /* ---- -M ----

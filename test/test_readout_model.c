@@ -30,7 +30,7 @@ static const char *single_merge_where_ranges_cost(void)
 static const char *ranges_where_one_merge_cannot_keep_up(void)
 {
     if (k_for(8, 0) < 2) return "-@ 8 -u stays one merge";
-    if (k_for(64, 6) < 2) return "-@ 64 -l 6 stays one merge";
+    if (k_for(64, 1) < 2) return "-@ 64 -l 1 stays one merge";
     return NULL;
 }
 

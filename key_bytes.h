@@ -1,0 +1,54 @@
+/* key_bytes.h -- the building blocks of byte-comparable sort keys.
+ *
+ * Contract: each put_* writes a value at p and returns the byte after it,
+ * such that memcmp() of two encodings orders them as the values compare:
+ * unsigned integers big-endian; signed ones with the sign bit flipped;
+ * doubles with the sign bit flipped (negatives: all bits); strings
+ * NUL-terminated (SAM strings hold no NUL, and the NUL makes a prefix sort
+ * first, as strcmp does).  Shared by bam_sort.c and template_key.c.
+ */
+#ifndef KEY_BYTES_H
+#define KEY_BYTES_H
+
+#include <math.h>
+#include <stdint.h>
+#include <string.h>
+
+static inline uint8_t *put_be(uint8_t *p, uint64_t v, int nbytes)
+{
+    for (int i = nbytes - 1; i >= 0; i--, v >>= 8)
+        p[i] = (uint8_t)v;
+    return p + nbytes;
+}
+
+static inline uint8_t *put_i32(uint8_t *p, int32_t v)
+{
+    return put_be(p, (uint32_t)v ^ 0x80000000u, 4);
+}
+
+static inline uint8_t *put_i64(uint8_t *p, int64_t v)
+{
+    return put_be(p, (uint64_t)v ^ (1ULL << 63), 8);
+}
+
+/* -0 equals +0, as with ==.  NaN goes after +inf: samtools has no place
+ * for it (its comparison says NaN > x and x > NaN). */
+static inline uint8_t *put_double(uint8_t *p, double v)
+{
+    uint64_t u;
+    if (v == 0) v = 0.0;
+    if (isnan(v)) v = NAN;
+    memcpy(&u, &v, sizeof u);
+    if (isnan(v)) u &= ~(1ULL << 63);
+    u = (u >> 63) ? ~u : u | (1ULL << 63);
+    return put_be(p, u, 8);
+}
+
+static inline uint8_t *put_string(uint8_t *p, const char *s, size_t n)
+{
+    memcpy(p, s, n);
+    p[n] = 0;
+    return p + n + 1;
+}
+
+#endif
