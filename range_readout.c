@@ -10,6 +10,7 @@
 #include <htslib/hfile.h>
 #include "range_readout.h"
 #include "clock_util.h"
+#include "fd_budget.h"
 #include "merge_sources.h"
 #include "merge_writer.h"
 #include "output_parts.h"
@@ -127,11 +128,21 @@ static int open_slots(range_plan *p)
     return 0;
 }
 
+/* Each merge thread holds a slot and its writer's descriptor, with two
+ * slots more: the readout takes at most half of the descriptors still free
+ * under `ulimit -n`, leaving the rest to RocksDB's tables. */
+static int within_descriptors(int k)
+{
+    int spare = fd_budget_available(0);
+    while (spare >= 0 && k > 1 && 2 * k + 2 > spare / 2) k--;
+    return k;
+}
+
 int ranges_plan(sort_job *j, range_plan *p)
 {
     memset(p, 0, sizeof *p);
     p->n = p->threads = 1;
-    int k = readout_width(j);
+    int k = within_descriptors(readout_width(j));
     uint64_t piece = k < 2 ? 0 : piece_bytes(j, k);
     if (!piece) return 0;
     int want = pieces_for(j, piece, k);

@@ -5,7 +5,8 @@
  * output's compression level; 1 for CRAM output (a CRAM file cannot be
  * joined from pieces written on their own), for an index whose output is
  * not a regular file, when the keys sampled have too few distinct values,
- * and where the system has no in-memory files (memfd).  With K > 1 it cuts
+ * and where the system has no in-memory files (memfd); fewer where
+ * `ulimit -n` leaves too few descriptors (two per thread).  With K > 1 it cuts
  * the key space into many pieces of about equal data, from the samples
  * taken as runs were written (store_samples()) and from the batches held
  * in memory (key_ranges.h): no pass over the data.

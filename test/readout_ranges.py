@@ -27,6 +27,7 @@ What these tests hold the readout to, all against samtools 1.24 (the oracle):
 - -v reports the K actually used; without the option, -u -@ 2 uses K > 1;
 - more pieces than there are in flight (K + 2), so each in-memory slot is
   reused, still give the oracle's records;
+- a low `ulimit -n` takes merge threads away rather than failing;
 - a bad K and a full disk during a K > 1 readout fail the usual way: exit
   status 1, one line, no output and no temporary files left.
 
@@ -628,6 +629,32 @@ def register(test, h):
         h.write_bytes(piped, result.stdout)
         expect_same(case, piped, want, f"{OPTION} 2 to stdout")
         case.expect_no_temp_left()
+
+    @test
+    def test_readout_low_ulimit_k8(case):
+        """--merge-threads 8 on some 40 spilled runs under `ulimit -n` 32
+        and 40 (soft and hard): each merge thread needs two descriptors, so
+        the readout takes fewer threads rather than run out; exit 0, the
+        oracle's records, and -v reports 1 to 8 threads."""
+        want = oracle_expected(case, "bulk.bam", [])
+        limit_files = ("import resource, os, sys; n = int(sys.argv[1]); "
+                       "resource.setrlimit(resource.RLIMIT_NOFILE, (n, n)); "
+                       "os.execvp(sys.argv[2], sys.argv[2:])")
+        for limit in (32, 40):
+            out = case.out("out.bam")
+            result = h.run([h.PYTHON, "-c", limit_files, str(limit), *case.session.rocksort_cmd,
+                            "-v", *SPILL, *merge_threads(8), "-T", case.temp_prefix, "-o", out,
+                            case.input("bulk.bam")],
+                           cwd=case.out_dir, env=dict(case.session.env, TMPDIR=case.tmp))
+            if result.returncode != 0:
+                raise Failure(f"{OPTION} 8 under ulimit -n {limit}: exit {result.returncode}",
+                              h.tail(result.stderr))
+            expect_same(case, out, want, f"{OPTION} 8 under ulimit -n {limit}")
+            k, _ = readout_report(result)
+            if not 1 <= k <= 8:
+                raise Failure(f"-v says {k} merge threads under ulimit -n {limit}")
+            os.remove(out)
+            case.expect_no_temp_left()
 
     @test
     def test_readout_default_k_small_input_one_range(case):
