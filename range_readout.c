@@ -178,6 +178,7 @@ void ranges_free(range_plan *p)
 typedef struct {
     sort_job *j;
     const range_plan *p;
+    int bgzf_output;        /* pieces end with an EOF marker, left out when appended */
     pthread_mutex_t lock;
     pthread_cond_t changed;
     int next;               /* the next piece a worker takes */
@@ -313,9 +314,8 @@ static void *piece_worker(void *arg)
         int slot = i % l->p->n_slots;
         off_t len = 0;
         char *err = NULL;
-        int is_bgzf = l->j->out.fp->format.compression == bgzf;
         if (status == MERGE_WRITE_OK
-            && part_slot_length(l->p->slot_fd[slot], is_bgzf, &len, &err) < 0) {
+            && part_slot_length(l->p->slot_fd[slot], l->bgzf_output, &len, &err) < 0) {
             snprintf(cause, sizeof cause, "%s", err ? err : "out of memory");
             status = MERGE_WRITE_FAILED;
         }
@@ -358,7 +358,7 @@ static int append_pieces(piece_line *l)
     sort_job *j = l->j;
     samFile *fp = j->out.fp;
     errno = 0;
-    if ((fp->format.compression == bgzf && bgzf_flush(fp->fp.bgzf) < 0)
+    if ((l->bgzf_output && bgzf_flush(fp->fp.bgzf) < 0)
         || hflush(samfile_hfile(fp)) < 0) {
         job_fail("error writing to '%s': %s", j->o->out_fn, merge_write_cause(fp));
         return -1;
@@ -401,6 +401,7 @@ static int line_init(piece_line *l, sort_job *j, const range_plan *p)
     l->j = j;
     l->p = p;
     l->failed_piece = INT_MAX;
+    l->bgzf_output = j->out.fp->format.compression == bgzf;
     l->done = calloc((size_t)p->n_slots, sizeof *l->done);
     l->length = calloc((size_t)p->n_slots, sizeof *l->length);
     pthread_mutex_init(&l->lock, NULL);
