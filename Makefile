@@ -25,7 +25,7 @@ ifeq ($(HTSLIB),system)
       parses some files differently from samtools 1.24; run plain `make` to build the \
       bundled htslib $(HTSLIB_MIN))
   endif
-  HTS_CPPFLAGS := $(shell pkg-config --cflags htslib)
+  HTS_CPPFLAGS := $(shell pkg-config --cflags htslib) -DROCKSORT_NO_RANS
   HTS_LIBS     := $(shell pkg-config --libs htslib)
   HTS_LIB_FILE :=
 else ifeq ($(HTSLIB),bundled)
@@ -38,7 +38,7 @@ endif
 
 CPPFLAGS += $(HTS_CPPFLAGS) $(shell pkg-config --cflags rocksdb) -DROCKSORT_VERSION='"$(VERSION)"' \
             -DROCKSDB_VERSION_STR='"$(shell pkg-config --modversion rocksdb)"'
-LDLIBS   += $(HTS_LIBS) $(shell pkg-config --libs rocksdb) -lm -lpthread -ldl
+LDLIBS   += $(HTS_LIBS) $(shell pkg-config --libs rocksdb) -lzstd -lm -lpthread -ldl
 PREFIX   ?= /usr/local
 MANDIR   ?= $(PREFIX)/share/man
 PYTHON    = .venv/bin/python
@@ -48,10 +48,11 @@ OBJS = bamtk.o bam_rocksort.o rocksort_usage.o legacy_form.o \
        input_check.o fd_budget.o merge_plan.o run_merge.o bam_sort.o template_key.o minimiser.o sort_batch.o batch_sort.o \
        record_codec.o rocks_store.o rocks_merge.o output_file.o output_target.o cleanup.o \
        progress.o temp_env.o store_stream.o temp_space.o \
-       merge_sources.o merge_writer.o range_readout.o key_ranges.o output_parts.o readout_model.o
+       merge_sources.o merge_writer.o range_readout.o key_ranges.o output_parts.o readout_model.o \
+       group_codec.o group_iter.o group_writer.o
 # The C unit tests, run by test/run_tests.py (its UNIT_TESTS list).
 UNIT_PROGS = test/test_keys test/test_run_merge test/test_store_stream test/test_cleanup \
-             test/test_temp_space test/test_batch_sort test/test_readout_model
+             test/test_temp_space test/test_batch_sort test/test_readout_model test/test_group_codec
 
 .DEFAULT_GOAL := all
 htslib: $(HTS_LIB_FILE)
@@ -79,7 +80,7 @@ test/test_keys: test/test_keys.c bam_sort.o template_key.o minimiser.o
 	$(CC) $(CFLAGS) $(CPPFLAGS) -I. -o $@ $^ $(LDLIBS)
 
 # The spilled runs are read through the store, which brings RocksDB's C++ side.
-STORE_OBJS = store_stream.o rocks_store.o rocks_merge.o merge_plan.o cleanup.o temp_env.o
+STORE_OBJS = store_stream.o rocks_store.o rocks_merge.o merge_plan.o cleanup.o temp_env.o group_codec.o group_iter.o group_writer.o
 
 test/test_run_merge: test/test_run_merge.c run_merge.o key_ranges.o $(STORE_OBJS) sort_batch.o batch_sort.o record_codec.o bam_sort.o template_key.o minimiser.o
 	$(CC) $(CFLAGS) $(CPPFLAGS) -I. -o $@ $^ $(LDLIBS) $(CXX_RUNTIME)
@@ -91,6 +92,9 @@ test/test_batch_sort: test/test_batch_sort.c sort_batch.o batch_sort.o record_co
 	$(CC) $(CFLAGS) $(CPPFLAGS) -I. -o $@ $^ $(LDLIBS)
 
 test/test_cleanup: test/test_cleanup.c cleanup.o
+	$(CC) $(CFLAGS) $(CPPFLAGS) -I. -o $@ $^ $(LDLIBS)
+
+test/test_group_codec: test/test_group_codec.c group_codec.o group_writer.o record_codec.o
 	$(CC) $(CFLAGS) $(CPPFLAGS) -I. -o $@ $^ $(LDLIBS)
 
 test/test_readout_model: test/test_readout_model.c readout_model.o
@@ -177,7 +181,7 @@ ENGINE_SRCS  = sort_pipeline.c sort_plan.c sort_load.c spill_queue.c sort_output
                sort_batch.c batch_sort.c record_codec.c rocks_store.c rocks_merge.c output_file.c \
                output_target.c cleanup.c progress.c store_stream.c temp_space.c \
                merge_sources.c merge_writer.c range_readout.c key_ranges.c output_parts.c \
-               readout_model.c
+               readout_model.c group_codec.c group_iter.c group_writer.c
 RECORD_SRCS  = bam_sort.c template_key.c minimiser.c record_codec.c
 FUZZ_OBJ_DIR = build/fuzz
 

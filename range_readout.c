@@ -143,6 +143,9 @@ int ranges_plan(sort_job *j, range_plan *p)
     memset(p, 0, sizeof *p);
     p->n = p->threads = 1;
     int k = within_descriptors(readout_width(j));
+    /* A piece of compact runs would have to read every group before its
+     * start (group_iter.h): one stream reads each group once. */
+    if (j->store && store_grouped(j->store) && store_runs_ingested(j->store)) k = 1;
     uint64_t piece = k < 2 ? 0 : piece_bytes(j, k);
     if (!piece) return 0;
     int want = pieces_for(j, piece, k);

@@ -4,7 +4,8 @@
  * uses: --merge-threads, else readout_width()'s rule from -@ and the
  * output's compression level; 1 for CRAM output (a CRAM file cannot be
  * joined from pieces written on their own), for an index whose output is
- * not a regular file, when the keys sampled have too few distinct values,
+ * not a regular file, when runs were spilled in compact form (a piece's
+ * records may start in any earlier group, group_iter.h), when the keys sampled have too few distinct values,
  * and where the system has no in-memory files (memfd); fewer where
  * `ulimit -n` leaves too few descriptors (two per thread).  With K > 1 it cuts
  * the key space into many pieces of about equal data, from the samples

@@ -11,12 +11,17 @@
 #include "rocks_store_internal.h"
 #include "cleanup.h"
 #include "temp_env.h"
+#include "group_iter.h"
 
 /* RocksDB's InfoLogLevel FATAL_LEVEL (c.h has no names for the levels). */
 #define STORE_LOG_FATAL 4
 
 /* SST blocks: large, as the data is read once, sequentially. */
 #define BLOCK_BYTES (256 << 10)
+
+/* Compact runs: record bytes per group.  Larger groups barely compress
+ * better, and the readout holds one decoded group per run. */
+#define GROUP_BYTES (256u << 10)
 
 /* A merge's output file may grow this large: each merge writes one run. */
 #define MERGED_RUN_MAX_BYTES (1ULL << 40)
@@ -49,7 +54,7 @@ static int rocks_compression(temp_compression c)
     case TEMP_COMPRESSION_LZ4: return rocksdb_lz4_compression;
     case TEMP_COMPRESSION_SNAPPY: return rocksdb_snappy_compression;
     case TEMP_COMPRESSION_ZSTD: return rocksdb_zstd_compression;
-    case TEMP_COMPRESSION_NONE: break;
+    case TEMP_COMPRESSION_NONE: case TEMP_COMPRESSION_COLUMNS: break;   /* columns: group_codec.c */
     }
     return rocksdb_no_compression;
 }
@@ -168,6 +173,9 @@ static void open_parts(rocks_store *st, int parts, char **rerr)
                                           per_part, st->part, rerr);
 }
 
+static int put_pair(void *store, const uint8_t *key, size_t klen,
+                    const uint8_t *val, size_t vlen, char **err);
+
 rocks_store *store_open(const char *tmp_prefix, const store_options *o, char **err)
 {
     *err = NULL;
@@ -182,6 +190,14 @@ rocks_store *store_open(const char *tmp_prefix, const store_options *o, char **e
     }
     configure(st, o);
     configure_direct_io(st);
+    /* Groups go in under their first record's keys (see group_iter.h). */
+    if (o->compression == TEMP_COMPRESSION_COLUMNS &&
+        !(st->groups = group_writer_create(o->compression_threads, GROUP_BYTES, put_pair, st))) {
+        cleanup_release_signals();
+        *err = msg("out of memory");
+        store_close(st, 0);
+        return NULL;
+    }
     char *rerr = NULL;
     if (st->env) open_parts(st, o->parts, &rerr);
     cleanup_release_signals();
@@ -243,9 +259,10 @@ static void sample_record(rocks_store *st, const uint8_t *key, size_t klen, size
 size_t store_samples(const rocks_store *st) { return st->n_samples; }
 const store_sample *store_sample_at(const rocks_store *st, size_t i) { return &st->samples[i]; }
 
-int store_run_put(rocks_store *st, const uint8_t *key, size_t klen,
-                  const uint8_t *val, size_t vlen, char **err)
+static int put_pair(void *store, const uint8_t *key, size_t klen,
+                    const uint8_t *val, size_t vlen, char **err)
 {
+    rocks_store *st = store;
     char *rerr = NULL;
     rocksdb_sstfilewriter_put(st->writer, (const char *)key, klen,
                               (const char *)val, vlen, &rerr);
@@ -253,6 +270,15 @@ int store_run_put(rocks_store *st, const uint8_t *key, size_t klen,
         *err = wrap_rocks_error(st->run_path, rerr);
         return -1;
     }
+    return 0;
+}
+
+int store_run_put(rocks_store *st, const uint8_t *key, size_t klen,
+                  const uint8_t *val, size_t vlen, char **err)
+{
+    if (st->groups ? group_writer_add(st->groups, key, klen, val, vlen, err) < 0
+                   : put_pair(st, key, klen, val, vlen, err) < 0)
+        return -1;
     sample_record(st, key, klen, klen + vlen);
     return 0;
 }
@@ -268,6 +294,7 @@ int store_run_end(rocks_store *st, char **err)
 {
     char *rerr = NULL;
     uint64_t size = 0;
+    if (st->groups && group_writer_finish(st->groups, err) < 0) return -1;
     rocksdb_sstfilewriter_finish(st->writer, &rerr);
     if (!rerr) rocksdb_sstfilewriter_file_size(st->writer, &size);
     rocksdb_sstfilewriter_destroy(st->writer);
@@ -294,12 +321,14 @@ uint64_t store_runs_ingested(const rocks_store *st) { return st->runs; }
 uint64_t store_bytes_written(const rocks_store *st) { return st->bytes_written; }
 const char *store_path(const rocks_store *st) { return st->dir; }
 int store_direct_io(const rocks_store *st) { return st && st->direct_io; }
+int store_grouped(const rocks_store *st) { return st->groups != NULL; }
 
 int store_parts(const rocks_store *st) { return st->parts_used; }
 
 /* The read options hold pointers to the bounds, which the iterator owns. */
 struct store_iter {
     rocksdb_iterator_t *it;
+    group_iter *groups;         /* compact runs: the records within the groups */
     rocksdb_readoptions_t *read;
     uint8_t *lo, *hi;
     size_t lo_len, hi_len;
@@ -329,9 +358,16 @@ store_iter *store_iter_open_range(rocks_store *st, int part, size_t readahead,
     }
     rocksdb_readoptions_set_fill_cache(si->read, 0);
     rocksdb_readoptions_set_readahead_size(si->read, readahead);
-    if (si->lo) rocksdb_readoptions_set_iterate_lower_bound(si->read, (const char *)si->lo, si->lo_len);
+    /* A group under a key below lo may hold records from lo on: group_iter
+     * skips those below instead.  No group at or above hi holds any below. */
+    if (si->lo && !st->groups)
+        rocksdb_readoptions_set_iterate_lower_bound(si->read, (const char *)si->lo, si->lo_len);
     if (si->hi) rocksdb_readoptions_set_iterate_upper_bound(si->read, (const char *)si->hi, si->hi_len);
     si->it = rocksdb_create_iterator_cf(st->db, si->read, st->part[part]);
+    if (st->groups && !(si->groups = group_iter_create(si->it, si->lo, si->lo_len, si->hi, si->hi_len))) {
+        store_iter_close(si);
+        return NULL;
+    }
     return si;
 }
 
@@ -343,33 +379,47 @@ store_iter *store_iter_open(rocks_store *st, int part, size_t readahead)
 void store_iter_first(store_iter *si)
 {
     rocksdb_set_perf_level(rocksdb_disable);
-    if (si->lo) rocksdb_iter_seek(si->it, (const char *)si->lo, si->lo_len);
+    if (si->groups) group_iter_first(si->groups);
+    else if (si->lo) rocksdb_iter_seek(si->it, (const char *)si->lo, si->lo_len);
     else rocksdb_iter_seek_to_first(si->it);
 }
 
-int store_iter_valid(const store_iter *si) { return rocksdb_iter_valid(si->it); }
-void store_iter_next(store_iter *si) { rocksdb_iter_next(si->it); }
+int store_iter_valid(const store_iter *si)
+{
+    return si->groups ? group_iter_valid(si->groups) : rocksdb_iter_valid(si->it);
+}
+
+void store_iter_next(store_iter *si)
+{
+    if (si->groups) group_iter_next(si->groups);
+    else rocksdb_iter_next(si->it);
+}
 
 const uint8_t *store_iter_key(const store_iter *si, size_t *len)
 {
+    if (si->groups) return group_iter_key(si->groups, len);
     return (const uint8_t *)rocksdb_iter_key(si->it, len);
 }
 
 const uint8_t *store_iter_value(const store_iter *si, size_t *len)
 {
+    if (si->groups) return group_iter_value(si->groups, len);
     return (const uint8_t *)rocksdb_iter_value(si->it, len);
 }
 
+/* RocksDB's error first: a group cut short by a failed read may also fail
+ * to decode. */
 char *store_iter_error(const store_iter *si)
 {
     char *err = NULL;
     rocksdb_iter_get_error(si->it, &err);
-    return err;
+    return err || !si->groups ? err : group_iter_error(si->groups);
 }
 
 void store_iter_close(store_iter *si)
 {
     if (!si) return;
+    group_iter_destroy(si->groups);
     if (si->it) rocksdb_iter_destroy(si->it);
     if (si->read) rocksdb_readoptions_destroy(si->read);
     free(si->lo);
@@ -381,6 +431,7 @@ void store_close(rocks_store *st, int keep)
 {
     if (!st) return;
     if (st->writer) rocksdb_sstfilewriter_destroy(st->writer);
+    group_writer_destroy(st->groups);
     for (int i = 0; i < st->n_parts; i++)
         if (st->part[i]) rocksdb_column_family_handle_destroy(st->part[i]);
     if (st->db) rocksdb_close(st->db);

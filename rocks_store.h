@@ -122,6 +122,10 @@ void store_iter_next(store_iter *it);
 char *store_iter_error(const store_iter *it);
 void store_iter_close(store_iter *it);
 
+/* True when runs hold groups of records in columns (compact runs): then
+ * an iterator with a lower bound reads from the first group on. */
+int store_grouped(const rocks_store *st);
+
 /* True when runs are read with direct I/O (the temp file system allows it). */
 int store_direct_io(const rocks_store *st);
 const char *store_path(const rocks_store *st);

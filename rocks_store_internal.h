@@ -12,6 +12,7 @@
 #include <rocksdb/c.h>
 #include "rocks_store.h"
 #include "merge_plan.h"
+#include "group_writer.h"
 
 /* For RocksDB's counts and percentages: a value never reached, no limit. */
 #define NO_LIMIT (1 << 30)
@@ -40,6 +41,7 @@ struct rocks_store {
     store_sample *samples;      /* see store_samples() */
     size_t n_samples, samples_cap;
     uint64_t unsampled;         /* record bytes of this run since its last sample */
+    group_writer *groups;       /* compact runs: records go in groups (group_codec.h) */
 };
 
 /* rocks_merge.c: the compaction options at open, and after each run the

@@ -16,10 +16,12 @@
 #include <htslib/hts.h>
 #include "bam_sort.h"
 
-/* How the spilled runs are compressed: the store's codecs.  The option
- * --temp-compression is a temp_mode (temp_space.h), resolved to one of these. */
+/* How the spilled runs are compressed: the store's codecs, or groups of
+ * records in columns (group_codec.h).  The option --temp-compression is a
+ * temp_mode (temp_space.h), resolved to one of these. */
 typedef enum {
-    TEMP_COMPRESSION_NONE, TEMP_COMPRESSION_LZ4, TEMP_COMPRESSION_SNAPPY, TEMP_COMPRESSION_ZSTD
+    TEMP_COMPRESSION_NONE, TEMP_COMPRESSION_LZ4, TEMP_COMPRESSION_SNAPPY, TEMP_COMPRESSION_ZSTD,
+    TEMP_COMPRESSION_COLUMNS
 } temp_compression;
 
 

@@ -16,12 +16,6 @@
 #include <unistd.h>
 #include "temp_space.h"
 
-/* Compact runs: zstd's fastest regular level, in the store's usual blocks.
- * Its entropy coding halves the 4-bit bases and squeezes binned qualities,
- * which LZ4 cannot.  Larger blocks barely shrank the runs and cost each run
- * open at the readout a larger block in memory. */
-#define COMPACT_LEVEL 1
-
 /* Run bytes per byte of BAM record: a key of ~21 bytes, the in-memory core
  * (48 bytes against BAM's 36) and the SST's per-entry bytes; short reads pay
  * relatively more. */
@@ -250,14 +244,14 @@ int temp_space_plan(const temp_request *rq, temp_plan *p, char **err)
 void temp_space_store_options(const temp_plan *p, store_options *so)
 {
     static const temp_compression codec[] = {
-        [TEMP_AUTO] = TEMP_COMPRESSION_ZSTD, [TEMP_COMPACT] = TEMP_COMPRESSION_ZSTD,
+        [TEMP_AUTO] = TEMP_COMPRESSION_COLUMNS, [TEMP_COMPACT] = TEMP_COMPRESSION_COLUMNS,
         [TEMP_NONE] = TEMP_COMPRESSION_NONE, [TEMP_LZ4] = TEMP_COMPRESSION_LZ4,
         [TEMP_SNAPPY] = TEMP_COMPRESSION_SNAPPY, [TEMP_ZSTD] = TEMP_COMPRESSION_ZSTD,
     };
     so->compression = codec[p->mode];
-    so->compression_level = p->mode == TEMP_COMPACT ? COMPACT_LEVEL : 0;
-    /* Helper threads take compression off the spill thread, which the
-     * loader would otherwise wait for. */
+    so->compression_level = 0;
+    /* Helper threads take the codecs' compression off the spill thread,
+     * which the loader would otherwise wait for. */
     so->compression_threads = p->mode == TEMP_NONE ? 0 : p->threads;
 }
 
@@ -266,7 +260,7 @@ void temp_space_report(const temp_plan *p, FILE *fp)
     char free_s[32] = "unknown", none_s[32], compact_s[32];
     if (p->free_known) human(free_s, sizeof free_s, p->free_bytes);
     fprintf(fp, "[rocksort] temp runs: %s%s, as %s; ", mode_names[p->mode],
-            p->mode == TEMP_COMPACT ? " (zstd level 1)" : "", p->why);
+            p->mode == TEMP_COMPACT ? " (records in columns)" : "", p->why);
     if (p->source) {
         human(none_s, sizeof none_s, p->need_none);
         human(compact_s, sizeof compact_s, p->need_compact);

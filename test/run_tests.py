@@ -33,7 +33,7 @@ REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 VENV_PYTHON = os.path.join(REPO, ".venv", "bin", "python")
 PYTHON = VENV_PYTHON if os.path.exists(VENV_PYTHON) else sys.executable
 UNIT_TESTS = ["test_keys", "test_run_merge", "test_store_stream", "test_batch_sort",
-              "test_cleanup", "test_temp_space", "test_readout_model"]   # C programs in test/
+              "test_cleanup", "test_temp_space", "test_readout_model", "test_group_codec"]   # C programs in test/
 TIMEOUT = 300  # seconds for any one command; a hang must not stall the suite
 
 # pysam's in-process samtools keeps static state between calls (a -n sort

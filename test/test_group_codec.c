@@ -1,0 +1,216 @@
+/* test_group_codec.c -- compact runs' groups come back byte for byte.
+ *
+ * Records of every shape samtools may meet (no sequence, no qualities, odd
+ * lengths, many CIGAR operations, every aux type, long names, positions past
+ * 2^31, a name's extra NULs) go through group_codec and group_writer, with
+ * keys of one length and of many; each must decode to the same key and value
+ * bytes, in order.  Damaged blobs must fail to decode, not yield records.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <htslib/sam.h>
+#include "record_codec.h"
+#include "group_codec.h"
+#include "group_writer.h"
+#include "unit_report.h"
+
+static const char *header_text = "@HD\tVN:1.6\n@SQ\tSN:chr1\tLN:4000000000\n@SQ\tSN:chr2\tLN:5000\n";
+
+static const char *sam_lines[] = {
+    "r1\t99\tchr1\t100\t60\t5M\t=\t200\t105\tACGTA\tIIIII\tNM:i:0\tRG:Z:grp1",
+    "r2\t4\t*\t0\t0\t*\t*\t0\t0\tACG\t*",
+    "r3\t4\t*\t0\t0\t*\t*\t0\t0\t*\t*",
+    "a_rather_long_read_name_that_goes_on_and_on_for_a_while:1:2101:10000:20000\t16\tchr2\t4990\t3\t2S3M1I2D1M\t*\t0\t0\tACGTACG\t#$%&'()\tXA:A:x\tXc:i:-5\tXC:i:200\tXs:i:-300\tXS:i:60000\tXi:i:-70000\tXI:i:4000000000\tXf:f:1.5\tXH:H:1AE301\tXB:B:c,1,-2,3\tXb:B:f,1.5,2.5",
+    "r5\t0\tchr1\t3000000000\t60\t4M\t*\t0\t0\tNNNN\t!!!!",
+    "r6\t2048\tchr1\t100\t0\t1H4M\t*\t0\t0\tTTTT\tABCD\tSA:Z:chr2,10,+,4M,0,0;",
+};
+
+/* One record with 70,000 CIGAR operations, more than BAM's 16-bit count. */
+static int add_long_cigar(bam1_t *b)
+{
+    size_t n = 70000;
+    uint32_t *cig = malloc(n * sizeof *cig);
+    char *seq = malloc(n + 1);
+    if (!cig || !seq) return -1;
+    for (size_t i = 0; i < n; i++) cig[i] = bam_cigar_gen(1, i % 2 ? BAM_CINS : BAM_CMATCH);
+    memset(seq, 'C', n);
+    seq[n] = 0;
+    int rc = bam_set1(b, 4, "longcig", 0, 0, 7, 30, n, cig, -1, -1, 0, n, seq, NULL, 0);
+    free(cig);
+    free(seq);
+    return rc < 0 ? -1 : 0;
+}
+
+typedef struct {
+    uint8_t key[64];
+    size_t klen, vlen;
+    uint8_t *val;
+} pair;
+
+typedef struct {
+    pair *p;
+    size_t n;
+    uint8_t *expect;            /* keys and values back to back, in order */
+    size_t expect_len;
+} pair_set;
+
+/* Every test record, `copies` times over, each under a key of one length
+ * or of lengths that vary. */
+static int make_pairs(int fixed_keys, int copies, pair_set *ps)
+{
+    sam_hdr_t *h = sam_hdr_parse(strlen(header_text), header_text);
+    bam1_t *b = bam_init1();
+    size_t n_lines = sizeof sam_lines / sizeof *sam_lines;
+    memset(ps, 0, sizeof *ps);
+    ps->p = calloc((n_lines + 1) * (size_t)copies, sizeof *ps->p);
+    for (int c = 0; c < copies; c++)
+        for (size_t i = 0; i <= n_lines; i++) {
+            kstring_t s = { 0, 0, NULL };
+            if (i < n_lines) kputs(sam_lines[i], &s);
+            int bad = i < n_lines ? sam_parse1(&s, h, b) < 0 : add_long_cigar(b) < 0;
+            free(s.s);
+            if (bad) return -1;
+            pair *q = &ps->p[ps->n];
+            q->vlen = record_value_len(b);
+            q->val = malloc(q->vlen);
+            record_value_pack(b, q->val);
+            q->klen = fixed_keys ? 12 : 1 + (ps->n * 7) % 40;
+            for (size_t k = 0; k < q->klen; k++) q->key[k] = (uint8_t)(ps->n >> (8 * (k % 4)) ^ k);
+            ps->expect = realloc(ps->expect, ps->expect_len + q->klen + q->vlen);
+            memcpy(ps->expect + ps->expect_len, q->key, q->klen);
+            memcpy(ps->expect + ps->expect_len + q->klen, q->val, q->vlen);
+            ps->expect_len += q->klen + q->vlen;
+            ps->n++;
+        }
+    bam_destroy1(b);
+    sam_hdr_destroy(h);
+    return 0;
+}
+
+static void free_pairs(pair_set *ps)
+{
+    for (size_t i = 0; i < ps->n; i++) free(ps->p[i].val);
+    free(ps->p);
+    free(ps->expect);
+}
+
+/* Decoded pairs, appended to one byte string. */
+typedef struct {
+    uint8_t *bytes;
+    size_t len;
+    size_t groups;
+    const char *problem;
+    group_records rec;
+    group_scratch scratch;
+} decoded;
+
+static int append_group(void *ctx, const uint8_t *key, size_t klen,
+                        const uint8_t *blob, size_t len, char **err)
+{
+    decoded *d = ctx;
+    (void)err;
+    size_t k0;
+    if (group_decode(blob, len, &d->rec, &d->scratch) < 0) {
+        d->problem = "a group did not decode";
+        return 0;
+    }
+    const uint8_t *first = group_key(&d->rec, 0, &k0);
+    if (k0 != klen || memcmp(first, key, klen)) d->problem = "a group was not put under its first key";
+    size_t n = d->rec.off[2 * d->rec.n];
+    d->bytes = realloc(d->bytes, d->len + n);
+    memcpy(d->bytes + d->len, d->rec.bytes, n);
+    d->len += n;
+    d->groups++;
+    return 0;
+}
+
+static const char *compare(const decoded *d, const pair_set *ps)
+{
+    if (d->problem) return d->problem;
+    if (d->len != ps->expect_len || memcmp(d->bytes, ps->expect, d->len)) return "bytes differ after decoding";
+    return NULL;
+}
+
+static void free_decoded(decoded *d)
+{
+    free(d->bytes);
+    group_records_free(&d->rec);
+    free(d->scratch.p);
+}
+
+/* One group of everything, through the encoder alone. */
+static const char *round_trip(int fixed_keys)
+{
+    static char problem[128];
+    pair_set ps;
+    decoded d = { 0 };
+    if (make_pairs(fixed_keys, 3, &ps) < 0) return "test records did not parse";
+    group_encoder *e = group_encoder_create();
+    const uint8_t *blob, *key;
+    size_t len, klen;
+    for (size_t i = 0; i < ps.n; i++)
+        if (group_add(e, ps.p[i].key, ps.p[i].klen, ps.p[i].val, ps.p[i].vlen) < 0) return "add failed";
+    key = group_first_key(e, &klen);
+    const char *r = group_encode(e, &blob, &len) < 0 ? "encode failed" : NULL;
+    if (!r) append_group(&d, key, klen, blob, len, NULL);
+    if (!r) r = compare(&d, &ps);
+    /* Every cut of the blob short of its end must fail. */
+    for (size_t cut = 0; !r && cut < len; cut += 1 + cut / 64)
+        if (group_decode(blob, cut, &d.rec, &d.scratch) == 0) {
+            snprintf(problem, sizeof problem, "a blob cut to %zu of %zu bytes decoded", cut, len);
+            r = problem;
+        }
+    uint8_t *bad = malloc(len);
+    memcpy(bad, blob, len);
+    bad[0] ^= 1;                                  /* not a group */
+    if (!r && group_decode(bad, len, &d.rec, &d.scratch) == 0) r = "a blob without its magic decoded";
+    memcpy(bad, blob, len);
+    bad[4] ^= 1;                                  /* the count of pairs */
+    if (!r && group_decode(bad, len, &d.rec, &d.scratch) == 0) r = "a blob with a wrong count decoded";
+    free(bad);
+    group_encoder_destroy(e);
+    free_decoded(&d);
+    free_pairs(&ps);
+    return r;
+}
+
+/* Small groups on three threads: blobs come back in order, each under its
+ * first key. */
+static const char *writer_in_order(int threads)
+{
+    pair_set ps;
+    decoded d = { 0 };
+    char *err = NULL;
+    if (make_pairs(1, 50, &ps) < 0) return "test records did not parse";
+    group_writer *gw = group_writer_create(threads, 2000, append_group, &d);
+    if (!gw) return "writer not created";
+    for (size_t i = 0; i < ps.n; i++)
+        if (group_writer_add(gw, ps.p[i].key, ps.p[i].klen, ps.p[i].val, ps.p[i].vlen, &err) < 0) break;
+    if (!err) group_writer_finish(gw, &err);
+    group_writer_destroy(gw);
+    const char *r = err ? "the writer failed" : d.groups < 20 ? "too few groups to test the order" : compare(&d, &ps);
+    free(err);
+    free_decoded(&d);
+    free_pairs(&ps);
+    return r;
+}
+
+static const char *short_value_refused(void)
+{
+    group_encoder *e = group_encoder_create();
+    uint8_t v[8] = { 0 }, k = 1;
+    int rc = group_add(e, &k, 1, v, sizeof v);
+    group_encoder_destroy(e);
+    return rc < 0 ? NULL : "a value shorter than a record core was taken";
+}
+
+int main(void)
+{
+    report("group_round_trip_fixed_keys", round_trip(1));
+    report("group_round_trip_varying_keys", round_trip(0));
+    report("group_writer_in_order_one_thread", writer_in_order(1));
+    report("group_writer_in_order_three_threads", writer_in_order(3));
+    report("group_short_value_refused", short_value_refused());
+    return report_summary();
+}
