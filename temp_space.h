@@ -6,10 +6,9 @@
  * inputs), for uncompressed and for compact runs: from the input file's
  * size and, for BGZF, the expansion of its first blocks (it reads at most
  * TEMP_SAMPLE_BYTES of a regular file, and nothing of a pipe), else from -s.
- * It compares that with the space free there (statvfs) and picks the runs'
- * format: the one --temp-compression forces, else uncompressed only when
- * the room is ample, else compact (zstd level 1).  With no
- * estimate, compact when the free space is under TEMP_SMALL_FREE.  When the
+ * It compares that with the space free there (statvfs).  The runs' format
+ * is the one --temp-compression forces, else compact (records in columns,
+ * group_codec.h), with or without an estimate.  When the
  * chosen format will not fit, it returns -1 and a malloc'd one-line message
  * naming the directory, the bytes needed and free, and suggesting -T; it
  * creates nothing.  The estimate is a guess on the safe side: a sort that
@@ -23,8 +22,8 @@
 #include "rocks_store.h"
 
 typedef enum {
-    TEMP_AUTO = 0,      /* uncompressed with ample room, else compact */
-    TEMP_COMPACT,       /* zstd level 1, on helper threads */
+    TEMP_AUTO = 0,      /* the default: compact */
+    TEMP_COMPACT,       /* records in columns (group_codec.h), encoded on helper threads */
     TEMP_NONE,
     TEMP_LZ4,
     TEMP_SNAPPY,
@@ -33,9 +32,6 @@ typedef enum {
 
 /* Bytes of a regular input file read to measure its expansion. */
 #define TEMP_SAMPLE_BYTES (4u << 20)
-/* Without an estimate, less free space than this picks compact runs: a
- * 30x human genome's uncompressed runs alone take some 250 GB. */
-#define TEMP_SMALL_FREE (256ULL << 30)
 
 typedef struct {
     temp_mode mode;             /* --temp-compression */

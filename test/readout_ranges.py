@@ -73,7 +73,9 @@ READOUT_LINE_TEXT = ("'[rocksort] readout: K merge threads over N pieces; M MB t
 
 
 def merge_threads(k):
-    return [OPTION, str(k)]
+    """--merge-threads K over uncompressed runs: compact runs (the default)
+    are read out in one stream, test_readout_compact_runs_one_stream."""
+    return [OPTION, str(k), "--temp-compression", "none"]
 
 
 # --- inputs of a few records -------------------------------------------------------
@@ -601,6 +603,35 @@ def register(test, h):
         k, _ = readout_report(result)
         if not 1 <= k <= 4:
             raise Failure(f"-v says {k} merge threads ran with {OPTION} 4")
+        case.expect_no_temp_left()
+
+    @test
+    def test_readout_compact_runs_one_stream(case):
+        """Compact runs (the default) hold records in groups that a piece
+        could not start in the middle of: with --merge-threads 4 the spilled
+        sort reads out in one stream, by coordinate, by -n and with
+        background merges (-s, groups of many runs in one file), and gives
+        the oracle's records.  Held in memory, the same option still splits."""
+        for shared, extra in (([], SPILL), (["-n"], SPILL), ([], MERGING), (["-n"], MERGING)):
+            out = case.out("out.bam")
+            result = case.rocksort(["-v", *shared, *extra, OPTION, "4", "-T", case.temp_prefix,
+                                    "-o", out, case.input("bulk.bam")])
+            if result.returncode != 0:
+                raise Failure(f"{' '.join(shared + extra)} {OPTION} 4: exit {result.returncode}",
+                              h.tail(result.stderr))
+            expect_same(case, out, oracle_expected(case, "bulk.bam", shared),
+                        f"compact runs, {' '.join(shared + extra)} {OPTION} 4")
+            text = result.stderr.decode(errors="replace")
+            if "temp runs: compact" not in text:
+                raise Failure("the runs were not compact by default", h.tail(result.stderr))
+            if readout_report(result) != (1, 1):
+                raise Failure(f"compact runs read out by {readout_report(result)} (threads, pieces)")
+            os.remove(out)
+        out = case.out("out.bam")
+        result = case.rocksort(["-v", *IN_MEMORY, OPTION, "4", "-o", out, case.input("bulk.bam")])
+        expect_same(case, out, oracle_expected(case, "bulk.bam", []), f"in memory {OPTION} 4")
+        if readout_report(result)[0] < 2:
+            raise Failure("held in memory, --merge-threads 4 read out in one stream")
         case.expect_no_temp_left()
 
     @test

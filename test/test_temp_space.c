@@ -104,7 +104,7 @@ static const char *check_small_hint(void)
     char *err = NULL;
     temp_request rq = request("-", 64u << 20, TEMP_AUTO);
     if (temp_space_plan(&rq, &p, &err) != 0) return "64 MB refused";
-    if (p.mode != TEMP_NONE) return "64 MB of runs are not uncompressed with ample room";
+    if (p.mode != TEMP_COMPACT) return "64 MB of runs are not compact by default";
     /* -s plans background merges: their output counts on top of the runs. */
     if (p.need_none <= p.data_bytes) return "merges not counted in the peak";
     if (p.need_compact * 2 > p.need_none) return "compact runs not estimated smaller";
@@ -119,13 +119,13 @@ static const char *check_modes(void)
     char *err = NULL;
     temp_request rq = request("-", 0, TEMP_AUTO);
     temp_space_plan(&rq, &p, &err);
-    int small = p.free_bytes < TEMP_SMALL_FREE;
-    if (p.source || p.mode != (small ? TEMP_COMPACT : TEMP_NONE))
-        return "a pipe without -s: wrong format for the free space";
+    if (p.source || p.mode != TEMP_COMPACT) return "a pipe without -s: not compact runs";
+    store_options so = { 0 };
+    temp_space_store_options(&p, &so);
+    if (so.compression != TEMP_COMPRESSION_COLUMNS) return "compact runs are not in columns";
     rq.mode = TEMP_LZ4;
     temp_space_plan(&rq, &p, &err);
     if (p.mode != TEMP_LZ4) return "--temp-compression lz4 not kept";
-    store_options so = { 0 };
     temp_space_store_options(&p, &so);
     if (so.compression != TEMP_COMPRESSION_LZ4 || so.compression_threads != 2)
         return "lz4 store options";
