@@ -171,7 +171,7 @@ def report(cfg, inp, cases, rss_case, mr=None):
         md += model_lines(mr, cfg)
     md += ["", "<details><summary>rocksort -v output (phase times, raw)</summary>", ""]
     for cr in cases:
-        for tool in ("rocksort", "rocksort compact"):
+        for tool in ("rocksort", "rocksort none"):
             for i, r in enumerate(cr.results.get(tool, []), 1):
                 md += [f"{cr.case}) {tool} run {i}, {r.seconds:.1f} s:", "```"] + \
                       (phase_lines(r.stderr) or ["(nothing)"]) + ["```"]

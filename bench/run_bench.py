@@ -5,7 +5,7 @@
     run_bench.py --quick          # 50M input, 1 run per tool: a smoke test
 
 Cases (all tools get the same -@, -m and -l):
-  a  spilling (-m MEM): rocksort, rocksort --temp-compression compact,
+  a  spilling (-m MEM): rocksort, rocksort --temp-compression none,
      samtools sort, mako, floor (and sambamba, bamsort when installed)
   b  in memory (-m INMEM): rocksort, samtools sort, mako, floor
   c  uncompressed output (-u), spilling: rocksort, samtools sort, mako, floor
@@ -13,7 +13,7 @@ Cases (all tools get the same -@, -m and -l):
   e  scaling: seconds per GiB at SCALE x the input vs 1x (big: not by default)
   f  streaming: input piped at a limited rate (feed takes ~1.5x the floor's
      time); the time that counts is from end of input to finished output
-  g  name sort (-n): rocksort, rocksort compact, samtools sort, mako, floor
+  g  name sort (-n): rocksort, rocksort none, samtools sort, mako, floor
   m  model: each stage's throughput on one thread, the wall predicted for
      1 and 2 cores against rocksort under taskset, and for 8, 16, 32 cores
 floor = `samtools view -b` (decompress and recompress, no sort): no sort that
@@ -52,12 +52,12 @@ STREAM_SLOWDOWN = 1.5  # the feed takes this many times the floor's time
 
 CASES = {
     "a": ("spilling, -m {mem}",
-          lambda cfg: sort_jobs(cfg, cfg.mem, compact=True) + [floor_job(cfg)] + other_sorters(cfg)),
+          lambda cfg: sort_jobs(cfg, cfg.mem, uncompressed=True) + [floor_job(cfg)] + other_sorters(cfg)),
     "b": ("in memory, -m {inmem}", lambda cfg: sort_jobs(cfg, cfg.inmem) + [floor_job(cfg)]),
     "c": ("-u output, spilling, -m {mem}",
           lambda cfg: sort_jobs(cfg, cfg.mem, ["-u"]) + [floor_job(cfg, True)]),
     "g": ("name sort -n, -m {mem}",
-          lambda cfg: sort_jobs(cfg, cfg.mem, ["-n"], compact=True) + [floor_job(cfg)]),
+          lambda cfg: sort_jobs(cfg, cfg.mem, ["-n"], uncompressed=True) + [floor_job(cfg)]),
 }
 
 

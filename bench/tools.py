@@ -124,18 +124,18 @@ class Job:
     checked: bool = False   # its records are compared with samtools sort's
 
 
-def sort_jobs(cfg, mem, extra=(), rate=0.0, compact=False, peers=True):
+def sort_jobs(cfg, mem, extra=(), rate=0.0, uncompressed=False, peers=True):
     """rocksort and samtools sort with the same options (and, with peers,
-    mako when installed; with compact, rocksort's forced compact temp runs);
+    mako when installed; with uncompressed, rocksort's uncompressed temp runs too);
     IN_PATH/OUT_PATH/TMP_DIR are filled in per run."""
     level = ["-u"] if "-u" in extra else ["-l", str(cfg.level)]
     opts = ["-@", str(cfg.threads), "-m", mem] + level + [e for e in extra if e != "-u"]
     src = "-" if rate else "IN_PATH"
     jobs = [Job("rocksort", cfg.rocksort + opts + ["-T", "TMP_DIR", "-o", "OUT_PATH", src],
                 rate, checked=True)]
-    if compact:
-        jobs.append(Job("rocksort compact", cfg.rocksort + opts +
-                        ["--temp-compression", "compact", "-T", "TMP_DIR", "-o", "OUT_PATH", src],
+    if uncompressed:
+        jobs.append(Job("rocksort none", cfg.rocksort + opts +
+                        ["--temp-compression", "none", "-T", "TMP_DIR", "-o", "OUT_PATH", src],
                         rate, checked=True))
     # samtools sort -T takes a prefix: its files go into TMP_DIR as st.NNNN.bam.
     jobs.append(Job("samtools sort", [SAMTOOLS, "sort"] + opts +
