@@ -7,13 +7,14 @@
  * qualities, aux), qualities compressed by htscodecs' order-1 rANS
  * (bundled in htslib) and every other column by zstd level 1.
  * group_decode() gives back the same pairs, byte for byte and in the same
- * order, into a reusable group_records.  A blob that does not decode
- * exactly (sizes, checksums of the columns) is an error, never records.
+ * order, into a reusable group_records.  A blob whose lengths do not add
+ * up is an error, never records; a damaged temp file is caught before this,
+ * by RocksDB's block checksums.
  *
  * Why: a run of a sort holds a thin slice of the genome, so neighbouring
  * records share little, and a general compressor on whole records is held
  * back by the mix of fields.  Like fields side by side, and qualities under
- * a model of the previous quality, take half the bytes (doc/DESIGN.md).
+ * a model of the previous quality, take a third fewer bytes (doc/DESIGN.md).
  */
 #ifndef GROUP_CODEC_H
 #define GROUP_CODEC_H
