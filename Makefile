@@ -94,8 +94,8 @@ test/test_batch_sort: test/test_batch_sort.c sort_batch.o batch_sort.o record_co
 test/test_cleanup: test/test_cleanup.c cleanup.o
 	$(CC) $(CFLAGS) $(CPPFLAGS) -I. -o $@ $^ $(LDLIBS)
 
-test/test_group_codec: test/test_group_codec.c group_codec.o group_writer.o record_codec.o
-	$(CC) $(CFLAGS) $(CPPFLAGS) -I. -o $@ $^ $(LDLIBS)
+test/test_group_codec: test/test_group_codec.c $(STORE_OBJS) sort_batch.o batch_sort.o record_codec.o bam_sort.o template_key.o minimiser.o
+	$(CC) $(CFLAGS) $(CPPFLAGS) -I. -o $@ $^ $(LDLIBS) $(CXX_RUNTIME)
 
 test/test_readout_model: test/test_readout_model.c readout_model.o
 	$(CC) $(CFLAGS) $(CPPFLAGS) -I. -o $@ $^ -lm

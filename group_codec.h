@@ -14,7 +14,7 @@
  * Why: a run of a sort holds a thin slice of the genome, so neighbouring
  * records share little, and a general compressor on whole records is held
  * back by the mix of fields.  Like fields side by side, and qualities under
- * a model of the previous quality, take a third fewer bytes (doc/DESIGN.md).
+ * a model of the previous quality, take far fewer bytes (doc/DESIGN.md).
  */
 #ifndef GROUP_CODEC_H
 #define GROUP_CODEC_H

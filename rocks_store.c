@@ -107,12 +107,10 @@ static void configure_direct_io(rocks_store *st)
     rocksdb_options_compaction_readahead_size(st->opts, STORE_DIRECT_READAHEAD);
 }
 
-/* The codec's level and helper threads (temp_space.c picks them); window
- * bits (-14), strategy and dictionary stay RocksDB's defaults. */
+/* The codec's helper threads (temp_space.c picks them); its level, window
+ * bits, strategy and dictionary stay RocksDB's defaults. */
 static void configure_codec(rocks_store *st, const store_options *o)
 {
-    if (o->compression_level)
-        rocksdb_options_set_compression_options(st->opts, -14, o->compression_level, 0, 0);
     if (o->compression != TEMP_COMPRESSION_NONE && o->compression_threads > 1)
         rocksdb_options_set_compression_options_parallel_threads(st->opts, o->compression_threads);
 }

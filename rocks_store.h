@@ -27,7 +27,6 @@
 
 typedef struct {
     temp_compression compression;
-    int compression_level;  /* the codec's level; 0: RocksDB's default */
     int compression_threads;/* threads compressing one run's blocks; <= 1: the writer's own */
     uint64_t size_hint;     /* expected total bytes of all runs; 0: unknown */
     uint64_t run_bytes;     /* expected bytes of one run */

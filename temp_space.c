@@ -21,11 +21,11 @@
  * relatively more. */
 #define RECORD_OVERHEAD 1.25
 /* Compact run bytes per byte of BGZF input: records in columns (group_codec.h)
- * took 0.64 of the benchmark's level-6 BAM; the factor leaves room for data
- * that compresses less well in columns than in deflate. */
+ * take well under a level-6 BAM (doc/DESIGN.md); the factor leaves room for
+ * data that compresses less well in columns than in deflate. */
 #define COMPACT_PER_BGZF_BYTE 0.9
 /* Compact runs' ratio where the input cannot tell (-s, SAM, CRAM, pipes):
- * 4.4 on the benchmark, 2.5 leaves room for long reads' noisier qualities. */
+ * below the short-read benchmark's, for long reads' noisier qualities. */
 #define COMPACT_RATIO_GUESS 2.5
 /* Run bytes per byte of input that is not BGZF: SAM text is larger than
  * its records; CRAM and plain gzip are guesses of their usual ratios. */
@@ -176,10 +176,10 @@ static void find_free_space(const char *prefix, temp_plan *p)
     if (p->free_known) p->free_bytes = (uint64_t)vfs.f_bavail * vfs.f_frsize;
 }
 
-/* Without --temp-compression: compact runs, everywhere.  They cost about
- * 3-7% more wall than uncompressed ones on 2 cores with a fast disk (the
- * encoding competes for the cores during the load), take a quarter of the
- * space, and win wherever the disk is slow; the sort cannot see which. */
+/* Without --temp-compression: compact runs, everywhere.  On a few cores with
+ * a fast disk their encoding makes the load a little slower; they take a
+ * fraction of the space and win wherever the disk is slow, and the sort
+ * cannot see which disk it has (doc/DESIGN.md). */
 static void choose_mode(temp_plan *p)
 {
     p->mode = TEMP_COMPACT;
@@ -237,7 +237,6 @@ void temp_space_store_options(const temp_plan *p, store_options *so)
         [TEMP_SNAPPY] = TEMP_COMPRESSION_SNAPPY, [TEMP_ZSTD] = TEMP_COMPRESSION_ZSTD,
     };
     so->compression = codec[p->mode];
-    so->compression_level = 0;
     /* Helper threads take the codecs' compression off the spill thread,
      * which the loader would otherwise wait for. */
     so->compression_threads = p->mode == TEMP_NONE ? 0 : p->threads;

@@ -5,6 +5,9 @@
  * 2^31, a name's extra NULs) go through group_codec and group_writer, with
  * keys of one length and of many; each must decode to the same key and value
  * bytes, in order.  Damaged blobs must fail to decode, not yield records.
+ * Through a store of compact runs, iterators with and without key bounds
+ * must give the records of their range once each, in key order, however
+ * the runs' groups interleave.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,6 +16,7 @@
 #include "record_codec.h"
 #include "group_codec.h"
 #include "group_writer.h"
+#include "rocks_store.h"
 #include "unit_report.h"
 
 static const char *header_text = "@HD\tVN:1.6\n@SQ\tSN:chr1\tLN:4000000000\n@SQ\tSN:chr2\tLN:5000\n";
@@ -196,6 +200,77 @@ static const char *writer_in_order(int threads)
     return r;
 }
 
+#define N_RUNS 3   /* pair i goes to run i % N_RUNS, under key i (8 bytes, big-endian) */
+
+static void seq_key(uint64_t seq, uint8_t key[8])
+{
+    for (int i = 0; i < 8; i++) key[i] = (uint8_t)(seq >> (56 - 8 * i));
+}
+
+static int write_runs(rocks_store *st, const pair_set *ps)
+{
+    char *err = NULL;
+    int ok = 1;
+    for (int run = 0; ok && run < N_RUNS; run++) {
+        ok = store_run_begin(st, &err) == 0;
+        for (size_t i = (size_t)run; ok && i < ps->n; i += N_RUNS) {
+            uint8_t key[8];
+            seq_key(i, key);
+            ok = store_run_put(st, key, 8, ps->p[i].val, ps->p[i].vlen, &err) == 0;
+        }
+        ok = ok && store_run_end(st, &err) == 0;
+    }
+    free(err);
+    return ok ? 0 : -1;
+}
+
+/* Reads pairs [lo, hi) of the store and checks them against ps. */
+static const char *read_range(rocks_store *st, const pair_set *ps, size_t lo, size_t hi)
+{
+    uint8_t lo_key[8], hi_key[8];
+    seq_key(lo, lo_key);
+    seq_key(hi, hi_key);
+    int bounded = lo > 0 || hi < ps->n;
+    store_iter *it = bounded ? store_iter_open_range(st, 0, 1 << 20, lo_key, 8, hi_key, 8)
+                             : store_iter_open(st, 0, 1 << 20);
+    if (!it) return "iterator not opened";
+    const char *r = NULL;
+    size_t want = lo, kl, vl;
+    for (store_iter_first(it); !r && store_iter_valid(it); store_iter_next(it), want++) {
+        const uint8_t *k = store_iter_key(it, &kl), *v = store_iter_value(it, &vl);
+        uint8_t expect[8];
+        seq_key(want, expect);
+        if (want >= hi || kl != 8 || memcmp(k, expect, 8)) r = "a record out of range or out of order";
+        else if (vl != ps->p[want].vlen || memcmp(v, ps->p[want].val, vl)) r = "a value differs";
+    }
+    char *err = store_iter_error(it);
+    if (!r && err) r = "the iterator failed";
+    if (!r && want != hi) r = "records of the range are missing";
+    free(err);
+    store_iter_close(it);
+    return r;
+}
+
+static const char *store_ranges(void)
+{
+    pair_set ps;
+    if (make_pairs(1, 40, &ps) < 0) return "test records did not parse";
+    store_options so = { .compression = TEMP_COMPRESSION_COLUMNS, .compression_threads = 2,
+                         .max_open_files = -1, .background_threads = 1, .parts = 1 };
+    char *err = NULL;
+    rocks_store *st = store_open("/tmp/test_group_codec", &so, &err);
+    const char *r = !st ? "store not opened" : !store_grouped(st) ? "store not grouped"
+                  : write_runs(st, &ps) < 0 ? "runs not written" : NULL;
+    size_t cuts[][2] = { { 0, ps.n }, { 1, ps.n }, { ps.n / 3, 2 * ps.n / 3 }, { 7, 8 },
+                         { ps.n - 1, ps.n } };
+    for (size_t c = 0; !r && c < sizeof cuts / sizeof *cuts; c++)
+        r = read_range(st, &ps, cuts[c][0], cuts[c][1]);
+    free(err);
+    store_close(st, 0);
+    free_pairs(&ps);
+    return r;
+}
+
 static const char *short_value_refused(void)
 {
     group_encoder *e = group_encoder_create();
@@ -212,5 +287,6 @@ int main(void)
     report("group_writer_in_order_one_thread", writer_in_order(1));
     report("group_writer_in_order_three_threads", writer_in_order(3));
     report("group_short_value_refused", short_value_refused());
+    report("group_store_ranges_in_key_order", store_ranges());
     return report_summary();
 }
