@@ -28,9 +28,9 @@ static hFILE *input_hfile(samFile *in)
     return in->fp.hfile;
 }
 
-/* A text file cut anywhere but after a newline ends inside a record, and
- * htslib parses what is left of that record (a cut among the aux tags still
- * reads as a valid line). */
+/* Whether a regular text file ends with a newline.  Tools and people often
+ * leave the last one out, and samtools reads such files; but a file cut at
+ * the end of a field, or inside the value of its last tag, also parses. */
 static int last_byte_is_newline(const char *fn, uint64_t size)
 {
     char last = 0;
@@ -63,10 +63,6 @@ int input_check_start(samFile *in, const char *fn, uint64_t file_size, char *why
                  "data after its end", fn);
         return -1;
     }
-    if (is_plain_sam(in) && !last_byte_is_newline(fn, file_size)) {
-        snprintf(why, n, "'%s' is truncated: its last line has no newline", fn);
-        return -1;
-    }
     return 0;
 }
 
@@ -85,6 +81,11 @@ int input_check_end(samFile *in, const char *fn, uint64_t file_size, char *why, 
         snprintf(why, n, "'%s' is truncated or changed while being read: reading ended "
                  "at byte %" PRId64 " of %" PRIu64, fn, consumed, file_size);
         return -1;
+    }
+    if (file_size && is_plain_sam(in) && !last_byte_is_newline(fn, file_size)) {
+        snprintf(why, n, "'%s' does not end with a newline; its last line was read "
+                 "as complete (a file cut inside its last tag would read the same)", fn);
+        return 1;
     }
     return 0;
 }

@@ -49,5 +49,7 @@ typedef struct {
 /* Prints "samtools rocksort: " and the message as one line on stderr;
  * nothing once a fatal signal is being handled (cleanup.h). */
 void job_fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* The same with "warning: " before the message: the sort goes on. */
+void job_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 #endif

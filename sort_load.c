@@ -204,10 +204,12 @@ static int check_read_end(const sort_job *j, const bam1_t *b, int r)
         report_read_error(j, b, r);
         return -1;
     }
-    if (input_check_end(j->in, j->o->in_fn, j->in_file_size, why, sizeof why) < 0) {
+    int r_end = input_check_end(j->in, j->o->in_fn, j->in_file_size, why, sizeof why);
+    if (r_end < 0) {
         job_fail("%s", why);
         return -1;
     }
+    if (r_end > 0) job_warn("%s", why);
     return 0;
 }
 

@@ -32,6 +32,17 @@ void job_fail(const char *fmt, ...)
     va_end(ap);
 }
 
+void job_warn(const char *fmt, ...)
+{
+    if (cleanup_interrupted()) return;
+    va_list ap;
+    va_start(ap, fmt);
+    fprintf(stderr, "samtools rocksort: warning: ");
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+    va_end(ap);
+}
+
 static int open_all(sort_job *j)
 {
     if (plan_temp_space(j) < 0 || open_input(j) < 0 || open_output(j) < 0) return -1;

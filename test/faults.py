@@ -263,11 +263,30 @@ def register(test, h):
 
     @test
     def test_fault_sam_cut_inside_its_last_line(case):
-        """Cut just before a record's tags: the last line still parses."""
+        """Cut inside a record, in the middle of the file: the last line no
+        longer parses, and the cut is refused like samtools 1.24 refuses it."""
         with open(case.input("bulk.sam"), "rb") as f:
             data = f.read()
-        cut = data.index(b"\tNM:i:", len(data) // 2)
-        refuse(case, write_input(case, "cut.sam", data[:cut]), SPILL, cause="truncated")
+        cut = data.index(b"\tNM:i:", len(data) // 2) - 3   # inside QUAL
+        refuse(case, write_input(case, "cut.sam", data[:cut]), SPILL)
+
+    @test
+    def test_fault_sam_cut_before_its_last_tags_warns(case):
+        """Cut just before a record's tags: the last line still parses, as a
+        record without tags.  samtools 1.24 sorts it; so does rocksort, with
+        one warning line naming the file, since no cut can be seen."""
+        with open(case.input("bulk.sam"), "rb") as f:
+            data = f.read()
+        src = write_input(case, "cut.sam", data[:data.index(b"\tNM:i:", len(data) // 2)])
+        expected = case.out("expected.bam")
+        case.session.oracle_ok("sort", ["--no-PG", "-o", expected, src])
+        actual = case.out("out.bam")
+        result = case.rocksort_ok([*SPILL, "-T", case.temp_prefix, "-o", actual, src])
+        case.expect_same(actual, expected)
+        case.expect_no_temp_left()
+        lines = robustness.stderr_lines(result.stderr)
+        if len(lines) != 1 or "warning" not in lines[0] or "cut.sam" not in lines[0]:
+            raise Failure("expected one warning line naming cut.sam", lines[:5])
 
     # 2. References the header lacks ------------------------------------------------
 

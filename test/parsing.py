@@ -14,6 +14,8 @@ To run only these:  run_tests.py -k parse_
 
 import os
 
+import robustness
+
 HD = "@HD\tVN:1.6\tSO:unsorted"
 SQ = "@SQ\tSN:c1\tLN:5000"
 
@@ -96,3 +98,151 @@ def register(test, h):
             oracle = case.session.oracle("sort", ["-o", case.out("x.bam"), src])
             if oracle.returncode == 0:
                 raise Failure(f"samtools 1.24 now accepts {name}")
+
+    register_no_newline(test, h)
+
+
+# --- a last line without a newline -----------------------------------------------
+#
+# Plain SAM has no end marker.  A last line without a newline that parses is a
+# whole record to samtools 1.24, and to rocksort too (issue #32).  A line cut
+# where it no longer parses is refused by both.  A cut at the end of a field, or
+# inside the last tag's value, parses: rocksort sorts it as 1.24 does and warns,
+# in one line naming the file.
+
+NO_NEWLINE_LAST = record("z_last", pos=150, seq="ACGTACGTAC", qual="ABCDEFGHIJ",
+                         tags=["NM:i:123", "MD:Z:10", "XA:Z:c1,+150,10M,0"])
+NO_NEWLINE_TEXT = "\n".join([HD, SQ, *reads(), NO_NEWLINE_LAST])
+# Where to cut the last line: (name, the text it ends with).
+LAST_LINE_CUTS = [
+    ("qname", "z_la"),
+    ("cigar", "\t1"),
+    ("seq", "ACGTA"),
+    ("qual", "ABCDEFG"),
+    ("qual_whole", "ABCDEFGHIJ"),
+    ("before_tags", "ABCDEFGHIJ\t"),
+    ("tag_type", "NM:i"),
+    ("tag_value", "NM:i:12"),
+    ("last_tag_value", "XA:Z:c1,+15"),
+    ("last_tag_empty_value", "XA:Z:"),
+]
+
+
+def _cut_after(text, ending):
+    """text up to the last occurrence of `ending` in its last line, inclusive."""
+    start = text.rindex("\n") + 1
+    at = text.rindex(ending, start) + len(ending)
+    return text[:at]
+
+
+def register_no_newline(test, h):
+    Failure = h.Failure
+
+    def sort_like_oracle(case, src, order, name, stdin=None):
+        """The oracle's outcome (h.expect_outcome_of's rules) -> rocksort's
+        stderr lines when both succeeded, else None."""
+        expected = os.path.join(case.dir, f"expected_{name}.bam")
+        oracle = case.session.oracle("sort", [*order, "--no-PG", "-o", expected, src])
+        actual = case.out(f"{name}.bam")
+        args = [*order, "-T", case.temp_prefix, "-o", actual]
+        result = case.rocksort(args + ["-"] if stdin else args + [src],
+                               stdin=src if stdin else None)
+        if oracle.returncode != 0:
+            h.expect_error(case, result, [os.path.basename(src)], actual)
+            return None
+        if result.returncode != 0:
+            raise Failure(f"rocksort failed ({result.returncode}) where the oracle "
+                          "succeeded", h.tail(result.stderr))
+        case.expect_same(actual, expected)
+        case.expect_no_temp_left()
+        return [l for l in result.stderr.decode(errors="replace").splitlines() if l.strip()]
+
+    def expect_warning(lines, src):
+        name = os.path.basename(src)
+        if len(lines) != 1 or "warning" not in lines[0] or name not in lines[0] \
+                or "newline" not in lines[0]:
+            raise Failure(f"expected one warning line naming {name} and the missing "
+                          "newline", lines[:5])
+
+    def expect_silent(lines):
+        if lines:
+            raise Failure("expected nothing on stderr", lines[:5])
+
+    @test
+    def test_parse_no_final_newline_sam(case):
+        """A whole last record without its newline: sorted as 1.24 sorts it,
+        both orders, with the one warning line."""
+        src = os.path.join(case.dir, "no_newline.sam")
+        h.write_text(src, NO_NEWLINE_TEXT)
+        for order, tag in (([], "coord"), (["-n"], "name")):
+            lines = sort_like_oracle(case, src, order, tag)
+            if lines is None:
+                raise Failure("samtools 1.24 refused a whole last record")
+            expect_warning(lines, src)
+
+    @test
+    def test_parse_no_final_newline_bgzipped_sam(case):
+        """Bgzipped SAM ends with the BGZF EOF marker, which tells a whole
+        file: no warning."""
+        src = os.path.join(case.dir, "no_newline.sam.gz")
+        h.write_bytes(src, robustness.bgzf_compress(NO_NEWLINE_TEXT.encode()))
+        for order, tag in (([], "coord"), (["-n"], "name")):
+            lines = sort_like_oracle(case, src, order, tag)
+            if lines is None:
+                raise Failure("samtools 1.24 refused a whole last record")
+            expect_silent(lines)
+
+    @test
+    def test_parse_no_final_newline_stdin(case):
+        """From a pipe the end cannot be checked: sorted, as 1.24 does."""
+        src = os.path.join(case.dir, "no_newline.sam")
+        h.write_text(src, NO_NEWLINE_TEXT)
+        if sort_like_oracle(case, src, ["-n"], "stdin", stdin=True) is None:
+            raise Failure("samtools 1.24 refused a whole last record")
+
+    @test
+    def test_parse_no_final_newline_spilled(case):
+        """40,000 records, the last without its newline, through many runs."""
+        with open(case.input("bulk.sam")) as f:
+            text = f.read().rstrip("\n")
+        src = os.path.join(case.dir, "bulk_no_newline.sam")
+        h.write_text(src, text)
+        for order, tag in (([], "coord"), (["-n"], "name")):
+            expected = os.path.join(case.dir, f"expected_{tag}.bam")
+            case.session.oracle_ok("sort", [*order, "--no-PG", "-o", expected, src])
+            actual = case.out(f"{tag}.bam")
+            result = case.rocksort_ok([*order, "-m", "1M", "-T", case.temp_prefix,
+                                       "-o", actual, src])
+            case.expect_same(actual, expected)
+            case.expect_no_temp_left()
+            expect_warning(robustness.stderr_lines(result.stderr), src)
+
+    def make_cut(cut_name, ending):
+        def run(case):
+            src = os.path.join(case.dir, f"cut_{cut_name}.sam")
+            h.write_text(src, _cut_after(NO_NEWLINE_TEXT, ending))
+            for order, tag in (([], "coord"), (["-n"], "name")):
+                lines = sort_like_oracle(case, src, order, tag)
+                if lines is not None:
+                    expect_warning(lines, src)
+        run.__name__ = f"test_parse_last_line_cut_in_{cut_name}"
+        return run
+
+    for cut_name, ending in LAST_LINE_CUTS:
+        test(make_cut(cut_name, ending))
+
+    @test
+    def test_parse_last_line_cuts_are_real(case):
+        """The cuts above give both outcomes with samtools 1.24: some are
+        refused, some parse.  If 1.24 changed its mind, the tests above would
+        cover one side only."""
+        outcomes = {}
+        for cut_name, ending in LAST_LINE_CUTS:
+            src = os.path.join(case.dir, f"cut_{cut_name}.sam")
+            h.write_text(src, _cut_after(NO_NEWLINE_TEXT, ending))
+            oracle = case.session.oracle("sort", ["-o", case.out(f"{cut_name}.bam"), src])
+            outcomes[cut_name] = oracle.returncode == 0
+        refused = {n for n, ok in outcomes.items() if not ok}
+        if refused != {"qname", "cigar", "seq", "qual", "tag_type"}:
+            raise Failure("samtools 1.24 refuses other cuts than expected", sorted(refused))
+
