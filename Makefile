@@ -18,6 +18,14 @@ VERSION   = 0.2.0
 HTSLIB   ?= bundled
 HTSLIB_MIN = 1.24
 
+# libdeflate compresses every BGZF block, most of a sort's CPU at the default
+# level.  It is linked from Debian's static archive (libdeflate-dev): the
+# same code as the shared libdeflate.so.0, with the same bytes out, but the
+# shared object compresses markedly slower (bench/probe/deflate_probe.c,
+# bench/RESULTS.md).  HTSLIB=system cannot do this: a shared libhts.so
+# brings its own libdeflate.so, and `make` prints which.
+DEFLATE_LIBS = -Wl,-Bstatic -ldeflate -Wl,-Bdynamic
+
 ifeq ($(HTSLIB),system)
   ifneq ($(shell pkg-config --atleast-version=$(HTSLIB_MIN) htslib && echo ok),ok)
     $(error HTSLIB=system needs htslib >= $(HTSLIB_MIN) from pkg-config, found \
@@ -28,9 +36,12 @@ ifeq ($(HTSLIB),system)
   HTS_CPPFLAGS := $(shell pkg-config --cflags htslib) -DROCKSORT_NO_RANS
   HTS_LIBS     := $(shell pkg-config --libs htslib)
   HTS_LIB_FILE :=
+  $(info HTSLIB=system: linking $(HTS_LIBS), the system's shared htslib with whatever \
+    libdeflate it was linked with (Debian: the shared libdeflate.so.0, slower than the \
+    static archive the default build links))
 else ifeq ($(HTSLIB),bundled)
   HTS_CPPFLAGS := -Ihtslib
-  HTS_LIBS     := htslib/libhts.a -ldeflate -llzma -lbz2 -lz
+  HTS_LIBS     := htslib/libhts.a $(DEFLATE_LIBS) -llzma -lbz2 -lz
   HTS_LIB_FILE := htslib/libhts.a
 else
   $(error HTSLIB must be 'bundled' (the default) or 'system', not '$(HTSLIB)')

@@ -7,6 +7,11 @@
 # Debian 12's samtools has libdeflate but is 1.16.  This build has both: the
 # samtools 1.24 sources that pysam 0.24.1's source archive carries, linked
 # against the project's htslib 1.24 (htslib/libhts.a, static, libdeflate).
+# libdeflate is linked from its static archive, as rocksort links it (the
+# Makefile's DEFLATE_LIBS): Debian's shared libdeflate.so.0 compresses
+# markedly slower, and "x samtools" must measure the sort, not the link.
+# LIBDEFLATE=shared links the shared object instead, as Debian's own
+# samtools does, into bench/out/samtools-1.24-shared-deflate/.
 #
 # pysam ships each samtools file twice: NAME.c as upstream wrote it and
 # NAME.c.pysam.c, rewritten to print through pysam's stream shim.  Only the
@@ -26,9 +31,16 @@ PYSAM_SHA256=90f612afccdb454d2447ecb5229266c6e7f991093deed4ed0a791db01f7fc994
 SAMTOOLS_VERSION=1.24
 here=$(cd "$(dirname "$0")/.." && pwd)
 hts="$here/htslib"
-dest="$here/bench/out/samtools-$SAMTOOLS_VERSION"
+LIBDEFLATE=${LIBDEFLATE:-static}
+case "$LIBDEFLATE" in
+    static) dest="$here/bench/out/samtools-$SAMTOOLS_VERSION"
+            deflate_libs="-Wl,-Bstatic -ldeflate -Wl,-Bdynamic" ;;
+    shared) dest="$here/bench/out/samtools-$SAMTOOLS_VERSION-shared-deflate"
+            deflate_libs="-ldeflate" ;;
+    *) echo "build_samtools: LIBDEFLATE must be static or shared" >&2; exit 1 ;;
+esac
 stamp="$dest/.build"
-want="samtools $SAMTOOLS_VERSION from pysam $PYSAM_VERSION sha256 $PYSAM_SHA256, htslib $(cat "$hts/.rocksort-build" 2>/dev/null || echo '?')"
+want="samtools $SAMTOOLS_VERSION from pysam $PYSAM_VERSION sha256 $PYSAM_SHA256, htslib $(cat "$hts/.rocksort-build" 2>/dev/null || echo '?'), libdeflate $LIBDEFLATE"
 CC=${CC:-gcc}
 CFLAGS=${CFLAGS:--Wall -g -O2}   # samtools' own default
 
@@ -77,7 +89,7 @@ cat > version.h <<EOF
 #define SAMTOOLS_CFLAGS "$CFLAGS"
 #define SAMTOOLS_LDFLAGS ""
 #define SAMTOOLS_HTSDIR "$hts"
-#define SAMTOOLS_LIBS "$(sed -n 's/^LIBS *= *//p' "$hts/config.mk" | head -1)"
+#define SAMTOOLS_LIBS "$(sed -n 's/^LIBS *= *//p' "$hts/config.mk" | head -1 | sed "s/-ldeflate/$deflate_libs/")"
 #define SAMTOOLS_CURSES_LIB ""
 EOF
 cat > tview_stub.c <<'EOF'
@@ -95,9 +107,12 @@ srcs=$(ls ./*.c lz4/lz4.c)
 jobs=${JOBS:-2}
 printf '%s\n' $srcs | xargs -P "$jobs" -I{} sh -c \
     "$CC $CFLAGS -I. -Ilz4 -I'$hts' -c {} -o {}.o 2>>build.log || { cat build.log >&2; exit 255; }"
-libs=$(sed -n 's/^LIBS *= *//p' "$hts/config.mk" | head -1)
+libs=$(sed -n 's/^LIBS *= *//p' "$hts/config.mk" | head -1 | sed "s/-ldeflate/$deflate_libs/")
 # shellcheck disable=SC2086
 $CC $CFLAGS -o samtools ./*.c.o lz4/lz4.c.o "$hts/libhts.a" $libs -lpthread
+if [ "$LIBDEFLATE" = static ] && ldd samtools | grep -q libdeflate; then
+    echo "build_samtools: the binary still loads the shared libdeflate" >&2; exit 1
+fi
 ./samtools --version | head -1 | grep -qx "samtools $SAMTOOLS_VERSION" || {
     echo "build_samtools: the binary does not say samtools $SAMTOOLS_VERSION" >&2; exit 1; }
 ./samtools --version | grep -q "libdeflate=yes" || {
