@@ -40,7 +40,7 @@ ifeq ($(HTSLIB),system)
     libdeflate it was linked with (Debian: the shared libdeflate.so.0, slower than the \
     static archive the default build links))
 else ifeq ($(HTSLIB),bundled)
-  HTS_CPPFLAGS := -Ihtslib
+  HTS_CPPFLAGS := -Ihtslib -Ihtslib/htscodecs
   HTS_LIBS     := htslib/libhts.a $(DEFLATE_LIBS) -llzma -lbz2 -lz
   HTS_LIB_FILE := htslib/libhts.a
 else
@@ -54,16 +54,21 @@ PREFIX   ?= /usr/local
 MANDIR   ?= $(PREFIX)/share/man
 PYTHON    = .venv/bin/python
 
-OBJS = bamtk.o bam_rocksort.o rocksort_usage.o legacy_form.o \
-       sort_pipeline.o sort_plan.o sort_load.o spill_queue.o sort_output.o sort_report.o \
-       input_check.o fd_budget.o merge_plan.o run_merge.o bam_sort.o template_key.o minimiser.o sort_batch.o batch_sort.o \
-       record_codec.o rocks_store.o rocks_merge.o output_file.o output_target.o cleanup.o \
-       progress.o temp_env.o store_stream.o temp_space.o \
-       merge_sources.o merge_writer.o range_readout.o key_ranges.o output_parts.o readout_model.o \
-       group_codec.o group_iter.o group_writer.o
-# The C unit tests, run by test/run_tests.py (its UNIT_TESTS list).
-UNIT_PROGS = test/test_keys test/test_run_merge test/test_store_stream test/test_cleanup \
-             test/test_temp_space test/test_batch_sort test/test_readout_model test/test_group_codec
+# The engine: every object but main's, built once into a static library
+# that the binary, the C unit tests and the replayed fuzz targets link (as
+# samtools links its libst.a).
+LIB_OBJS = bam_rocksort.o rocksort_usage.o legacy_form.o \
+       sort_pipeline.o sort_job.o sort_plan.o sort_load.o spill_queue.o sort_output.o sort_report.o \
+       input_check.o fd_budget.o merge_plan.o run_merge.o bam_sort.o template_key.o minimiser.o \
+       sort_batch.o batch_sort.o record_codec.o rocks_store.o rocks_merge.o output_file.o \
+       output_target.o cleanup.o progress.o temp_env.o store_stream.o temp_space.o \
+       merge_sources.o merge_writer.o readout_plan.o range_readout.o key_ranges.o output_parts.o \
+       readout_model.o group_codec.o group_iter.o group_writer.o
+OBJS = bamtk.o $(LIB_OBJS)
+ENGINE_LIB = librocksort.a
+# The C unit tests: every test/test_*.c is one program, linked with the
+# engine; test/run_tests.py runs each that is built.
+UNIT_PROGS = $(patsubst %.c,%,$(wildcard test/test_*.c))
 
 .DEFAULT_GOAL := all
 htslib: $(HTS_LIB_FILE)
@@ -72,8 +77,12 @@ htslib: $(HTS_LIB_FILE)
 
 all: samtools
 
-samtools: $(OBJS) $(HTS_LIB_FILE)
-	$(CXX) $(CXXFLAGS) $(LDFLAGS) -o $@ $(OBJS) $(LDLIBS)
+$(ENGINE_LIB): $(LIB_OBJS)
+	rm -f $@
+	$(AR) rcs $@ $^
+
+samtools: bamtk.o $(ENGINE_LIB) $(HTS_LIB_FILE)
+	$(CXX) $(CXXFLAGS) $(LDFLAGS) -o $@ bamtk.o $(ENGINE_LIB) $(LDLIBS)
 
 # Every object needs htslib's headers, so the bundled build comes first.
 %.o: %.c | $(HTS_LIB_FILE)
@@ -87,32 +96,10 @@ htslib/libhts.a: scripts/htslib.sh
 
 -include $(OBJS:.o=.d)
 
-test/test_keys: test/test_keys.c bam_sort.o template_key.o minimiser.o
-	$(CC) $(CFLAGS) $(CPPFLAGS) -I. -o $@ $^ $(LDLIBS)
-
-# The spilled runs are read through the store, which brings RocksDB's C++ side.
-STORE_OBJS = store_stream.o rocks_store.o rocks_merge.o merge_plan.o cleanup.o temp_env.o group_codec.o group_iter.o group_writer.o
-
-test/test_run_merge: test/test_run_merge.c run_merge.o key_ranges.o $(STORE_OBJS) sort_batch.o batch_sort.o record_codec.o bam_sort.o template_key.o minimiser.o
-	$(CC) $(CFLAGS) $(CPPFLAGS) -I. -o $@ $^ $(LDLIBS) $(CXX_RUNTIME)
-
-test/test_store_stream: test/test_store_stream.c $(STORE_OBJS) sort_batch.o batch_sort.o record_codec.o bam_sort.o template_key.o minimiser.o
-	$(CC) $(CFLAGS) $(CPPFLAGS) -I. -o $@ $^ $(LDLIBS) $(CXX_RUNTIME)
-
-test/test_batch_sort: test/test_batch_sort.c sort_batch.o batch_sort.o record_codec.o bam_sort.o template_key.o minimiser.o
-	$(CC) $(CFLAGS) $(CPPFLAGS) -I. -o $@ $^ $(LDLIBS)
-
-test/test_cleanup: test/test_cleanup.c cleanup.o
-	$(CC) $(CFLAGS) $(CPPFLAGS) -I. -o $@ $^ $(LDLIBS)
-
-test/test_group_codec: test/test_group_codec.c $(STORE_OBJS) sort_batch.o batch_sort.o record_codec.o bam_sort.o template_key.o minimiser.o
-	$(CC) $(CFLAGS) $(CPPFLAGS) -I. -o $@ $^ $(LDLIBS) $(CXX_RUNTIME)
-
-test/test_readout_model: test/test_readout_model.c readout_model.o
-	$(CC) $(CFLAGS) $(CPPFLAGS) -I. -o $@ $^ -lm
-
-test/test_temp_space: test/test_temp_space.c temp_space.o $(STORE_OBJS) sort_batch.o batch_sort.o record_codec.o bam_sort.o template_key.o minimiser.o
-	$(CC) $(CFLAGS) $(CPPFLAGS) -I. -o $@ $^ $(LDLIBS) $(CXX_RUNTIME)
+# The engine holds RocksDB's C++ side (temp_env.cc), so the C driver asks
+# for the C++ runtime by name.
+test/test_%: test/test_%.c $(ENGINE_LIB) $(HTS_LIB_FILE)
+	$(CC) $(CFLAGS) $(CPPFLAGS) -I. -Itest -o $@ $< $(ENGINE_LIB) $(LDLIBS) $(CXX_RUNTIME)
 
 deps:
 	@bash scripts/deps.sh build
@@ -127,11 +114,17 @@ demo: deps
 	./samtools view -H example/example.sorted.bam | grep -v '^@SQ' | head -5
 	./samtools view example/example.sorted.bam | cut -f 1-6 | head -20
 
-test: test-deps
+# The tests only run here: scripts/test.sh (README command 2) installs
+# what they need first, through scripts/deps.sh.
+NEEDS_VENV = @test -x $(PYTHON) || { echo "$(PYTHON) is missing: run scripts/deps.sh test (or scripts/test.sh) first" >&2; exit 1; }
+
+test:
+	$(NEEDS_VENV)
 	$(MAKE) samtools $(UNIT_PROGS) fuzz/replay_record fuzz/replay_input
 	$(PYTHON) test/run_tests.py
 
-bench: test-deps
+bench:
+	$(NEEDS_VENV)
 	$(MAKE) samtools
 	$(PYTHON) bench/run_bench.py
 
@@ -147,14 +140,19 @@ $(ASAN_DIR)/%.o: %.cc | $(HTS_LIB_FILE)
 	@mkdir -p $(ASAN_DIR)
 	$(CXX) -std=c++17 -Wall -Wextra -pthread $(ASAN_FLAGS) $(CPPFLAGS) -c -o $@ $<
 
-$(ASAN_DIR)/samtools: $(addprefix $(ASAN_DIR)/,$(OBJS))
+$(ASAN_DIR)/$(ENGINE_LIB): $(addprefix $(ASAN_DIR)/,$(LIB_OBJS))
+	rm -f $@
+	$(AR) rcs $@ $^
+
+$(ASAN_DIR)/samtools: $(ASAN_DIR)/bamtk.o $(ASAN_DIR)/$(ENGINE_LIB)
 	$(CXX) $(ASAN_FLAGS) -pthread -o $@ $^ $(LDLIBS)
 
 asan: $(ASAN_DIR)/samtools
 
 # The whole suite under AddressSanitizer and UBSan.  Full malloc stacks
 # (slower) let test/lsan.supp name the two htslib-internal leaks precisely.
-test-asan: test-deps
+test-asan:
+	$(NEEDS_VENV)
 	$(MAKE) $(ASAN_DIR)/samtools $(UNIT_PROGS)
 	ASAN_OPTIONS=detect_leaks=1:abort_on_error=0:fast_unwind_on_malloc=0 \
 	  LSAN_OPTIONS=suppressions=$(CURDIR)/test/lsan.supp:print_suppressions=0 \
@@ -172,7 +170,8 @@ VALGRIND_TESTS = 'mixed_*' 'ties_stable_*' 'tricky_names_spilled_*' 'bulk_spille
 # Reports go to build/valgrind/, not stderr, where tests check every line.
 VALGRIND = valgrind -q --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite \
            --show-leak-kinds=definite --log-file=$(CURDIR)/build/valgrind/%p.log
-test-valgrind: test-deps
+test-valgrind:
+	$(NEEDS_VENV)
 	$(MAKE) samtools
 	rm -rf build/valgrind && mkdir -p build/valgrind
 	ROCKSORT_CMD="$(VALGRIND) $(CURDIR)/samtools rocksort" \
@@ -187,35 +186,35 @@ FUZZ_CC      = clang
 FUZZ_CXX     = clang++
 FUZZ_FLAGS   = -g -O1 -fsanitize=address,undefined -fno-sanitize-recover=undefined
 FUZZ_SECONDS = 900
-ENGINE_SRCS  = sort_pipeline.c sort_plan.c sort_load.c spill_queue.c sort_output.c sort_report.c \
-               input_check.c fd_budget.c merge_plan.c run_merge.c bam_sort.c template_key.c minimiser.c \
-               sort_batch.c batch_sort.c record_codec.c rocks_store.c rocks_merge.c output_file.c \
-               output_target.c cleanup.c progress.c store_stream.c temp_space.c \
-               merge_sources.c merge_writer.c range_readout.c key_ranges.c output_parts.c \
-               readout_model.c group_codec.c group_iter.c group_writer.c
-RECORD_SRCS  = bam_sort.c template_key.c minimiser.c record_codec.c
 FUZZ_OBJ_DIR = build/fuzz
 
-# The engine's one C++ file is compiled on its own: the targets below give
-# their C files to the C driver, as a C++ driver would compile them as C++.
-# Linked by the C driver, the C++ runtime (and UBSan's part for C++) is
-# asked for by name.
-$(FUZZ_OBJ_DIR)/temp_env.o: temp_env.cc | $(HTS_LIB_FILE)
+# The engine once more, instrumented for libFuzzer, as a library of its own.
+# C++ is compiled by the C++ driver; the targets, linked by the C driver,
+# ask for the C++ runtime (and UBSan's part for C++) by name.
+$(FUZZ_OBJ_DIR)/%.o: %.c | $(HTS_LIB_FILE)
+	@mkdir -p $(FUZZ_OBJ_DIR)
+	$(FUZZ_CC) $(FUZZ_FLAGS) -fsanitize=fuzzer-no-link $(CPPFLAGS) -c -o $@ $<
+
+$(FUZZ_OBJ_DIR)/%.o: %.cc | $(HTS_LIB_FILE)
 	@mkdir -p $(FUZZ_OBJ_DIR)
 	$(FUZZ_CXX) -std=c++17 $(FUZZ_FLAGS) -fsanitize=fuzzer-no-link $(CPPFLAGS) -c -o $@ $<
 
-fuzz/fuzz_record: fuzz/fuzz_record.c $(RECORD_SRCS)
-	$(FUZZ_CC) $(FUZZ_FLAGS) -fsanitize=fuzzer $(CPPFLAGS) -I. -Itest -o $@ $^ $(LDLIBS)
+$(FUZZ_OBJ_DIR)/$(ENGINE_LIB): $(addprefix $(FUZZ_OBJ_DIR)/,$(LIB_OBJS))
+	rm -f $@
+	$(AR) rcs $@ $^
 
-fuzz/fuzz_input: fuzz/fuzz_input.c $(ENGINE_SRCS) $(FUZZ_OBJ_DIR)/temp_env.o
+fuzz/fuzz_record: fuzz/fuzz_record.c $(FUZZ_OBJ_DIR)/$(ENGINE_LIB)
+	$(FUZZ_CC) $(FUZZ_FLAGS) -fsanitize=fuzzer -fsanitize-link-c++-runtime $(CPPFLAGS) -I. -Itest \
+	    -o $@ $^ $(LDLIBS) $(CXX_RUNTIME)
+
+fuzz/fuzz_input: fuzz/fuzz_input.c $(FUZZ_OBJ_DIR)/$(ENGINE_LIB)
 	$(FUZZ_CC) $(FUZZ_FLAGS) -fsanitize=fuzzer -fsanitize-link-c++-runtime $(CPPFLAGS) -I. \
 	    -o $@ $^ $(LDLIBS) $(CXX_RUNTIME)
 
-fuzz/replay_record: fuzz/replay.c fuzz/fuzz_record.c $(RECORD_SRCS)
-	$(CC) $(CFLAGS) $(CPPFLAGS) -I. -Itest -o $@ $^ $(LDLIBS)
-
-fuzz/replay_input: fuzz/replay.c fuzz/fuzz_input.c $(ENGINE_SRCS) temp_env.o
-	$(CC) $(CFLAGS) $(CPPFLAGS) -I. -o $@ $^ $(LDLIBS) $(CXX_RUNTIME)
+# The same targets without clang: make test replays the corpus through them.
+fuzz/replay_%: fuzz/replay.c fuzz/fuzz_%.c $(ENGINE_LIB) $(HTS_LIB_FILE)
+	$(CC) $(CFLAGS) $(CPPFLAGS) -I. -Itest -o $@ fuzz/replay.c fuzz/fuzz_$*.c $(ENGINE_LIB) \
+	    $(LDLIBS) $(CXX_RUNTIME)
 
 fuzz: fuzz/fuzz_record fuzz/fuzz_input
 
@@ -235,6 +234,6 @@ install: samtools
 	install -m 644 doc/samtools-rocksort.1 $(DESTDIR)$(MANDIR)/man1/samtools-rocksort.1
 
 clean:
-	rm -f samtools $(OBJS) $(OBJS:.o=.d) $(UNIT_PROGS)
+	rm -f samtools $(ENGINE_LIB) $(OBJS) $(OBJS:.o=.d) $(UNIT_PROGS)
 	rm -f fuzz/fuzz_record fuzz/fuzz_input fuzz/replay_record fuzz/replay_input
 	rm -rf build

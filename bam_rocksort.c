@@ -23,6 +23,7 @@
 #include "cleanup.h"
 #include "output_target.h"
 #include "legacy_form.h"
+#include "minimiser.h"
 
 #define DEFAULT_MEM_PER_THREAD (768ULL << 20)
 #define MIN_MEM_PER_THREAD (1ULL << 20)
@@ -178,7 +179,7 @@ static int order_option(cli_state *c, int ch, const char *arg)
         break;
     case 'K':
         if (parse_int(arg, &o->kmer) < 0) return bad_value("-K", arg);
-        o->kmer = o->kmer < 1 ? 1 : o->kmer > 31 ? 31 : o->kmer;
+        o->kmer = mm_kmer_clamp(o->kmer);   /* as samtools clamps it */
         break;
     case 'w':
         if (parse_int(arg, &o->window) < 0) return bad_value("-w", arg);
@@ -236,10 +237,12 @@ static int io_option(cli_state *c, int ch, const char *arg)
         if (*end) return bad_value("--verbosity", arg);
         r->htslib_verbosity_set = 1;
         break;
-    case OPT_TEMP_COMPRESSION:
-        if ((r->temp_compression = temp_parse_mode(arg)) < 0)
-            return bad_value("--temp-compression", arg);
+    case OPT_TEMP_COMPRESSION: {
+        int mode = temp_parse_mode(arg);
+        if (mode < 0) return bad_value("--temp-compression", arg);
+        r->temp_compression = (temp_mode)mode;
         break;
+    }
     default:
         return NOT_MINE;
     }
@@ -422,11 +425,10 @@ static int parse_args(cli_state *c, int argc, char **argv)
         return -1;
     }
     /* Refused now, not after hours of sorting: the output is opened later. */
-    char *err = NULL;
+    errmsg err;
     if (output_target_check(c->run.out_fn, &err) < 0
         || (c->run.index_fn && output_target_check(c->run.index_fn, &err) < 0)) {
-        fprintf(stderr, "samtools rocksort: %s\n", err ? err : "out of memory");
-        free(err);
+        fprintf(stderr, "samtools rocksort: %s\n", err.msg);
         return -1;
     }
     return 0;

@@ -42,9 +42,7 @@ struct sort_ctx {
 
 static mm_params minimiser_params(const sort_spec *s)
 {
-    mm_params p = { s->kmer, s->window, s->squash, s->try_rev };
-    if (p.kmer < 1) p.kmer = 1;
-    if (p.kmer > 31) p.kmer = 31;
+    mm_params p = { mm_kmer_clamp(s->kmer), s->window, s->squash, s->try_rev };
     return p;
 }
 
@@ -114,13 +112,12 @@ done:
     return ret;
 }
 
-int sort_spec_prepare(sort_spec *s, sam_hdr_t *h, char *err, size_t errlen)
+int sort_spec_prepare(sort_spec *s, sam_hdr_t *h, errmsg *err)
 {
     sort_ctx *c = calloc(1, sizeof *c);
     if (!c || (s->order == ORDER_TEMPLATE && load_libraries(c, h) < 0)) {
         s->ctx = c;
-        snprintf(err, errlen, "out of memory preparing the sort order");
-        return -1;
+        return errmsg_set(err, "out of memory preparing the sort order");
     }
     s->ctx = c;
     /* samtools builds the -I index whatever the final order is. */
@@ -129,9 +126,8 @@ int sort_spec_prepare(sort_spec *s, sam_hdr_t *h, char *err, size_t errlen)
         errno = 0;
         c->minimiser_index = mm_index_build(s->minimiser_ref, &p);
         if (!c->minimiser_index) {
-            snprintf(err, errlen, "cannot read the minimiser reference '%s': %s",
-                     s->minimiser_ref, errno ? strerror(errno) : "not a sequence file");
-            return -1;
+            return errmsg_set(err, "cannot read the minimiser reference '%s': %s",
+                              s->minimiser_ref, errno ? strerror(errno) : "not a sequence file");
         }
     }
     return 0;

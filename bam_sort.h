@@ -15,6 +15,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <htslib/sam.h>
+#include "errmsg.h"
 
 typedef enum {
     ORDER_COORDINATE,   /* default: tid, pos, strand */
@@ -46,8 +47,8 @@ typedef struct {
 void sort_spec_init(sort_spec *s, sort_order order);
 
 /* Reads what the order needs: @RG libraries from h, the -I index.  On
- * failure returns -1 with a message (naming the file at fault) in err. */
-int sort_spec_prepare(sort_spec *s, sam_hdr_t *h, char *err, size_t errlen);
+ * failure returns -1 with the cause (naming the file at fault) in err. */
+int sort_spec_prepare(sort_spec *s, sam_hdr_t *h, errmsg *err);
 void sort_spec_free(sort_spec *s);
 
 /* Largest key sort_key_encode() can produce for this record. */

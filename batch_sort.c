@@ -108,7 +108,7 @@ static batch_entry *window_sort(batch_entry *e, batch_entry *tmp, size_t n)
 static inline void prefetch_key(const batch_entry *e, size_t depth)
 {
     __builtin_prefetch(e->rec);
-    __builtin_prefetch((const void *)((uintptr_t)e->rec + sizeof(rec_header) + depth));
+    __builtin_prefetch((const void *)((uintptr_t)e->rec + sizeof(packed_header) + depth));
 }
 
 /* Entries e[0..n), sorted by inline words that hold key bytes [depth,

@@ -27,12 +27,9 @@ enum method { METHOD_RAW, METHOD_ZSTD, METHOD_RANS };
 #define rans_uncompress_to_4x16(in, in_size, out, out_size) NULL
 #else
 /* htscodecs' rANS (CRAM 3.1's entropy coder), compiled into the bundled
- * htslib; its header is not installed with htslib's. */
-unsigned int rans_compress_bound_4x16(unsigned int size, int order);
-unsigned char *rans_compress_to_4x16(unsigned char *in, unsigned int in_size,
-                                     unsigned char *out, unsigned int *out_size, int order);
-unsigned char *rans_uncompress_to_4x16(unsigned char *in, unsigned int in_size,
-                                       unsigned char *out, unsigned int *out_size);
+ * htslib: its header comes from the htscodecs directory of that source
+ * tree (the Makefile's -Ihtslib/htscodecs), as htslib does not install it. */
+#include "htscodecs/rANS_static4x16.h"
 #define QUAL_METHOD METHOD_RANS
 #endif
 /* Order 1 (each quality under a model of the one before), 32-way

@@ -2,7 +2,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include "group_iter.h"
+#include <htslib/ksort.h>
 #include "group_codec.h"
+#include "key_bytes.h"
 
 typedef struct {
     group_records rec;
@@ -20,47 +22,20 @@ struct group_iter {
     const char *error;
 };
 
-static int key_cmp(const uint8_t *a, size_t al, const uint8_t *b, size_t bl)
-{
-    int c = memcmp(a, b, al < bl ? al : bl);
-    return c ? c : (al > bl) - (al < bl);
-}
-
 static const uint8_t *due_key(const open_group *g, size_t *len)
 {
     return group_key(&g->rec, g->at, len);
 }
 
-static int before(const open_group *a, const open_group *b)
+/* ksort keeps the greatest element on top: "less" is "due later". */
+static int due_later(const open_group *a, const open_group *b)
 {
     size_t al, bl;
     const uint8_t *ak = due_key(a, &al), *bk = due_key(b, &bl);
-    return key_cmp(ak, al, bk, bl) < 0;
+    return key_cmp(bk, bl, ak, al) < 0;
 }
-
-static void sift_up(open_group **h, size_t i)
-{
-    while (i > 0 && before(h[i], h[(i - 1) / 2])) {
-        open_group *t = h[i];
-        h[i] = h[(i - 1) / 2];
-        h[(i - 1) / 2] = t;
-        i = (i - 1) / 2;
-    }
-}
-
-static void sift_down(open_group **h, size_t n, size_t i)
-{
-    for (;;) {
-        size_t m = i, l = 2 * i + 1, r = l + 1;
-        if (l < n && before(h[l], h[m])) m = l;
-        if (r < n && before(h[r], h[m])) m = r;
-        if (m == i) return;
-        open_group *t = h[i];
-        h[i] = h[m];
-        h[m] = t;
-        i = m;
-    }
-}
+typedef open_group *open_group_ptr;     /* ksort's macros need one word */
+KSORT_INIT_STATIC(groups, open_group_ptr, due_later)
 
 static open_group *new_group(group_iter *gi)
 {
@@ -92,8 +67,9 @@ static void open_next_group(group_iter *gi)
         return;
     }
     g->at = 0;
+    /* Groups open once per many records: rebuilding the heap is cheap. */
     gi->heap[gi->n++] = g;
-    sift_up(gi->heap, gi->n - 1);
+    ks_heapmake(groups, gi->n, gi->heap);
     rocksdb_iter_next(gi->it);
 }
 
@@ -119,7 +95,7 @@ static void advance(group_iter *gi)
         gi->heap[0] = gi->heap[--gi->n];
         gi->spare[gi->n_spare++] = g;
     }
-    if (gi->n) sift_down(gi->heap, gi->n, 0);
+    if (gi->n) ks_heapadjust(groups, 0, gi->n, gi->heap);
     open_due_groups(gi);
 }
 
@@ -175,7 +151,7 @@ const uint8_t *group_iter_value(const group_iter *gi, size_t *len)
 
 void group_iter_next(group_iter *gi) { advance(gi); }
 
-char *group_iter_error(const group_iter *gi)
+int group_iter_status(const group_iter *gi, errmsg *err)
 {
-    return gi->error ? strdup(gi->error) : NULL;
+    return gi->error ? errmsg_set(err, "%s", gi->error) : 0;
 }

@@ -17,6 +17,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <rocksdb/c.h>
+#include "errmsg.h"
 
 typedef struct group_iter group_iter;
 
@@ -32,8 +33,8 @@ const uint8_t *group_iter_key(const group_iter *gi, size_t *len);
 const uint8_t *group_iter_value(const group_iter *gi, size_t *len);
 void group_iter_next(group_iter *gi);
 
-/* After the end: a malloc'd message if a group did not decode or memory ran
- * out, else NULL (RocksDB's own errors are the caller's to ask for). */
-char *group_iter_error(const group_iter *gi);
+/* After the end: 0, or -1 with the cause in err if a group did not decode
+ * or memory ran out (RocksDB's own errors are the caller's to ask for). */
+int group_iter_status(const group_iter *gi, errmsg *err);
 
 #endif

@@ -1,6 +1,4 @@
 /* group_writer.c -- see group_writer.h. */
-#define _GNU_SOURCE
-#include <stdio.h>
 #include <stdlib.h>
 #include <htslib/thread_pool.h>
 #include "group_writer.h"
@@ -31,18 +29,12 @@ static void *encode_job_run(void *arg)
     return j;
 }
 
-static int fail(char **err, const char *what)
-{
-    if (asprintf(err, "%s", what) < 0) *err = NULL;
-    return -1;
-}
-
 /* Puts an encoded group and makes its encoder idle again. */
-static int store_group(group_writer *gw, encode_job *j, char **err)
+static int store_group(group_writer *gw, encode_job *j, errmsg *err)
 {
     int rc = 0;
     if (j->status < 0) {
-        rc = fail(err, "out of memory while compressing a run");
+        rc = errmsg_set(err, "out of memory while compressing a run");
     } else {
         size_t klen;
         const uint8_t *key = group_first_key(j->enc, &klen);   /* still there after encoding */
@@ -54,27 +46,27 @@ static int store_group(group_writer *gw, encode_job *j, char **err)
 }
 
 /* Takes the oldest group's result, waiting for it. */
-static int collect_one(group_writer *gw, char **err)
+static int collect_one(group_writer *gw, errmsg *err)
 {
     hts_tpool_result *r = hts_tpool_next_result_wait(gw->queue);
-    if (!r) return fail(err, "a compression thread failed");
+    if (!r) return errmsg_set(err, "a compression thread failed");
     encode_job *j = hts_tpool_result_data(r);
     hts_tpool_delete_result(r, 0);
     gw->in_flight--;
     return store_group(gw, j, err);
 }
 
-static int dispatch(group_writer *gw, char **err)
+static int dispatch(group_writer *gw, errmsg *err)
 {
     encode_job *j = calloc(1, sizeof *j);
-    if (!j) return fail(err, "out of memory while compressing a run");
+    if (!j) return errmsg_set(err, "out of memory while compressing a run");
     j->enc = gw->filling;
     gw->filling = NULL;
     if (!gw->pool) return store_group(gw, encode_job_run(j), err);
     if (hts_tpool_dispatch(gw->pool, gw->queue, encode_job_run, j) < 0) {
         gw->idle[gw->n_idle++] = j->enc;
         free(j);
-        return fail(err, "could not queue a group for compression");
+        return errmsg_set(err, "could not queue a group for compression");
     }
     gw->in_flight++;
     return 0;
@@ -102,19 +94,19 @@ group_writer *group_writer_create(int threads, size_t group_bytes, group_put_fn 
 }
 
 int group_writer_add(group_writer *gw, const uint8_t *key, size_t klen,
-                     const uint8_t *val, size_t vlen, char **err)
+                     const uint8_t *val, size_t vlen, errmsg *err)
 {
     if (!gw->filling) {
         if (!gw->n_idle && collect_one(gw, err) < 0) return -1;
         gw->filling = gw->idle[--gw->n_idle];
     }
     if (group_add(gw->filling, key, klen, val, vlen) < 0)
-        return fail(err, "a record could not be added to a compact run (out of memory?)");
+        return errmsg_set(err, "a record could not be added to a compact run (out of memory?)");
     if (group_raw_bytes(gw->filling) >= gw->group_bytes) return dispatch(gw, err);
     return 0;
 }
 
-int group_writer_finish(group_writer *gw, char **err)
+int group_writer_finish(group_writer *gw, errmsg *err)
 {
     if (gw->filling && group_count(gw->filling) && dispatch(gw, err) < 0) return -1;
     while (gw->in_flight)

@@ -7,7 +7,7 @@
  * the caller's thread.  group_writer_finish() ends the run: it encodes the
  * last group and waits for every blob to be put.  After a failure the
  * writer must only be destroyed.  With threads <= 1 it encodes on the
- * caller's thread.  Errors come back as a malloc'd message in *err.
+ * caller's thread.  Failures return -1 with the cause in err (errmsg.h).
  *
  * Why: the spill thread is what the loader waits for, and the codecs cost
  * more than writing the bytes; other cores are idle while it writes.
@@ -17,17 +17,18 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include "errmsg.h"
 
 typedef int (*group_put_fn)(void *ctx, const uint8_t *key, size_t klen,
-                            const uint8_t *blob, size_t len, char **err);
+                            const uint8_t *blob, size_t len, errmsg *err);
 
 typedef struct group_writer group_writer;
 
 /* NULL when out of memory or if the threads cannot start. */
 group_writer *group_writer_create(int threads, size_t group_bytes, group_put_fn put, void *ctx);
 int group_writer_add(group_writer *gw, const uint8_t *key, size_t klen,
-                     const uint8_t *val, size_t vlen, char **err);
-int group_writer_finish(group_writer *gw, char **err);
+                     const uint8_t *val, size_t vlen, errmsg *err);
+int group_writer_finish(group_writer *gw, errmsg *err);
 void group_writer_destroy(group_writer *gw);
 
 #endif

@@ -50,41 +50,42 @@ static int cram_ended_with_eof(cram_fd *fd)
     return (major == 2 && minor == 0) || major < 2 || cram_container_is_empty(fd);
 }
 
-int input_check_start(samFile *in, const char *fn, uint64_t file_size, char *why, size_t n)
+int input_check_start(samFile *in, const char *fn, uint64_t file_size, errmsg *err)
 {
     if (!file_size) return 0;
     if (is_bgzf(in) && bgzf_check_EOF(in->fp.bgzf) == 0) {
-        snprintf(why, n, "'%s' does not end with the BGZF EOF marker: it is truncated, or has "
-                 "data after its end", fn);
+        errmsg_set(err, "'%s' does not end with the BGZF EOF marker: it is truncated, or has "
+                "data after its end", fn);
         return -1;
     }
     if (in->format.format == cram && cram_check_EOF(in->fp.cram) == 0) {
-        snprintf(why, n, "'%s' does not end with the CRAM EOF container: it is truncated, or has "
-                 "data after its end", fn);
+        errmsg_set(err, "'%s' does not end with the CRAM EOF container: it is truncated, or has "
+                "data after its end", fn);
         return -1;
     }
     return 0;
 }
 
-int input_check_end(samFile *in, const char *fn, uint64_t file_size, char *why, size_t n)
+int input_check_end(samFile *in, const char *fn, uint64_t file_size, errmsg *err)
 {
     if (is_bgzf(in) && in->fp.bgzf->no_eof_block) {
-        snprintf(why, n, "'%s' is truncated: it ended without the BGZF EOF marker", fn);
+        errmsg_set(err, "'%s' is truncated: it ended without the BGZF EOF marker", fn);
         return -1;
     }
     if (in->format.format == cram && !cram_ended_with_eof(in->fp.cram)) {
-        snprintf(why, n, "'%s' is truncated: it ended without the CRAM EOF container", fn);
+        errmsg_set(err, "'%s' is truncated: it ended without the CRAM EOF container", fn);
         return -1;
     }
     int64_t consumed = file_size ? (int64_t)htell(input_hfile(in)) : 0;
     if (consumed >= 0 && (uint64_t)consumed < file_size) {
-        snprintf(why, n, "'%s' is truncated or changed while being read: reading ended "
-                 "at byte %" PRId64 " of %" PRIu64, fn, consumed, file_size);
+        errmsg_set(err, "'%s' is truncated or changed while being read: reading ended "
+                "at byte %" PRId64 " of %" PRIu64, fn, consumed, file_size);
         return -1;
     }
     if (file_size && is_plain_sam(in) && !last_byte_is_newline(fn, file_size)) {
-        snprintf(why, n, "'%s' does not end with a newline; its last line was read "
-                 "as complete (a file cut inside its last tag would read the same)", fn);
+        errmsg_set(err, "'%s' does not end with a newline: its last line was read as a whole "
+                "record, as samtools reads it (a file cut at the end of a field or inside its "
+                "last tag would read the same)", fn);
         return 1;
     }
     return 0;

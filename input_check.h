@@ -11,14 +11,14 @@
  * whose end marker never came (files and streams alike) and a regular file
  * whose bytes consumed fall short of the size it had when opened, whatever
  * htslib reported.  file_size is 0 when the input is not a regular file.
- * Both return 0, or -1 with a one-line cause naming the file in why.
+ * Both return 0, or -1 with a one-line cause naming the file in err.
  *
  * Plain SAM has no end marker.  A last line without a newline that htslib
  * parsed is taken as complete, as samtools takes it: a line cut elsewhere
  * does not parse (too few fields, SEQ and QUAL of different lengths, a
  * broken tag).  A cut at the end of a field or inside the last tag's value
  * cannot be told from a complete line, so input_check_end() then returns 1
- * with a one-line warning naming the file in why.
+ * with a one-line warning naming the file in err.
  */
 #ifndef INPUT_CHECK_H
 #define INPUT_CHECK_H
@@ -26,8 +26,9 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <htslib/sam.h>
+#include "errmsg.h"
 
-int input_check_start(samFile *in, const char *fn, uint64_t file_size, char *why, size_t n);
-int input_check_end(samFile *in, const char *fn, uint64_t file_size, char *why, size_t n);
+int input_check_start(samFile *in, const char *fn, uint64_t file_size, errmsg *err);
+int input_check_end(samFile *in, const char *fn, uint64_t file_size, errmsg *err);
 
 #endif

@@ -6,6 +6,11 @@
  * doubles with the sign bit flipped (negatives: all bits); strings
  * NUL-terminated (SAM strings hold no NUL, and the NUL makes a prefix sort
  * first, as strcmp does).  Shared by bam_sort.c and template_key.c.
+ *
+ * key_cmp() is the one order of keys everywhere: the batch sort, RocksDB's
+ * bytewise comparator, the merges.  key_sample is the one key-with-length
+ * the code passes around: a sampled key and the record bytes it stands for
+ * (key_ranges.h, store_samples()), or a bound of a key range.
  */
 #ifndef KEY_BYTES_H
 #define KEY_BYTES_H
@@ -13,6 +18,20 @@
 #include <math.h>
 #include <stdint.h>
 #include <string.h>
+
+/* memcmp() over the common length, then the shorter key first: RocksDB's
+ * bytewise order.  Negative, 0 or positive. */
+static inline int key_cmp(const uint8_t *a, size_t la, const uint8_t *b, size_t lb)
+{
+    int c = memcmp(a, b, la < lb ? la : lb);
+    return c ? c : (la > lb) - (la < lb);
+}
+
+typedef struct {
+    const uint8_t *key;
+    size_t len;
+    uint64_t weight;    /* record bytes the key stands for; 0 for a bound */
+} key_sample;
 
 static inline uint8_t *put_be(uint8_t *p, uint64_t v, int nbytes)
 {

@@ -1,7 +1,6 @@
 /* key_ranges.c -- see key_ranges.h. */
 #include <stdlib.h>
 #include "key_ranges.h"
-#include "sort_batch.h"
 
 int key_samples_add(key_samples *s, const uint8_t *key, size_t len, uint64_t weight)
 {
@@ -26,7 +25,7 @@ void key_samples_free(key_samples *s)
 static int by_key(const void *a, const void *b)
 {
     const key_sample *x = a, *y = b;
-    return key_order(x->key, x->len, y->key, y->len);
+    return key_cmp(x->key, x->len, y->key, y->len);
 }
 
 /* A split goes at the first sample whose preceding weight reaches the next

@@ -14,12 +14,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
-
-typedef struct {
-    const uint8_t *key;
-    size_t len;
-    uint64_t weight;
-} key_sample;
+#include "key_bytes.h"
 
 typedef struct {
     key_sample *v;

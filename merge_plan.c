@@ -11,14 +11,17 @@
 #define ROCKS_NON_TABLE_FILES 10
 /* A merge of fewer runs is not worth a thread of its own. */
 #define MIN_USEFUL_WIDTH 4
-#define NO_LIMIT (1 << 20)
+/* Descriptor counts when `ulimit -n` sets no limit: more than any sort
+ * opens, yet small enough for RocksDB's table cache to take as a size. */
+#define FILES_UNLIMITED (1 << 20)
 
 /* RocksDB's table cache keeps unused runs open up to its capacity and the
  * runs in use (pinned by a merge or the readout) beyond it: its capacity
  * leaves room for the merges' outputs, which it does not hold. */
 files_plan files_plan_for(int max_open_files, int threads)
 {
-    files_plan f = { NO_LIMIT, NO_LIMIT, threads > 0 ? threads : 1, NO_LIMIT };
+    files_plan f = { FILES_UNLIMITED, FILES_UNLIMITED, threads > 0 ? threads : 1,
+                     FILES_UNLIMITED };
     if (max_open_files < 0) return f;
     int runs = max_open_files - STORE_OWN_FILES;
     if (runs < 3) runs = 3;     /* too few for any sort that spills: RocksDB will say so */

@@ -12,13 +12,14 @@
 /* Each part of the store is read by a stream of its own: one iterator
  * over all runs kept a single thread busy with RocksDB's merge and its
  * synchronous reads for the whole -u readout. */
-static int open_streams(merge_sources *s, sort_job *j, key_bound lo, key_bound hi,
-                        size_t readahead)
+static int open_streams(merge_sources *s, rocks_store *st, const key_sample *lo,
+                        const key_sample *hi, size_t readahead)
 {
-    int parts = store_parts(j->store);
+    int parts = st ? store_parts(st) : 0;
     for (s->n_streams = 0; s->n_streams < parts; s->n_streams++) {
         int p = s->n_streams;
-        s->it[p] = store_iter_open_range(j->store, p, readahead, lo.key, lo.len, hi.key, hi.len);
+        s->it[p] = store_iter_open_range(st, p, readahead, lo ? lo->key : NULL, lo ? lo->len : 0,
+                                         hi ? hi->key : NULL, hi ? hi->len : 0);
         s->stream[p] = s->it[p] ? stream_open(s->it[p], STREAM_CHUNK_BYTES, STREAM_CHUNKS) : NULL;
         if (!s->stream[p]) {
             store_iter_close(s->it[p]);
@@ -28,54 +29,58 @@ static int open_streams(merge_sources *s, sort_job *j, key_bound lo, key_bound h
     return 0;
 }
 
-static batch_slice slice_batch(const sort_batch *sb, key_bound lo, key_bound hi)
+static batch_slice slice_batch(const sort_batch *sb, const key_sample *lo, const key_sample *hi)
 {
     batch_slice x = batch_whole(sb);
-    if (lo.key) x.begin = batch_seek(sb, lo.key, lo.len);
-    if (hi.key) x.end = batch_seek(sb, hi.key, hi.len);
+    if (lo) x.begin = batch_seek(sb, lo->key, lo->len);
+    if (hi) x.end = batch_seek(sb, hi->key, hi->len);
     if (x.end < x.begin) x.end = x.begin;
     return x;
 }
 
-static packed_slice slice_packed(const packed_run *pr, key_bound lo, key_bound hi)
+static packed_slice slice_packed(const packed_run *pr, const key_sample *lo,
+                                 const key_sample *hi)
 {
     packed_slice x = packed_whole(pr);
-    if (lo.key) x.begin = packed_seek(pr, lo.key, lo.len);
-    if (hi.key) x.end = packed_seek(pr, hi.key, hi.len);
+    if (lo) x.begin = packed_seek(pr, lo->key, lo->len);
+    if (hi) x.end = packed_seek(pr, hi->key, hi->len);
     if (!x.begin) x.end = NULL;
     return x;
 }
 
 /* The held batches (sorted in place, or packed) and the last batch. */
-static int slice_held(merge_sources *s, sort_job *j, key_bound lo, key_bound hi)
+static int slice_held(merge_sources *s, const readout_input *in, const key_sample *lo,
+                      const key_sample *hi)
 {
-    int n_kept = j->q.kept ? j->q.n_held : 0;
-    int n_packed = j->q.packed ? j->q.n_held : 0;
+    int n_kept = in->kept ? in->n_held : 0;
+    int n_packed = in->packed ? in->n_held : 0;
     s->batches = malloc((size_t)(n_kept + 1) * sizeof *s->batches);
     s->packed = malloc((size_t)(n_packed + 1) * sizeof *s->packed);
     if (!s->batches || !s->packed) return -1;
-    for (int i = 0; i < n_kept; i++) s->batches[i] = slice_batch(j->q.kept[i], lo, hi);
-    s->batches[n_kept] = slice_batch(j->tail, lo, hi);
-    for (int i = 0; i < n_packed; i++) s->packed[i] = slice_packed(j->q.packed[i], lo, hi);
+    for (int i = 0; i < n_kept; i++) s->batches[i] = slice_batch(in->kept[i], lo, hi);
+    s->batches[n_kept] = slice_batch(in->tail, lo, hi);
+    for (int i = 0; i < n_packed; i++) s->packed[i] = slice_packed(in->packed[i], lo, hi);
     s->n_batches = n_kept + 1;
     s->n_packed = n_packed;
     return 0;
 }
 
-int sources_open(merge_sources *s, sort_job *j, key_bound lo, key_bound hi, size_t readahead)
+int sources_open(merge_sources *s, const readout_input *in, const key_sample *lo,
+                 const key_sample *hi, size_t readahead, errmsg *err)
 {
     memset(s, 0, sizeof *s);
-    if (open_streams(s, j, lo, hi, readahead) < 0 || slice_held(s, j, lo, hi) < 0) return -1;
+    if (open_streams(s, in->store, lo, hi, readahead) < 0 || slice_held(s, in, lo, hi) < 0)
+        return errmsg_set(err, "out of memory for the final merge");
     s->merge = merge_open(s->stream, s->n_streams, s->batches, s->n_batches,
                           s->packed, s->n_packed);
-    return s->merge ? 0 : -1;
+    return s->merge ? 0 : errmsg_set(err, "out of memory for the final merge");
 }
 
-const char *sources_error(const merge_sources *s)
+int sources_status(const merge_sources *s, errmsg *err)
 {
     for (int i = 0; i < s->n_streams; i++)
-        if (stream_error(s->stream[i])) return stream_error(s->stream[i]);
-    return NULL;
+        if (stream_status(s->stream[i], err) < 0) return -1;
+    return 0;
 }
 
 void sources_close(merge_sources *s)

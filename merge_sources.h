@@ -1,25 +1,33 @@
 /* merge_sources.h -- everything the readout merges, for one key range.
  *
- * Contract: sources_open() gathers, for the keys from lo (inclusive) to hi
- * (exclusive), a NULL key being an open bound: a reader thread over each
- * part of the store (store_stream.h, with RocksDB iterators bounded to the
- * range), and slices of the batches held in memory and of the last batch
- * (run_merge.h); then it opens the merge of them all.  The whole key space
- * (both bounds open) is the single readout of before ranges existed.
- * After the merge has ended, sources_error() gives a reader's error, or
- * NULL.  sources_close() stops the readers and frees what sources_open()
- * made (also after a failed open).  Returns 0, or -1 when out of memory.
+ * Contract: a readout_input names what the load left to merge: the store's
+ * spilled runs, the batches held in memory (sorted in place, or packed in
+ * key order) and the last batch.  sources_open() gathers, for the keys
+ * from lo (inclusive) to hi (exclusive), a NULL bound being open: a reader
+ * thread over each part of the store (store_stream.h, with RocksDB
+ * iterators bounded to the range), and slices of the held batches and of
+ * the last batch (run_merge.h); then it opens the merge of them all.  The
+ * whole key space (both bounds open) is the readout in one stream.  After
+ * the merge has ended, sources_status() gives 0, or -1 with a reader's
+ * error.  sources_close() stops the readers and frees what sources_open()
+ * made (also after a failed open).  sources_open() returns 0, or -1 with
+ * the cause in err.
  */
 #ifndef MERGE_SOURCES_H
 #define MERGE_SOURCES_H
 
-#include "sort_job.h"
+#include "errmsg.h"
+#include "key_bytes.h"
+#include "rocks_store.h"
 #include "run_merge.h"
 
 typedef struct {
-    const uint8_t *key;     /* NULL: open */
-    size_t len;
-} key_bound;
+    rocks_store *store;         /* the spilled runs; NULL: none */
+    sort_batch *const *kept;    /* n_held batches sorted in place, or NULL */
+    packed_run *const *packed;  /* n_held batches packed in key order, or NULL */
+    int n_held;
+    const sort_batch *tail;     /* the last batch, sorted */
+} readout_input;
 
 typedef struct {
     int n_streams;
@@ -32,8 +40,9 @@ typedef struct {
 } merge_sources;
 
 /* readahead: bytes each run's reader fetches at a time (direct I/O). */
-int sources_open(merge_sources *s, sort_job *j, key_bound lo, key_bound hi, size_t readahead);
-const char *sources_error(const merge_sources *s);
+int sources_open(merge_sources *s, const readout_input *in, const key_sample *lo,
+                 const key_sample *hi, size_t readahead, errmsg *err);
+int sources_status(const merge_sources *s, errmsg *err);
 void sources_close(merge_sources *s);
 
 #endif

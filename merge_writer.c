@@ -17,17 +17,24 @@
 
 /* BAM output copies record bytes as they are, so it can take a view of the
  * stored value; other formats parse the CIGAR, which must be aligned. */
-static int write_value(merge_writer *w, const uint8_t *v, size_t vlen, bam1_t *owned)
+static int corrupt(const merge_writer *w, errmsg *err)
+{
+    return errmsg_set(err, "corrupt record in the temporary database '%s'",
+                      w->store_name ? w->store_name : "(in memory)");
+}
+
+static int write_value(merge_writer *w, const uint8_t *v, size_t vlen, bam1_t *owned,
+                       errmsg *err)
 {
     bam1_t view, *b = &view;
     int zero_copy = w->fp->format.format == bam;
-    if (record_value_view(v, vlen, &view) < 0) return MERGE_WRITE_CORRUPT;
+    if (record_value_view(v, vlen, &view) < 0) return corrupt(w, err);
     if (!zero_copy || view.core.n_cigar > BAM_CIGAR_OPS_MAX) {
-        if (record_value_unpack(v, vlen, owned) < 0) return MERGE_WRITE_CORRUPT;
+        if (record_value_unpack(v, vlen, owned) < 0) return corrupt(w, err);
         b = owned;
     }
     if (w->verify) w->digest += record_digest(b);
-    return sam_write1(w->fp, w->hdr, b) < 0 ? MERGE_WRITE_FAILED : MERGE_WRITE_OK;
+    return sam_write1(w->fp, w->hdr, b) < 0 ? samfile_write_error(w->fp, w->out_name, err) : 0;
 }
 
 /* Returns nonzero when another writer asked this one to stop. */
@@ -39,19 +46,16 @@ static int count_written(merge_writer *w)
     return w->stop && atomic_load(w->stop);
 }
 
-int merge_write(merge_writer *w, run_merge *m)
+int merge_write(merge_writer *w, run_merge *m, errmsg *err)
 {
     bam1_t *owned = bam_init1();
-    if (!owned) {
-        errno = ENOMEM;
-        return MERGE_WRITE_FAILED;
-    }
+    if (!owned) return errmsg_set(err, "out of memory writing '%s'", w->out_name);
     const uint8_t *v;
     size_t vlen, unwritten = 0;
-    int ret = MERGE_WRITE_OK;
-    while (ret == MERGE_WRITE_OK && (v = merge_next(m, &vlen)) != NULL) {
+    int ret = 0;
+    while (ret == 0 && (v = merge_next(m, &vlen)) != NULL) {
         errno = 0;
-        if ((ret = write_value(w, v, vlen, owned)) != MERGE_WRITE_OK) break;
+        if ((ret = write_value(w, v, vlen, owned, err)) != 0) break;
         if (count_written(w)) ret = MERGE_WRITE_STOPPED;
         if (w->drop && (unwritten += vlen) >= DROP_WRITTEN_EVERY) {
             output_drop_written(w->drop);
@@ -83,9 +87,10 @@ hFILE *samfile_hfile(const samFile *fp)
     return fp->fp.hfile;
 }
 
-const char *merge_write_cause(const samFile *fp)
+int samfile_write_error(const samFile *fp, const char *name, errmsg *err)
 {
     int e = herrno(samfile_hfile(fp));
     if (!e) e = errno;
-    return e ? strerror(e) : "htslib could not encode the record (e.g. a position BAM cannot hold)";
+    return errmsg_set(err, "error writing to '%s': %s", name, e ? strerror(e)
+                      : "htslib could not encode the record (e.g. a position BAM cannot hold)");
 }

@@ -6,11 +6,12 @@
  * sums their --verify digests, and every PROGRESS_EVERY + 1 records adds
  * them to a count shared by all writers and shows that count as progress.
  * With w->drop set, the pages of the output already written are dropped
- * from the page cache as it goes (output_drop_written()).  It returns
- * MERGE_WRITE_OK, MERGE_WRITE_CORRUPT (a stored value did not decode),
- * MERGE_WRITE_FAILED (then merge_write_cause() says why) or
- * MERGE_WRITE_STOPPED.  It reports
- * nothing itself, so that it can run on any thread.
+ * from the page cache as it goes (output_drop_written()).  It returns 0;
+ * MERGE_WRITE_STOPPED when *stop was set (another writer failed: nothing
+ * to report); or -1 with the cause in err: a stored value that did not
+ * decode (naming w->store_name), or the failed write (naming w->out_name,
+ * see samfile_write_error()).  It prints nothing, so that it can run on
+ * any thread.
  */
 #ifndef MERGE_WRITER_H
 #define MERGE_WRITER_H
@@ -22,9 +23,12 @@
 #include "output_file.h"
 #include "progress.h"
 #include "run_merge.h"
+#include "errmsg.h"
 
 typedef struct {
     samFile *fp;
+    const char *out_name;       /* for messages: the output as the user named it */
+    const char *store_name;     /* for messages: the temporary database, or NULL */
     const sam_hdr_t *hdr;
     int verify;
     output_file *drop;          /* NULL: leave the page cache alone */
@@ -34,12 +38,8 @@ typedef struct {
     uint64_t records, digest;   /* this writer's */
 } merge_writer;
 
-enum {
-    MERGE_WRITE_OK = 0, MERGE_WRITE_FAILED = -1, MERGE_WRITE_CORRUPT = -2,
-    MERGE_WRITE_STOPPED = -3    /* *stop was set: ended early, nothing to report */
-};
-
-int merge_write(merge_writer *w, run_merge *m);
+#define MERGE_WRITE_STOPPED 1
+int merge_write(merge_writer *w, run_merge *m, errmsg *err);
 
 /* fp's compression runs on the pool (SAM: compression only, see the .c). */
 void samfile_share_pool(samFile *fp, htsThreadPool *pool);
@@ -47,9 +47,10 @@ void samfile_share_pool(samFile *fp, htsThreadPool *pool);
 /* The file htslib writes fp's data through. */
 hFILE *samfile_hfile(const samFile *fp);
 
-/* Why writing to fp failed: compression threads do the writing, so errno
- * seldom is theirs; the output's hFILE keeps the cause.  Without one,
- * htslib refused the record itself. */
-const char *merge_write_cause(const samFile *fp);
+/* Why writing to fp (named name) failed, as "error writing to 'NAME':
+ * CAUSE"; returns -1.  Compression threads do the writing, so errno seldom
+ * is theirs: the output's hFILE keeps the cause.  Without one, htslib
+ * refused the record itself. */
+int samfile_write_error(const samFile *fp, const char *name, errmsg *err);
 
 #endif

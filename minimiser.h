@@ -13,8 +13,16 @@
 #include <stdint.h>
 #include <htslib/sam.h>
 
+/* -K's range: a k-mer's 2-bit bases fill at most 62 bits. */
+#define MM_KMER_MIN 1
+#define MM_KMER_MAX 31
+static inline int mm_kmer_clamp(int k)
+{
+    return k < MM_KMER_MIN ? MM_KMER_MIN : k > MM_KMER_MAX ? MM_KMER_MAX : k;
+}
+
 typedef struct {
-    int kmer;       /* -K, 1..31 */
+    int kmer;       /* -K, MM_KMER_MIN..MM_KMER_MAX */
     int window;     /* -w, used only to build the index */
     int squash;     /* -H: runs of one base count as one base */
     int try_rev;    /* not -R: the reverse strand may give the minimum */

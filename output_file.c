@@ -13,11 +13,10 @@
 #include "output_target.h"
 #include "cleanup.h"
 
-static char *errmsg(const char *what, const char *path)
+/* "WHAT 'PATH': strerror(errno)"; returns -1. */
+static int failed(errmsg *err, const char *what, const char *path)
 {
-    char *m = NULL;
-    if (asprintf(&m, "%s '%s': %s", what, path, strerror(errno)) < 0) m = NULL;
-    return m;
+    return errmsg_set(err, "%s '%s': %s", what, path, strerror(errno));
 }
 
 /* mkstemp makes the file 0600; a finished output should get the same
@@ -41,13 +40,13 @@ static char *temp_name_beside(const char *path)
 
 /* A fresh, private name beside path, created empty; registered for cleanup.
  * Its descriptor goes to *fd if fd is not NULL, else it is closed. */
-static char *reserve_temp_beside(const char *path, int *fd_out, char **err)
+static char *reserve_temp_beside(const char *path, int *fd_out, errmsg *err)
 {
     char *tmp = temp_name_beside(path);
-    if (!tmp) { *err = strdup("out of memory"); return NULL; }
+    if (!tmp) { errmsg_set(err, "out of memory"); return NULL; }
     int fd = cleanup_mkstemp(tmp);
     if (fd < 0) {
-        *err = errmsg("cannot create a file in the directory of", path);
+        failed(err, "cannot create a file in the directory of", path);
         free(tmp);
         return NULL;
     }
@@ -57,10 +56,10 @@ static char *reserve_temp_beside(const char *path, int *fd_out, char **err)
     return tmp;
 }
 
-static int open_stdout(output_file *o, const char *mode, char **err)
+static int open_stdout(output_file *o, const char *mode, errmsg *err)
 {
     o->fp = sam_open("-", mode);
-    if (!o->fp) { *err = errmsg("cannot write to", "-"); return -1; }
+    if (!o->fp) { failed(err, "cannot write to", "-"); return -1; }
     o->stream_fd = STDOUT_FILENO;
     return 0;
 }
@@ -70,13 +69,13 @@ static int open_stdout(output_file *o, const char *mode, char **err)
  * open (not sam_open) keeps the descriptor, so that a failed run can
  * withhold the EOF marker.  No signal hold: opening a FIFO may block until
  * a reader comes, and nothing is created that a signal would have to undo. */
-static int open_in_place(output_file *o, const char *path, const char *mode, char **err)
+static int open_in_place(output_file *o, const char *path, const char *mode, errmsg *err)
 {
     int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
     hFILE *h = fd >= 0 ? hdopen(fd, "w") : NULL;
     o->fp = h ? hts_hopen(h, path, mode) : NULL;
     if (!o->fp) {
-        *err = errmsg("cannot open output file", o->name);
+        failed(err, "cannot open output file", o->name);
         if (h) hclose_abruptly(h);
         else if (fd >= 0) close(fd);
         return -1;
@@ -85,26 +84,26 @@ static int open_in_place(output_file *o, const char *path, const char *mode, cha
     return 0;
 }
 
-static int open_beside(output_file *o, const char *path, const char *mode, char **err)
+static int open_beside(output_file *o, const char *path, const char *mode, errmsg *err)
 {
     o->final_path = strdup(path);
-    if (!o->final_path) { *err = strdup("out of memory"); return -1; }
+    if (!o->final_path) { errmsg_set(err, "out of memory"); return -1; }
     /* sam_open() recreates a name removed under it: no signal in between. */
     cleanup_hold_signals();
     o->tmp_path = reserve_temp_beside(path, &o->cache_fd, err);
     /* htslib writes through a duplicate of cache_fd: they share the file
-     * offset, so that output_append_part() can write at the end. */
+     * offset, so that part_append() (output_parts.h) writes at the end. */
     int fd = o->tmp_path ? dup(o->cache_fd) : -1;
     hFILE *h = fd >= 0 ? hdopen(fd, "w") : NULL;
     o->fp = h ? hts_hopen(h, o->tmp_path, mode) : NULL;
     if (!o->fp && h) hclose_abruptly(h);
     else if (!h && fd >= 0) close(fd);
     cleanup_release_signals();
-    if (o->tmp_path && !o->fp) *err = errmsg("cannot open output file", o->name);
+    if (o->tmp_path && !o->fp) failed(err, "cannot open output file", o->name);
     return o->fp ? 0 : -1;
 }
 
-int output_open(output_file *o, const char *fn, const char *mode, char **err)
+int output_open(output_file *o, const char *fn, const char *mode, errmsg *err)
 {
     memset(o, 0, sizeof *o);
     o->cache_fd = o->stream_fd = -1;
@@ -113,7 +112,7 @@ int output_open(output_file *o, const char *fn, const char *mode, char **err)
     if (kind < 0) return -1;
     o->name = strdup(fn);
     int ret = -1;
-    if (!o->name) *err = strdup("out of memory");
+    if (!o->name) errmsg_set(err, "out of memory");
     else if (kind == TARGET_STDOUT) ret = open_stdout(o, mode, err);
     else if (kind == TARGET_DIRECT) ret = open_in_place(o, path, mode, err);
     else ret = open_beside(o, path, mode, err);
@@ -123,13 +122,13 @@ int output_open(output_file *o, const char *fn, const char *mode, char **err)
 }
 
 /* The index's names; *write_to is where to write it (malloc'd). */
-static int index_names(output_file *o, const char *idx_fn, char **write_to, char **err)
+static int index_names(output_file *o, const char *idx_fn, char **write_to, errmsg *err)
 {
     char *path = NULL;
     int kind = output_target(idx_fn, &path, err);
     if (kind < 0) return -1;
     o->idx_name = strdup(idx_fn);
-    if (!o->idx_name) { free(path); *err = strdup("out of memory"); return -1; }
+    if (!o->idx_name) { free(path); errmsg_set(err, "out of memory"); return -1; }
     if (kind == TARGET_RENAME) {
         o->idx_final_path = path;
         o->idx_tmp_path = reserve_temp_beside(path, NULL, err);
@@ -137,18 +136,18 @@ static int index_names(output_file *o, const char *idx_fn, char **write_to, char
     }
     *write_to = strdup(o->idx_tmp_path ? o->idx_tmp_path : path);
     if (!o->idx_final_path) free(path);
-    if (!*write_to) { *err = strdup("out of memory"); return -1; }
+    if (!*write_to) { errmsg_set(err, "out of memory"); return -1; }
     return 0;
 }
 
 int output_index_begin(output_file *o, sam_hdr_t *h, const char *idx_fn, int min_shift,
-                       char **err)
+                       errmsg *err)
 {
     /* htslib keeps the name, not a copy: it lives as long as the output. */
     if (index_names(o, idx_fn, &o->idx_write_path, err) < 0) return -1;
     int ret = sam_idx_init(o->fp, h, min_shift, o->idx_write_path);
     if (ret < 0) {
-        *err = errmsg("cannot start the index", idx_fn);
+        failed(err, "cannot start the index", idx_fn);
         return -1;
     }
     o->indexing = 1;
@@ -156,10 +155,10 @@ int output_index_begin(output_file *o, sam_hdr_t *h, const char *idx_fn, int min
 }
 
 int output_index_after(output_file *o, const char *idx_fn, int min_shift, int threads,
-                       char **err)
+                       errmsg *err)
 {
     if (!o->tmp_path) {
-        *err = strdup("an index built after the output needs an output file");
+        errmsg_set(err, "an index built after the output needs an output file");
         return -1;
     }
     if (index_names(o, idx_fn, &o->idx_write_path, err) < 0) return -1;
@@ -225,10 +224,10 @@ static int save_index(output_file *o)
     return ret;
 }
 
-int output_commit(output_file *o, char **err)
+int output_commit(output_file *o, errmsg *err)
 {
     if (save_index(o) < 0) {
-        *err = errmsg("error writing the index", o->idx_name);
+        failed(err, "error writing the index", o->idx_name);
         output_abort(o);
         return -1;
     }
@@ -238,19 +237,19 @@ int output_commit(output_file *o, char **err)
     output_drop_written(o);
     close_cache_fd(o);
     if (ret < 0) {
-        *err = errmsg("error closing output file", o->name);
+        failed(err, "error closing output file", o->name);
         output_abort(o);
         return -1;
     }
     if (build_index_after(o) < 0) {
-        *err = errmsg("error writing the index", o->idx_name);
+        failed(err, "error writing the index", o->idx_name);
         output_abort(o);
         return -1;
     }
     if (!o->final_path) {
         cleanup_mark_finished();
     } else if (cleanup_commit_rename(o->tmp_path, o->final_path) < 0) {
-        *err = errmsg("cannot rename the finished output to", o->final_path);
+        failed(err, "cannot rename the finished output to", o->final_path);
         output_abort(o);
         return -1;
     }
@@ -258,7 +257,7 @@ int output_commit(output_file *o, char **err)
     /* Past the commit point (signals no longer undo the run), so the index
      * can follow its output. */
     if (o->idx_tmp_path && rename(o->idx_tmp_path, o->idx_final_path) < 0) {
-        *err = errmsg("cannot rename the finished index to", o->idx_final_path);
+        failed(err, "cannot rename the finished index to", o->idx_final_path);
         output_abort(o);
         return -1;
     }

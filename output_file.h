@@ -18,6 +18,7 @@
 #define OUTPUT_FILE_H
 
 #include <htslib/sam.h>
+#include "errmsg.h"
 
 typedef struct {
     char *name, *idx_name;  /* as the user gave them, for messages */
@@ -33,9 +34,9 @@ typedef struct {
     int idx_min_shift, idx_threads;
 } output_file;
 
-/* mode is an htslib mode ("wb6", "w", "wc"...).  Returns 0, or -1 with a
- * message in *err (also for a destination output_target() refuses). */
-int output_open(output_file *o, const char *fn, const char *mode, char **err);
+/* mode is an htslib mode ("wb6", "w", "wc"...).  Returns 0, or -1 with the
+ * cause in err (also for a destination output_target() refuses). */
+int output_open(output_file *o, const char *fn, const char *mode, errmsg *err);
 
 /* Builds an index while the records are written: call it after the header
  * and before the first record.  The index is written under a temporary name
@@ -43,20 +44,20 @@ int output_open(output_file *o, const char *fn, const char *mode, char **err);
  * idx_fn is not a regular file).  min_shift 0 makes a
  * BAI, 14 a CSI; CRAM always gets a CRAI. */
 int output_index_begin(output_file *o, sam_hdr_t *h, const char *idx_fn, int min_shift,
-                       char **err);
+                       errmsg *err);
 
 /* The same index, built by samtools index's code (sam_index_build3()) from
  * the closed output at the commit, before the rename: for output that was
  * not written record by record through o->fp (range_readout.h).  Needs an
  * output written beside its final name (a regular file). */
 int output_index_after(output_file *o, const char *idx_fn, int min_shift, int threads,
-                       char **err);
+                       errmsg *err);
 
 /* Call every few tens of MB written: the pages that reached the disk are
  * dropped from the page cache, so new writes reuse them (see output_file.c). */
 void output_drop_written(output_file *o);
 
-int output_commit(output_file *o, char **err);
+int output_commit(output_file *o, errmsg *err);
 void output_abort(output_file *o);
 
 #endif

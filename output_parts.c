@@ -16,13 +16,9 @@ static const uint8_t bgzf_eof[28] = {
     0x1b, 0, 0x03, 0, 0, 0, 0, 0, 0, 0, 0, 0
 };
 
-static char *fail(const char *what, const char *path)
+static int fail(errmsg *err, const char *what, const char *path)
 {
-    char *m = NULL;
-    if (asprintf(&m, "%s '%s': %s", what, path, errno ? strerror(errno) : "unexpected end")
-        < 0)
-        m = NULL;
-    return m;
+    return errmsg_set(err, "%s '%s': %s", what, path, errno ? strerror(errno) : "unexpected end");
 }
 
 int part_slot_create(void)
@@ -35,20 +31,20 @@ int part_slot_rewind(int fd)
     return lseek(fd, 0, SEEK_SET) < 0 ? -1 : 0;
 }
 
-int part_slot_length(int fd, int strip_eof, off_t *len, char **err)
+int part_slot_length(int fd, int strip_eof, off_t *len, errmsg *err)
 {
     uint8_t tail[sizeof bgzf_eof];
     errno = 0;
     *len = lseek(fd, 0, SEEK_CUR);
     if (*len < 0) {
-        *err = fail("cannot read back", "a part of the output in memory");
+        fail(err, "cannot read back", "a part of the output in memory");
         return -1;
     }
     if (!strip_eof) return 0;
     if (*len < (off_t)sizeof tail
         || pread(fd, tail, sizeof tail, *len - (off_t)sizeof tail) != (ssize_t)sizeof tail
         || memcmp(tail, bgzf_eof, sizeof tail) != 0) {
-        *err = fail("missing EOF marker in", "a part of the output in memory");
+        fail(err, "missing EOF marker in", "a part of the output in memory");
         return -1;
     }
     *len -= (off_t)sizeof tail;
@@ -69,14 +65,14 @@ static ssize_t copy_some(int in, off_t *off, int out, size_t n)
     return w;
 }
 
-int part_append(output_file *o, int fd, off_t len, char **err)
+int part_append(output_file *o, int fd, off_t len, errmsg *err)
 {
     int out = o->cache_fd >= 0 ? o->cache_fd : o->stream_fd;
     off_t off = 0;
     while (off < len) {
         errno = 0;
         if (copy_some(fd, &off, out, (size_t)(len - off)) <= 0) {
-            *err = fail("error writing to", o->name);
+            fail(err, "error writing to", o->name);
             return -1;
         }
     }

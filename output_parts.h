@@ -11,7 +11,7 @@
  * and leaves it out, so the joined output has one EOF marker, its own.
  * part_append() copies a piece to the output where the output's descriptor
  * stands: the output's data so far must already be flushed out of htslib.
- * Errors are malloc'd messages naming the file and the cause.
+ * Failures return -1 with a cause naming the file in err (errmsg.h).
  */
 #ifndef OUTPUT_PARTS_H
 #define OUTPUT_PARTS_H
@@ -26,9 +26,9 @@ int part_slot_create(void);
 int part_slot_rewind(int fd);
 
 /* Returns 0, or -1 (the piece lacks its EOF marker, or the file failed). */
-int part_slot_length(int fd, int strip_eof, off_t *len, char **err);
+int part_slot_length(int fd, int strip_eof, off_t *len, errmsg *err);
 
 /* Returns 0, or -1 when writing to the output failed. */
-int part_append(output_file *o, int fd, off_t len, char **err);
+int part_append(output_file *o, int fd, off_t len, errmsg *err);
 
 #endif

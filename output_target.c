@@ -14,15 +14,6 @@
 #define FOLLOW_LINK (-2)
 #define MAX_LINK_HOPS 40    /* the kernel's own limit before ELOOP */
 
-static int refuse(char **err, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    if (vasprintf(err, fmt, ap) < 0) *err = NULL;
-    va_end(ap);
-    return -1;
-}
-
 static char *dir_of(const char *path)
 {
     char *copy = strdup(path), *dir = copy ? strdup(dirname(copy)) : NULL;
@@ -64,27 +55,27 @@ static char *link_target(const char *path)
 /* A new file, or one renamed over an old one, is made in path's directory:
  * it must exist and the user must be allowed to create files in it.  The
  * effective ids decide, as they will for the real creation. */
-static int check_parent(const char *fn, const char *path, char **err)
+static int check_parent(const char *fn, const char *path, errmsg *err)
 {
     char *dir = dir_of(path);
-    if (!dir) return refuse(err, "out of memory");
+    if (!dir) return errmsg_set(err, "out of memory");
     struct stat st;
     int ret = 0;
     if (stat(dir, &st) < 0)
         ret = errno == ENOENT
-            ? refuse(err, "cannot write '%s': directory '%s' does not exist", fn, dir)
-            : refuse(err, "cannot write '%s': directory '%s': %s", fn, dir, strerror(errno));
+            ? errmsg_set(err, "cannot write '%s': directory '%s' does not exist", fn, dir)
+            : errmsg_set(err, "cannot write '%s': directory '%s': %s", fn, dir, strerror(errno));
     else if (!S_ISDIR(st.st_mode))
-        ret = refuse(err, "cannot write '%s': '%s' is not a directory", fn, dir);
+        ret = errmsg_set(err, "cannot write '%s': '%s' is not a directory", fn, dir);
     else if (euidaccess(dir, W_OK | X_OK) < 0)
-        ret = refuse(err, "cannot write '%s': cannot create files in directory '%s': %s",
+        ret = errmsg_set(err, "cannot write '%s': cannot create files in directory '%s': %s",
                      fn, dir, strerror(errno));
     free(dir);
     return ret;
 }
 
 /* One step along fn's chain of links; path is where the chain has led. */
-static int classify(const char *fn, const char *path, char **err)
+static int classify(const char *fn, const char *path, errmsg *err)
 {
     char *dir = dir_of(path);
     int own_fd = dir && is_own_fd_dir(dir);
@@ -93,22 +84,22 @@ static int classify(const char *fn, const char *path, char **err)
     struct stat st;
     if (lstat(path, &st) < 0) {
         if (errno != ENOENT && errno != ENOTDIR)
-            return refuse(err, "cannot write '%s': %s", fn, strerror(errno));
+            return errmsg_set(err, "cannot write '%s': %s", fn, strerror(errno));
         return check_parent(fn, path, err) < 0 ? -1 : TARGET_RENAME;
     }
     if (S_ISLNK(st.st_mode)) return FOLLOW_LINK;
-    if (S_ISDIR(st.st_mode)) return refuse(err, "cannot write '%s': it is a directory", fn);
+    if (S_ISDIR(st.st_mode)) return errmsg_set(err, "cannot write '%s': it is a directory", fn);
     if (S_ISREG(st.st_mode)) return check_parent(fn, path, err) < 0 ? -1 : TARGET_RENAME;
     return TARGET_DIRECT;   /* a device, FIFO or socket: nothing to rename */
 }
 
-int output_target(const char *fn, char **path_out, char **err)
+int output_target(const char *fn, char **path_out, errmsg *err)
 {
     *path_out = NULL;
     if (!strcmp(fn, "-")) return TARGET_STDOUT;
     /* Such a name would pass every check and fail only at the final rename. */
     if (!*fn || fn[strlen(fn) - 1] == '/')
-        return refuse(err, "cannot write '%s': not a file name", fn);
+        return errmsg_set(err, "cannot write '%s': not a file name", fn);
     char *path = strdup(fn);
     for (int hops = 0; path && hops <= MAX_LINK_HOPS; hops++) {
         int kind = classify(fn, path, err);
@@ -121,12 +112,12 @@ int output_target(const char *fn, char **path_out, char **err)
         free(path);
         path = next;
     }
-    if (!path) return refuse(err, "cannot follow the link '%s': %s", fn, strerror(errno));
+    if (!path) return errmsg_set(err, "cannot follow the link '%s': %s", fn, strerror(errno));
     free(path);
-    return refuse(err, "cannot write '%s': too many levels of symbolic links", fn);
+    return errmsg_set(err, "cannot write '%s': too many levels of symbolic links", fn);
 }
 
-int output_target_check(const char *fn, char **err)
+int output_target_check(const char *fn, errmsg *err)
 {
     char *path = NULL;
     int kind = output_target(fn, &path, err);

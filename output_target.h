@@ -14,14 +14,16 @@
 #ifndef OUTPUT_TARGET_H
 #define OUTPUT_TARGET_H
 
+#include "errmsg.h"
+
 typedef enum { TARGET_STDOUT, TARGET_RENAME, TARGET_DIRECT } target_kind;
 
 /* "-" is TARGET_STDOUT.  *path gets the name to rename onto (TARGET_RENAME)
  * or to open (TARGET_DIRECT), malloc'd; NULL for stdout.  Returns the kind,
- * or -1 with a message naming fn in *err (malloc'd). */
-int output_target(const char *fn, char **path, char **err);
+ * or -1 with the cause, naming fn, in err. */
+int output_target(const char *fn, char **path, errmsg *err);
 
-/* Only the check: 0 if fn can be written, else -1 with a message in *err. */
-int output_target_check(const char *fn, char **err);
+/* Only the check: 0 if fn can be written, else -1 with the cause in err. */
+int output_target_check(const char *fn, errmsg *err);
 
 #endif

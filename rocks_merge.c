@@ -45,7 +45,7 @@ void merges_configure(rocks_store *st, const store_options *o)
     rocksdb_universal_compaction_options_set_stop_style(st->universal,
                                                         rocksdb_similar_size_compaction_stop_style);
     /* Never rewrite everything to bound space: temp data is short-lived. */
-    rocksdb_universal_compaction_options_set_max_size_amplification_percent(st->universal, NO_LIMIT);
+    rocksdb_universal_compaction_options_set_max_size_amplification_percent(st->universal, ROCKS_NEVER);
     rocksdb_options_set_compaction_style(st->opts, rocksdb_universal_compaction);
     rocksdb_options_set_universal_compaction_options(st->opts, st->universal);
     rocksdb_options_set_level0_file_num_compaction_trigger(st->opts, p.trigger);

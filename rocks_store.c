@@ -28,47 +28,37 @@
 
 static const char *const part_names[STORE_MAX_PARTS] = { "default", "part1", "part2", "part3" };
 
-static char *msg(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-
-static char *msg(const char *fmt, ...)
+/* RocksDB's own errors are malloc'd strings: put our context before them. */
+static int rocks_fail(errmsg *err, const char *what, char *rocks_err)
 {
-    char *m = NULL;
-    va_list ap;
-    va_start(ap, fmt);
-    if (vasprintf(&m, fmt, ap) < 0) m = NULL;
-    va_end(ap);
-    return m;
-}
-
-/* RocksDB's own errors are malloc'd strings: wrap them with our context. */
-static char *wrap_rocks_error(const char *what, char *rocks_err)
-{
-    char *m = msg("%s: %s", what, rocks_err);
+    errmsg_set(err, "%s: %s", what, rocks_err);
     free(rocks_err);
-    return m;
+    return -1;
 }
 
-static int rocks_compression(temp_compression c)
+static int rocks_compression(store_codec c)
 {
     switch (c) {
-    case TEMP_COMPRESSION_LZ4: return rocksdb_lz4_compression;
-    case TEMP_COMPRESSION_SNAPPY: return rocksdb_snappy_compression;
-    case TEMP_COMPRESSION_ZSTD: return rocksdb_zstd_compression;
-    case TEMP_COMPRESSION_NONE: case TEMP_COMPRESSION_COLUMNS: break;   /* columns: group_codec.c */
+    case STORE_CODEC_LZ4: return rocksdb_lz4_compression;
+    case STORE_CODEC_SNAPPY: return rocksdb_snappy_compression;
+    case STORE_CODEC_ZSTD: return rocksdb_zstd_compression;
+    case STORE_CODEC_NONE: case STORE_CODEC_COLUMNS: break;   /* columns: group_codec.c */
     }
     return rocksdb_no_compression;
 }
 
-static char *make_temp_dir(const char *prefix, char **err)
+static char *make_temp_dir(const char *prefix, errmsg *err)
 {
     struct stat st;
     char *tmpl = NULL;
     int is_dir = stat(prefix, &st) == 0 && S_ISDIR(st.st_mode);
     if (asprintf(&tmpl, is_dir ? "%s/samtools-rocksort.XXXXXX" : "%s.rocksort.XXXXXX",
-                 prefix) < 0)
+                 prefix) < 0) {
+        errmsg_set(err, "out of memory");
         return NULL;
+    }
     if (!cleanup_mkdtemp(tmpl)) {
-        *err = msg("cannot create temporary directory '%s': %s", tmpl, strerror(errno));
+        errmsg_set(err, "cannot create temporary directory '%s': %s", tmpl, strerror(errno));
         free(tmpl);
         return NULL;
     }
@@ -111,7 +101,7 @@ static void configure_direct_io(rocks_store *st)
  * bits, strategy and dictionary stay RocksDB's defaults. */
 static void configure_codec(rocks_store *st, const store_options *o)
 {
-    if (o->compression != TEMP_COMPRESSION_NONE && o->compression_threads > 1)
+    if (o->compression != STORE_CODEC_NONE && o->compression_threads > 1)
         rocksdb_options_set_compression_options_parallel_threads(st->opts, o->compression_threads);
 }
 
@@ -135,8 +125,8 @@ static void configure(rocks_store *st, const store_options *o)
     rocksdb_options_set_table_cache_numshardbits(st->opts, 0);
     /* Ingested runs all overlap, so they pile up in level 0 by design:
      * never let that count throttle or stop us. */
-    rocksdb_options_set_level0_slowdown_writes_trigger(st->opts, NO_LIMIT);
-    rocksdb_options_set_level0_stop_writes_trigger(st->opts, NO_LIMIT);
+    rocksdb_options_set_level0_slowdown_writes_trigger(st->opts, ROCKS_NEVER);
+    rocksdb_options_set_level0_stop_writes_trigger(st->opts, ROCKS_NEVER);
     rocksdb_options_set_max_background_jobs(st->opts, st->files.merge_threads + 1);
     rocksdb_options_set_target_file_size_base(st->opts, MERGED_RUN_MAX_BYTES);
 
@@ -172,13 +162,15 @@ static void open_parts(rocks_store *st, int parts, char **rerr)
 }
 
 static int put_pair(void *store, const uint8_t *key, size_t klen,
-                    const uint8_t *val, size_t vlen, char **err);
+                    const uint8_t *val, size_t vlen, errmsg *err);
 
-rocks_store *store_open(const char *tmp_prefix, const store_options *o, char **err)
+rocks_store *store_open(const char *tmp_prefix, const store_options *o, errmsg *err)
 {
-    *err = NULL;
     rocks_store *st = calloc(1, sizeof *st);
-    if (!st) return NULL;
+    if (!st) {
+        errmsg_set(err, "out of memory");
+        return NULL;
+    }
     cleanup_hold_signals();
     st->dir = make_temp_dir(tmp_prefix, err);
     if (!st->dir) {
@@ -189,10 +181,10 @@ rocks_store *store_open(const char *tmp_prefix, const store_options *o, char **e
     configure(st, o);
     configure_direct_io(st);
     /* Groups go in under their first record's keys (see group_iter.h). */
-    if (o->compression == TEMP_COMPRESSION_COLUMNS &&
+    if (o->compression == STORE_CODEC_COLUMNS &&
         !(st->groups = group_writer_create(o->compression_threads, GROUP_BYTES, put_pair, st))) {
         cleanup_release_signals();
-        *err = msg("out of memory");
+        errmsg_set(err, "out of memory");
         store_close(st, 0);
         return NULL;
     }
@@ -200,14 +192,15 @@ rocks_store *store_open(const char *tmp_prefix, const store_options *o, char **e
     if (st->env) open_parts(st, o->parts, &rerr);
     cleanup_release_signals();
     if (!st->db) {
-        *err = rerr ? wrap_rocks_error(st->dir, rerr) : msg("%s: out of memory", st->dir);
+        if (rerr) rocks_fail(err, st->dir, rerr);
+        else errmsg_set(err, "%s: out of memory", st->dir);
         store_close(st, 0);
         return NULL;
     }
     return st;
 }
 
-int store_run_begin(rocks_store *st, char **err)
+int store_run_begin(rocks_store *st, errmsg *err)
 {
     /* RocksDB counts per key in a thread-local perf context, and each count
      * is a __tls_get_addr call through the shared library: a visible share
@@ -217,16 +210,12 @@ int store_run_begin(rocks_store *st, char **err)
     if (asprintf(&st->run_path, "%s/run-%06llu.sst", st->dir,
                  (unsigned long long)st->runs) < 0) {
         st->run_path = NULL;
-        *err = msg("out of memory");
-        return -1;
+        return errmsg_set(err, "out of memory");
     }
     char *rerr = NULL;
     st->writer = rocksdb_sstfilewriter_create(st->envopts, st->opts);
     rocksdb_sstfilewriter_open(st->writer, st->run_path, &rerr);
-    if (rerr) {
-        *err = wrap_rocks_error(st->run_path, rerr);
-        return -1;
-    }
+    if (rerr) return rocks_fail(err, st->run_path, rerr);
     st->unsampled = STORE_SAMPLE_BYTES;     /* sample the run's first key */
     return 0;
 }
@@ -235,7 +224,7 @@ static void take_sample(rocks_store *st, const uint8_t *key, size_t klen)
 {
     if (st->n_samples == st->samples_cap) {
         size_t cap = st->samples_cap ? 2 * st->samples_cap : 1024;
-        store_sample *s = realloc(st->samples, cap * sizeof *s);
+        key_sample *s = realloc(st->samples, cap * sizeof *s);
         if (!s) return;
         st->samples = s;
         st->samples_cap = cap;
@@ -243,7 +232,7 @@ static void take_sample(rocks_store *st, const uint8_t *key, size_t klen)
     uint8_t *copy = malloc(klen ? klen : 1);
     if (!copy) return;
     memcpy(copy, key, klen);
-    st->samples[st->n_samples++] = (store_sample){ copy, klen, 0 };
+    st->samples[st->n_samples++] = (key_sample){ copy, klen, 0 };
     st->unsampled = 0;
 }
 
@@ -255,24 +244,20 @@ static void sample_record(rocks_store *st, const uint8_t *key, size_t klen, size
 }
 
 size_t store_samples(const rocks_store *st) { return st->n_samples; }
-const store_sample *store_sample_at(const rocks_store *st, size_t i) { return &st->samples[i]; }
+const key_sample *store_sample_at(const rocks_store *st, size_t i) { return &st->samples[i]; }
 
 static int put_pair(void *store, const uint8_t *key, size_t klen,
-                    const uint8_t *val, size_t vlen, char **err)
+                    const uint8_t *val, size_t vlen, errmsg *err)
 {
     rocks_store *st = store;
     char *rerr = NULL;
     rocksdb_sstfilewriter_put(st->writer, (const char *)key, klen,
                               (const char *)val, vlen, &rerr);
-    if (rerr) {
-        *err = wrap_rocks_error(st->run_path, rerr);
-        return -1;
-    }
-    return 0;
+    return rerr ? rocks_fail(err, st->run_path, rerr) : 0;
 }
 
 int store_run_put(rocks_store *st, const uint8_t *key, size_t klen,
-                  const uint8_t *val, size_t vlen, char **err)
+                  const uint8_t *val, size_t vlen, errmsg *err)
 {
     if (st->groups ? group_writer_add(st->groups, key, klen, val, vlen, err) < 0
                    : put_pair(st, key, klen, val, vlen, err) < 0)
@@ -288,7 +273,7 @@ static int next_part(const rocks_store *st)
     return st->merges_planned ? 0 : (int)(st->runs % (uint64_t)st->n_parts);
 }
 
-int store_run_end(rocks_store *st, char **err)
+int store_run_end(rocks_store *st, errmsg *err)
 {
     char *rerr = NULL;
     uint64_t size = 0;
@@ -297,17 +282,11 @@ int store_run_end(rocks_store *st, char **err)
     if (!rerr) rocksdb_sstfilewriter_file_size(st->writer, &size);
     rocksdb_sstfilewriter_destroy(st->writer);
     st->writer = NULL;
-    if (rerr) {
-        *err = wrap_rocks_error(st->run_path, rerr);
-        return -1;
-    }
+    if (rerr) return rocks_fail(err, st->run_path, rerr);
     const char *files[1] = { st->run_path };
     int part = next_part(st);
     rocksdb_ingest_external_file_cf(st->db, st->part[part], files, 1, st->ingest, &rerr);
-    if (rerr) {
-        *err = wrap_rocks_error(st->run_path, rerr);
-        return -1;
-    }
+    if (rerr) return rocks_fail(err, st->run_path, rerr);
     st->runs++;
     if (part >= st->parts_used) st->parts_used = part + 1;
     st->bytes_written += size;
@@ -407,11 +386,16 @@ const uint8_t *store_iter_value(const store_iter *si, size_t *len)
 
 /* RocksDB's error first: a group cut short by a failed read may also fail
  * to decode. */
-char *store_iter_error(const store_iter *si)
+int store_iter_status(const store_iter *si, errmsg *err)
 {
-    char *err = NULL;
-    rocksdb_iter_get_error(si->it, &err);
-    return err || !si->groups ? err : group_iter_error(si->groups);
+    char *rerr = NULL;
+    rocksdb_iter_get_error(si->it, &rerr);
+    if (rerr) {
+        errmsg_set(err, "%s", rerr);
+        free(rerr);
+        return -1;
+    }
+    return si->groups ? group_iter_status(si->groups, err) : 0;
 }
 
 void store_iter_close(store_iter *si)
@@ -440,7 +424,7 @@ void store_close(rocks_store *st, int keep)
         cleanup_remove_path(st->dir);
     }
     if (st->dir) cleanup_forget(st->dir);
-    for (size_t i = 0; i < st->n_samples; i++) free(st->samples[i].key);
+    for (size_t i = 0; i < st->n_samples; i++) free((uint8_t *)st->samples[i].key);
     free(st->samples);
     if (st->ingest) rocksdb_ingestexternalfileoptions_destroy(st->ingest);
     if (st->opts) rocksdb_options_destroy(st->opts);

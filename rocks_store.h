@@ -16,17 +16,26 @@
  * open, and so does the readout: the store stays within max_open_files
  * descriptors (merge_plan.h), merging more, and after the load if it must,
  * when that is low.  store_close() removes the
- * directory unless asked to keep it.  Errors come back as a malloc'd message.
+ * directory unless asked to keep it.  Failures return -1 (NULL for
+ * store_open()) with the cause in an errmsg (errmsg.h).
  */
 #ifndef ROCKS_STORE_H
 #define ROCKS_STORE_H
 
 #include <stddef.h>
 #include <stdint.h>
-#include "sort_pipeline.h"
+#include "errmsg.h"
+#include "key_bytes.h"
+
+/* How runs hold their records: RocksDB's block codecs, or groups of records
+ * in columns (group_codec.h), the compact runs. */
+typedef enum {
+    STORE_CODEC_NONE, STORE_CODEC_LZ4, STORE_CODEC_SNAPPY, STORE_CODEC_ZSTD,
+    STORE_CODEC_COLUMNS
+} store_codec;
 
 typedef struct {
-    temp_compression compression;
+    store_codec compression;
     int compression_threads;/* threads compressing one run's blocks; <= 1: the writer's own */
     uint64_t size_hint;     /* expected total bytes of all runs; 0: unknown */
     uint64_t run_bytes;     /* expected bytes of one run */
@@ -40,7 +49,7 @@ typedef struct {
 typedef struct rocks_store rocks_store;
 
 /* tmp_prefix: an existing directory, or a path prefix ("dir/name"). */
-rocks_store *store_open(const char *tmp_prefix, const store_options *opt, char **err);
+rocks_store *store_open(const char *tmp_prefix, const store_options *opt, errmsg *err);
 
 /* Without a size hint, the caller may still estimate the total (from the
  * input file's size) once loading has begun: past STORE_MERGE_MIN_RUNS
@@ -58,10 +67,10 @@ int store_plan_merges(rocks_store *st, uint64_t size_estimate);
  * size).  For sizing the temp space before a store exists. */
 int store_merge_width(uint64_t size, uint64_t run_bytes, int hinted);
 
-int store_run_begin(rocks_store *st, char **err);
+int store_run_begin(rocks_store *st, errmsg *err);
 int store_run_put(rocks_store *st, const uint8_t *key, size_t klen,
-                  const uint8_t *val, size_t vlen, char **err);
-int store_run_end(rocks_store *st, char **err);
+                  const uint8_t *val, size_t vlen, errmsg *err);
+int store_run_end(rocks_store *st, errmsg *err);
 
 /* Stops starting new compactions and waits for running ones to end.  If
  * background merges were planned but fell behind, merges the newest runs
@@ -85,13 +94,8 @@ uint64_t store_bytes_written(const rocks_store *st);
  * keys, so the samples stay valid.  Sampling is best effort: out of memory,
  * it stops. */
 #define STORE_SAMPLE_BYTES (1u << 20)
-typedef struct {
-    uint8_t *key;
-    size_t len;
-    uint64_t weight;
-} store_sample;
 size_t store_samples(const rocks_store *st);
-const store_sample *store_sample_at(const rocks_store *st, size_t i);
+const key_sample *store_sample_at(const rocks_store *st, size_t i);
 
 /* Bytes each run's reader fetches at a time when runs bypass the page
  * cache (direct I/O reads are synchronous: no kernel readahead). */
@@ -104,7 +108,7 @@ int store_parts(const rocks_store *st);
  * at the first key, on the thread that will read (it also turns off
  * RocksDB's per-thread perf counting there, see store_run_begin()).  Key and
  * value stay valid until store_iter_next().  After the end,
- * store_iter_error() returns the iterator's error, malloc'd, or NULL.
+ * store_iter_status() returns 0, or -1 with the iterator's error in err.
  * Close every iterator before store_close(). */
 typedef struct store_iter store_iter;
 /* NULL if out of memory.  store_iter_open_range() sees only the keys from
@@ -118,7 +122,7 @@ int store_iter_valid(const store_iter *it);
 const uint8_t *store_iter_key(const store_iter *it, size_t *len);
 const uint8_t *store_iter_value(const store_iter *it, size_t *len);
 void store_iter_next(store_iter *it);
-char *store_iter_error(const store_iter *it);
+int store_iter_status(const store_iter *it, errmsg *err);
 void store_iter_close(store_iter *it);
 
 /* True when runs hold groups of records in columns (compact runs): then

@@ -14,8 +14,8 @@
 #include "merge_plan.h"
 #include "group_writer.h"
 
-/* For RocksDB's counts and percentages: a value never reached, no limit. */
-#define NO_LIMIT (1 << 30)
+/* For RocksDB's triggers and percentages: a value never reached. */
+#define ROCKS_NEVER (1 << 30)
 
 struct rocks_store {
     char *dir;
@@ -38,7 +38,7 @@ struct rocks_store {
     int catch_up_runs;          /* runs merged at settle time, after the load */
     int direct_io;              /* runs are read (and merged) bypassing the page cache */
     uint64_t run_bytes;         /* expected size of one run */
-    store_sample *samples;      /* see store_samples() */
+    key_sample *samples;        /* see store_samples(); the store owns their keys */
     size_t n_samples, samples_cap;
     uint64_t unsampled;         /* record bytes of this run since its last sample */
     group_writer *groups;       /* compact runs: records go in groups (group_codec.h) */

@@ -1,17 +1,23 @@
 /* run_merge.c -- see run_merge.h.
  *
- * A binary min-heap of sources, ordered by each source's current key.  The
- * source whose value was handed out last is advanced only on the next call,
- * because a stream's value lives only until the stream moves.
+ * A binary min-heap of sources (htslib's ksort.h heap, as samtools' own
+ * merge uses), ordered by each source's current key, which every source
+ * keeps at hand so that a comparison touches no source-specific code.  The
+ * source whose value was handed out last is advanced only on the next
+ * call, because a stream's value lives only until the stream moves.
  */
 #include <stdlib.h>
 #include <string.h>
+#include <htslib/ksort.h>
 #include "run_merge.h"
+#include "key_bytes.h"
 
 typedef enum { FROM_STORE, FROM_BATCH, FROM_PACKED } source_kind;
 
 typedef struct {
     source_kind kind;
+    const uint8_t *key;         /* the current key; NULL once the source is done */
+    size_t klen;
     store_stream *stream;
     const sort_batch *batch;
     size_t pos, end;
@@ -20,26 +26,36 @@ typedef struct {
     const uint8_t *rec_end;     /* where the slice ends, NULL: at the run's end */
 } source;
 
+/* ksort keeps the greatest element on top: "less" is "comes later".  Its
+ * macros need the element type as one word. */
+typedef source *source_ptr;
+#define later(a, b) (key_cmp((b)->key, (b)->klen, (a)->key, (a)->klen) < 0)
+KSORT_INIT_STATIC(merge, source_ptr, later)
+
 struct run_merge {
     source *src;
-    int *heap;      /* indices into src; heap[0] holds the smallest key */
-    int n_heap;
-    int last;       /* the source handed out by the previous call, or -1 */
+    source **heap;  /* heap[0] holds the smallest key */
+    size_t n_heap;
+    source *last;   /* the source handed out by the previous call, or NULL */
 };
 
-static const uint8_t *source_key(const run_merge *m, int s, size_t *len)
+/* Loads the source's current key, or NULL at its end. */
+static void source_load(source *x)
 {
-    const source *x = &m->src[s];
     switch (x->kind) {
-    case FROM_STORE: return stream_key(x->stream, len);
-    case FROM_BATCH: return batch_key(x->batch, x->pos, len);
-    default: return packed_key(x->rec, len);
+    case FROM_STORE:
+        x->key = stream_valid(x->stream) ? stream_key(x->stream, &x->klen) : NULL;
+        break;
+    case FROM_BATCH:
+        x->key = x->pos < x->end ? batch_key(x->batch, x->pos, &x->klen) : NULL;
+        break;
+    default:
+        x->key = x->rec ? packed_key(x->rec, &x->klen) : NULL;
     }
 }
 
-static const uint8_t *source_value(const run_merge *m, int s, size_t *len)
+static const uint8_t *source_value(const source *x, size_t *len)
 {
-    const source *x = &m->src[s];
     switch (x->kind) {
     case FROM_STORE: return stream_value(x->stream, len);
     case FROM_BATCH: return batch_value(x->batch, x->pos, len);
@@ -47,19 +63,8 @@ static const uint8_t *source_value(const run_merge *m, int s, size_t *len)
     }
 }
 
-static int source_valid(const run_merge *m, int s)
+static void source_advance(source *x)
 {
-    const source *x = &m->src[s];
-    switch (x->kind) {
-    case FROM_STORE: return stream_valid(x->stream);
-    case FROM_BATCH: return x->pos < x->end;
-    default: return x->rec != NULL;
-    }
-}
-
-static void source_advance(run_merge *m, int s)
-{
-    source *x = &m->src[s];
     switch (x->kind) {
     case FROM_STORE:
         stream_next(x->stream);
@@ -73,28 +78,7 @@ static void source_advance(run_merge *m, int s)
         x->rec = packed_next(x->packed, x->rec);
         if (x->rec == x->rec_end) x->rec = NULL;
     }
-}
-
-static int less(const run_merge *m, int a, int b)
-{
-    size_t la, lb;
-    const uint8_t *ka = source_key(m, a, &la), *kb = source_key(m, b, &lb);
-    int c = memcmp(ka, kb, la < lb ? la : lb);
-    return c ? c < 0 : la < lb;
-}
-
-static void sift_down(run_merge *m, int i)
-{
-    for (;;) {
-        int l = 2 * i + 1, r = l + 1, min = i;
-        if (l < m->n_heap && less(m, m->heap[l], m->heap[min])) min = l;
-        if (r < m->n_heap && less(m, m->heap[r], m->heap[min])) min = r;
-        if (min == i) return;
-        int t = m->heap[i];
-        m->heap[i] = m->heap[min];
-        m->heap[min] = t;
-        i = min;
-    }
+    source_load(x);
 }
 
 batch_slice batch_whole(const sort_batch *sb)
@@ -118,7 +102,6 @@ run_merge *merge_open(store_stream *const *streams, int n_streams,
         merge_close(m);
         return NULL;
     }
-    m->last = -1;
     for (int i = 0; i < n_streams; i++) {
         m->src[i].kind = FROM_STORE;
         m->src[i].stream = streams[i];
@@ -138,23 +121,25 @@ run_merge *merge_open(store_stream *const *streams, int n_streams,
         x->rec_end = packed[i].end;
         x->rec = packed[i].begin == x->rec_end ? NULL : packed[i].begin;
     }
-    for (int s = 0; s < n; s++)
-        if (source_valid(m, s)) m->heap[m->n_heap++] = s;
-    for (int i = m->n_heap / 2 - 1; i >= 0; i--) sift_down(m, i);
+    for (int s = 0; s < n; s++) {
+        source_load(&m->src[s]);
+        if (m->src[s].key) m->heap[m->n_heap++] = &m->src[s];
+    }
+    if (m->n_heap) ks_heapmake(merge, m->n_heap, m->heap);
     return m;
 }
 
 const uint8_t *merge_next(run_merge *m, size_t *vlen)
 {
-    if (m->last >= 0) {
-        source_advance(m, m->last);
-        if (!source_valid(m, m->last)) m->heap[0] = m->heap[--m->n_heap];
-        sift_down(m, 0);
-        m->last = -1;
+    if (m->last) {
+        source_advance(m->last);
+        if (!m->last->key) m->heap[0] = m->heap[--m->n_heap];
+        if (m->n_heap) ks_heapadjust(merge, 0, m->n_heap, m->heap);
+        m->last = NULL;
     }
     if (m->n_heap == 0) return NULL;
     m->last = m->heap[0];
-    return source_value(m, m->last, vlen);
+    return source_value(m->last, vlen);
 }
 
 void merge_close(run_merge *m)

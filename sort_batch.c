@@ -19,6 +19,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include "sort_batch_internal.h"
+#include "key_bytes.h"
 #include "record_codec.h"
 
 #define HUGE_PAGE (2u << 20)
@@ -92,9 +93,9 @@ static size_t footprint(const sort_batch *sb, size_t extra_bytes, size_t extra_e
 }
 
 /* Records stay 8-byte aligned: headers and cores are read as integers. */
-static inline size_t record_size(rec_header h)
+static inline size_t record_size(packed_header h)
 {
-    return (sizeof h + h.key_len + h.val_len + 7) & ~(size_t)7;
+    return packed_record_size(h.key_len, h.val_len);
 }
 
 /* The shared prefix and the range of key lengths, which batch_sort() uses.
@@ -131,8 +132,7 @@ static int make_room(sort_batch *sb, size_t need)
 static void enter_record(sort_batch *sb)
 {
     uint8_t *rec = sb->arena + sb->used;
-    rec_header h;
-    memcpy(&h, rec, sizeof h);
+    packed_header h = packed_header_of(rec);
     const uint8_t *key = rec + sizeof h;
     track_keys(sb, key, h.key_len);
     load_inline_key(&sb->ent[sb->n], key, h.key_len, sb->skip);
@@ -140,15 +140,17 @@ static void enter_record(sort_batch *sb)
     sb->used += record_size(h);
 }
 
-int batch_add(sort_batch *sb, const sort_spec *spec, bam1_t *b, uint64_t seq)
+int batch_add(sort_batch *sb, const sort_spec *spec, bam1_t *b, uint64_t seq, errmsg *err)
 {
-    int room = make_room(sb, sizeof(rec_header) + sort_key_max_len(spec, b) + record_value_len(b));
-    if (room <= 0) return room;
+    int room = make_room(sb, sizeof(packed_header) + sort_key_max_len(spec, b) + record_value_len(b));
+    if (room < 0) return errmsg_set(err, "out of memory");
+    if (room == 0) return 0;
     uint8_t *rec = sb->arena + sb->used;
-    uint8_t *key = rec + sizeof(rec_header);
-    rec_header h;
+    uint8_t *key = rec + sizeof(packed_header);
+    packed_header h;
     h.key_len = (uint32_t)sort_key_encode(spec, b, seq, key);
-    if (h.key_len == 0) return -2;
+    if (h.key_len == 0)
+        return errmsg_set(err, "read '%s' %s", bam_get_qname(b), sort_key_error(spec, b));
     sort_record_finish(spec, b);     /* keeps the value's length */
     h.val_len = (uint32_t)record_value_len(b);
     memcpy(rec, &h, sizeof h);
@@ -198,9 +200,9 @@ const uint8_t *batch_key(const sort_batch *sb, size_t i, size_t *len)
 
 const uint8_t *batch_value(const sort_batch *sb, size_t i, size_t *len)
 {
-    rec_header h = header_of(&sb->ent[i]);
+    packed_header h = header_of(&sb->ent[i]);
     *len = h.val_len;
-    return sb->ent[i].rec + sizeof(rec_header) + h.key_len;
+    return sb->ent[i].rec + sizeof(packed_header) + h.key_len;
 }
 
 /* ---- packed runs ---- */
@@ -248,55 +250,10 @@ const uint8_t *packed_first(const packed_run *pr)
     return pr->size ? pr->data : NULL;
 }
 
-const uint8_t *packed_after(const uint8_t *rec)
-{
-    rec_header h;
-    memcpy(&h, rec, sizeof h);
-    return rec + record_size(h);
-}
-
 const uint8_t *packed_next(const packed_run *pr, const uint8_t *rec)
 {
     rec = packed_after(rec);
     return rec < pr->data + pr->size ? rec : NULL;
-}
-
-const uint8_t *packed_key(const uint8_t *rec, size_t *len)
-{
-    rec_header h;
-    memcpy(&h, rec, sizeof h);
-    *len = h.key_len;
-    return rec + sizeof h;
-}
-
-size_t packed_record_size(size_t key_len, size_t val_len)
-{
-    rec_header h = { (uint32_t)key_len, (uint32_t)val_len };
-    return record_size(h);
-}
-
-void packed_put(uint8_t *dst, const uint8_t *key, size_t key_len,
-                const uint8_t *val, size_t val_len)
-{
-    rec_header h = { (uint32_t)key_len, (uint32_t)val_len };
-    memcpy(dst, &h, sizeof h);
-    memcpy(dst + sizeof h, key, key_len);
-    memcpy(dst + sizeof h + key_len, val, val_len);
-}
-
-const uint8_t *packed_value(const uint8_t *rec, size_t *len)
-{
-    rec_header h;
-    memcpy(&h, rec, sizeof h);
-    *len = h.val_len;
-    return rec + sizeof h + h.key_len;
-}
-
-int key_order(const uint8_t *a, size_t la, const uint8_t *b, size_t lb)
-{
-    int c = memcmp(a, b, la < lb ? la : lb);
-    if (c) return c < 0 ? -1 : 1;
-    return la < lb ? -1 : la > lb;
 }
 
 size_t batch_seek(const sort_batch *sb, const uint8_t *key, size_t len)
@@ -305,7 +262,7 @@ size_t batch_seek(const sort_batch *sb, const uint8_t *key, size_t len)
     while (lo < hi) {
         size_t mid = lo + (hi - lo) / 2, klen;
         const uint8_t *k = entry_key(&sb->ent[mid], &klen);
-        if (key_order(k, klen, key, len) < 0) lo = mid + 1;
+        if (key_cmp(k, klen, key, len) < 0) lo = mid + 1;
         else hi = mid;
     }
     return lo;
@@ -322,7 +279,7 @@ static int packed_below(const uint8_t *rec, const uint8_t *key, size_t len)
 {
     size_t klen;
     const uint8_t *k = packed_key(rec, &klen);
-    return key_order(k, klen, key, len) < 0;
+    return key_cmp(k, klen, key, len) < 0;
 }
 
 /* The marks narrow the search to PACKED_MARK_EVERY records, walked in order. */

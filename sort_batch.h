@@ -13,6 +13,7 @@
 #include <stdint.h>
 #include <htslib/sam.h>
 #include "bam_sort.h"
+#include "packed_record.h"
 
 typedef struct sort_batch sort_batch;
 
@@ -20,10 +21,10 @@ sort_batch *batch_create(size_t capacity);
 void batch_destroy(sort_batch *sb);
 
 /* Returns 1 if added, 0 if the batch is full (the record was not added),
- * -1 when out of memory, -2 if the order cannot place b (sort_key_error()).
- * Once added, b holds the record as it will be written (see
- * sort_record_finish()). */
-int batch_add(sort_batch *sb, const sort_spec *spec, bam1_t *b, uint64_t seq);
+ * or -1 with the cause in err: out of memory, or an order that cannot place
+ * b ("read 'NAME' ...", see sort_key_error()).  Once added, b holds the
+ * record as it will be written (see sort_record_finish()). */
+int batch_add(sort_batch *sb, const sort_spec *spec, bam1_t *b, uint64_t seq, errmsg *err);
 
 /* The same for a record whose key is made already (tests): returns 1 if
  * added, 0 if the batch is full, -1 when out of memory. */
@@ -50,21 +51,17 @@ const uint8_t *batch_value(const sort_batch *sb, size_t i, size_t *len);
  * bytewise order), batch_count() if none. */
 size_t batch_seek(const sort_batch *sb, const uint8_t *key, size_t len);
 
-/* memcmp() over the common length, then the shorter first: -1, 0 or 1. */
-int key_order(const uint8_t *a, size_t la, const uint8_t *b, size_t lb);
-
 /* A sorted batch's records copied out in key order, one after the other:
  * read front to back it touches memory in order, and the batch can take
  * new records.  Records are visited with packed_first()/packed_next()
- * (NULL past the last) and read with packed_key()/packed_value(). */
+ * (NULL past the last) and read with packed_key()/packed_value()
+ * (packed_record.h). */
 typedef struct packed_run packed_run;
 
 packed_run *batch_pack(const sort_batch *sb);   /* NULL if out of memory */
 void packed_destroy(packed_run *pr);
 const uint8_t *packed_first(const packed_run *pr);
 const uint8_t *packed_next(const packed_run *pr, const uint8_t *rec);
-const uint8_t *packed_key(const uint8_t *rec, size_t *len);
-const uint8_t *packed_value(const uint8_t *rec, size_t *len);
 
 /* Every PACKED_MARK_EVERY-th record is marked, so that a key can be found
  * without reading the whole run: packed_mark(pr, i) is record number
@@ -74,13 +71,5 @@ const uint8_t *packed_value(const uint8_t *rec, size_t *len);
 size_t packed_marks(const packed_run *pr);
 const uint8_t *packed_mark(const packed_run *pr, size_t i);
 const uint8_t *packed_seek(const packed_run *pr, const uint8_t *key, size_t len);
-
-/* The same record layout, for other producers of packed records:
- * packed_put() writes one at dst, packed_record_size() bytes long, and
- * packed_after() is where the record after rec starts. */
-size_t packed_record_size(size_t key_len, size_t val_len);
-void packed_put(uint8_t *dst, const uint8_t *key, size_t key_len,
-                const uint8_t *val, size_t val_len);
-const uint8_t *packed_after(const uint8_t *rec);
 
 #endif

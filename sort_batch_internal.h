@@ -12,10 +12,7 @@
 #define INLINE_KEY 24     /* key bytes held next to each record pointer */
 #define SMALL_TIE 8       /* tie groups this small are sorted by whole keys */
 
-/* A record in the arena: key length, value length, key, value. */
-typedef struct {
-    uint32_t key_len, val_len;
-} rec_header;
+/* A record in the arena is a packed record (packed_record.h). */
 
 /* 24 key bytes as big-endian integers, zero padded past the key's end,
  * decide most comparisons without touching the arena.  At first they are
@@ -53,17 +50,15 @@ static inline size_t batch_max_ties(size_t entries)
     return entries / (SMALL_TIE + 1) + 1;
 }
 
-static inline rec_header header_of(const batch_entry *e)
+static inline packed_header header_of(const batch_entry *e)
 {
-    rec_header h;
-    memcpy(&h, e->rec, sizeof h);
-    return h;
+    return packed_header_of(e->rec);
 }
 
 static inline const uint8_t *entry_key(const batch_entry *e, size_t *len)
 {
     *len = header_of(e).key_len;
-    return e->rec + sizeof(rec_header);
+    return e->rec + sizeof(packed_header);
 }
 
 static inline uint64_t load_be(const uint8_t *p, size_t avail)

@@ -5,7 +5,9 @@
  * sort_output.h, sort_plan.h), load (sort_load.h), readout and commit
  * (sort_output.h), accounting and the -v report (sort_report.h).  A phase
  * that fails reports why with job_fail() and returns -1; whatever the
- * phases set up, rocksort_run() releases.
+ * phases set up, rocksort_run() releases.  The phases are the only code
+ * that prints a failure: the modules they call return the cause in an
+ * errmsg (errmsg.h), and the phase prints it, once.
  */
 #ifndef SORT_JOB_H
 #define SORT_JOB_H
@@ -13,13 +15,14 @@
 #include <stdint.h>
 #include <htslib/sam.h>
 #include <htslib/thread_pool.h>
-#include "sort_pipeline.h"
+#include "rocksort_opts.h"
 #include "sort_batch.h"
 #include "output_file.h"
 #include "rocks_store.h"
 #include "progress.h"
 #include "spill_queue.h"
 #include "temp_space.h"
+#include "range_readout.h"
 
 typedef struct {
     const rocksort_opts *o;
@@ -29,14 +32,12 @@ typedef struct {
     output_file out;
     rocks_store *store;
     spill_queue q;
-    uint64_t records_in, records_out, bytes_in;
-    uint64_t digest_in, digest_out;     /* --verify sums */
+    uint64_t records_in, bytes_in;
+    uint64_t digest_in;         /* --verify's sum of the records read */
     int n_refs;                 /* references a record may name, see open_input() */
     sort_batch *tail;           /* the last, unspilled batch, sorted */
     double t_load, t_settle, t_readout;
-    int ranges, merge_threads;  /* the readout's pieces and threads (range_readout.h) */
-    double t_writer_waited;     /* the writer's wait for the next piece */
-    uint64_t bytes_through_memory;
+    readout_result result;      /* what the readout wrote (range_readout.h) */
     progress *prog;
     uint64_t in_file_size;      /* 0: not a regular file */
     uint64_t size_estimate;     /* without -s: from the input file, 0 if none */
@@ -47,8 +48,9 @@ typedef struct {
 } sort_job;
 
 /* Prints "samtools rocksort: " and the message as one line on stderr;
- * nothing once a fatal signal is being handled (cleanup.h). */
-void job_fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+ * nothing once a fatal signal is being handled (cleanup.h).  Returns -1,
+ * so that a phase can `return job_fail(...)`. */
+int job_fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* The same with "warning: " before the message: the sort goes on. */
 void job_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 

@@ -18,12 +18,10 @@
 /* The sort order, readied for this header, and the @PG line. */
 static int prepare_header(sort_job *j)
 {
-    char why[512];
+    errmsg err;
     j->sort = j->o->sort;
-    if (sort_spec_prepare(&j->sort, j->hdr, why, sizeof why) < 0) {
-        job_fail("%s (sorting '%s')", why, j->o->in_fn);
-        return -1;
-    }
+    if (sort_spec_prepare(&j->sort, j->hdr, &err) < 0)
+        return job_fail("%s (sorting '%s')", err.msg, j->o->in_fn);
     if (j->o->pg_cmdline &&
         sam_hdr_add_pg(j->hdr, "samtools", "VN", ROCKSORT_VERSION_PG,
                        "CL", j->o->pg_cmdline, NULL) < 0) {
@@ -67,11 +65,9 @@ int open_input(sort_job *j)
     struct stat st;
     if (strcmp(o->in_fn, "-") && stat(o->in_fn, &st) == 0 && S_ISREG(st.st_mode))
         j->in_file_size = (uint64_t)st.st_size;
-    char why[1024];
-    if (input_check_start(j->in, o->in_fn, j->in_file_size, why, sizeof why) < 0) {
-        job_fail("%s", why);
-        return -1;
-    }
+    errmsg err;
+    if (input_check_start(j->in, o->in_fn, j->in_file_size, &err) < 0)
+        return job_fail("%s", err.msg);
     return prepare_header(j);
 }
 
@@ -88,9 +84,8 @@ static int start_spiller(sort_job *j)
 
 static int spill_error(sort_job *j)
 {
-    job_fail("writing temporary data under '%s' failed: %s", store_path(j->store),
-             j->q.error ? j->q.error : "unknown error");
-    return -1;
+    return job_fail("writing temporary data under '%s' failed: %s", store_path(j->store),
+                    j->q.error.msg);
 }
 
 /* A BAM record's bytes besides its variable-length data (bam1_t's l_data):
@@ -171,23 +166,17 @@ static void report_read_error(const sort_job *j, const bam1_t *b, int r)
 static int take_record(sort_job *j, sort_batch **cur, bam1_t *b)
 {
     int added;
+    errmsg err;
     if (refs_beyond_header(j, b)) {
         report_refs_beyond(j, b);
         return -1;
     }
-    while ((added = batch_add(*cur, &j->sort, b, j->records_in)) == 0) {
+    while ((added = batch_add(*cur, &j->sort, b, j->records_in, &err)) == 0) {
         if (!j->size_planned) plan_from_input(j, input_offset(j));
         *cur = spill_swap(&j->q, *cur);
         if (!*cur) return spill_error(j);
     }
-    if (added == -2) {
-        job_fail("'%s': read '%s' %s", j->o->in_fn, bam_get_qname(b), sort_key_error(&j->sort, b));
-        return -1;
-    }
-    if (added < 0) {
-        job_fail("out of memory reading '%s'", j->o->in_fn);
-        return -1;
-    }
+    if (added < 0) return job_fail("'%s': %s", j->o->in_fn, err.msg);
     j->records_in++;
     j->bytes_in += (uint64_t)b->l_data + BAM_FIXED_BYTES;
     if (j->o->verify) j->digest_in += record_digest(b);
@@ -199,17 +188,14 @@ static int take_record(sort_job *j, sort_batch **cur, bam1_t *b)
  * be the input's real end (input_check.h). */
 static int check_read_end(const sort_job *j, const bam1_t *b, int r)
 {
-    char why[1024];
+    errmsg err;
     if (r < -1) {
         report_read_error(j, b, r);
         return -1;
     }
-    int r_end = input_check_end(j->in, j->o->in_fn, j->in_file_size, why, sizeof why);
-    if (r_end < 0) {
-        job_fail("%s", why);
-        return -1;
-    }
-    if (r_end > 0) job_warn("%s", why);
+    int whole = input_check_end(j->in, j->o->in_fn, j->in_file_size, &err);
+    if (whole < 0) return job_fail("%s", err.msg);
+    if (whole > 0) job_warn("%s", err.msg);
     return 0;
 }
 
@@ -235,7 +221,7 @@ int load(sort_job *j)
     j->tail = cur;
     cur = NULL;
     spill_stop(&j->q);
-    if (j->q.error) ret = spill_error(j);
+    if (j->q.failed) ret = spill_error(j);
 done:
     batch_destroy(cur);
     bam_destroy1(b);

@@ -1,7 +1,6 @@
 /* sort_output.c -- see sort_output.h. */
 #define _GNU_SOURCE
 #include <errno.h>
-#include <stdlib.h>
 #include <string.h>
 #include <htslib/bgzf.h>
 #include "sort_output.h"
@@ -9,6 +8,7 @@
 #include "merge_sources.h"
 #include "merge_writer.h"
 #include "range_readout.h"
+#include "sort_plan.h"
 
 /* BAM stores reference lengths in 32 bits; fail before hours of sorting. */
 static int check_bam_can_hold_references(const sort_job *j)
@@ -26,22 +26,14 @@ static int check_bam_can_hold_references(const sort_job *j)
 int open_output(sort_job *j)
 {
     const rocksort_opts *o = j->o;
-    char *err = NULL;
+    errmsg err;
     if (check_bam_can_hold_references(j) < 0) return -1;
-    if (output_open(&j->out, o->out_fn, o->out_mode, &err) < 0) {
-        job_fail("%s", err ? err : "cannot open output");
-        free(err);
-        return -1;
-    }
+    if (output_open(&j->out, o->out_fn, o->out_mode, &err) < 0) return job_fail("%s", err.msg);
     samfile_share_pool(j->out.fp, &j->pool);
-    if (o->reference && hts_set_fai_filename(j->out.fp, o->reference) < 0) {
-        job_fail("cannot load reference '%s' for '%s'", o->reference, o->out_fn);
-        return -1;
-    }
-    if (o->out_opts && hts_opt_apply(j->out.fp, o->out_opts) < 0) {
-        job_fail("bad --output-fmt-option for '%s'", o->out_fn);
-        return -1;
-    }
+    if (o->reference && hts_set_fai_filename(j->out.fp, o->reference) < 0)
+        return job_fail("cannot load reference '%s' for '%s'", o->reference, o->out_fn);
+    if (o->out_opts && hts_opt_apply(j->out.fp, o->out_opts) < 0)
+        return job_fail("bad --output-fmt-option for '%s'", o->out_fn);
     return 0;
 }
 
@@ -49,63 +41,64 @@ int open_output(sort_job *j)
  * Then the index, if asked for, starts with the header. */
 static int write_header(sort_job *j, int in_ranges)
 {
-    if (sort_order_set_hd_tags(j->hdr, &j->sort) < 0) {
-        job_fail("failed to update the @HD line of '%s'", j->o->in_fn);
-        return -1;
-    }
-    if (sam_hdr_write(j->out.fp, j->hdr) < 0) {
-        job_fail("cannot write the header to '%s'", j->o->out_fn);
-        return -1;
-    }
-    char *err = NULL;
     const rocksort_opts *o = j->o;
+    errmsg err;
+    if (sort_order_set_hd_tags(j->hdr, &j->sort) < 0)
+        return job_fail("failed to update the @HD line of '%s'", o->in_fn);
+    if (sam_hdr_write(j->out.fp, j->hdr) < 0)
+        return job_fail("cannot write the header to '%s'", o->out_fn);
     if (o->index_fn && (in_ranges
             ? output_index_after(&j->out, o->index_fn, o->index_min_shift, o->threads, &err)
-            : output_index_begin(&j->out, j->hdr, o->index_fn, o->index_min_shift, &err)) < 0) {
-        job_fail("%s", err ? err : "cannot start the index");
-        free(err);
-        return -1;
-    }
+            : output_index_begin(&j->out, j->hdr, o->index_fn, o->index_min_shift, &err)) < 0)
+        return job_fail("%s", err.msg);
     return 0;
 }
 
 /* One merge of everything, on this thread. */
-static int readout_single(sort_job *j)
+static int readout_single(sort_job *j, const readout_request *rq)
 {
     merge_sources src;
     _Atomic uint64_t shown = 0;
-    merge_writer w = { .fp = j->out.fp, .hdr = j->hdr, .verify = j->o->verify,
-                       .drop = &j->out, .prog = j->prog, .shown = &shown };
-    key_bound open = { NULL, 0 };
-    int ret = -1;
-    j->ranges = j->merge_threads = 1;
-    if (sources_open(&src, j, open, open, STORE_DIRECT_READAHEAD) < 0) {
-        job_fail("out of memory for the final merge of '%s'", j->o->in_fn);
+    merge_writer w = { .fp = j->out.fp, .out_name = j->o->out_fn, .store_name = store_path(j->store),
+                       .hdr = j->hdr, .verify = j->o->verify, .drop = &j->out, .prog = j->prog,
+                       .shown = &shown };
+    errmsg err;
+    j->result.ranges = j->result.threads = 1;
+    if (sources_open(&src, rq->in, NULL, NULL, STORE_DIRECT_READAHEAD, &err) < 0) {
         sources_close(&src);
-        return -1;
+        return job_fail("%s of '%s'", err.msg, j->o->in_fn);
     }
-    int status = merge_write(&w, src.merge);
-    j->records_out = w.records;
-    j->digest_out = w.digest;
-    if (status == MERGE_WRITE_CORRUPT)
-        job_fail("corrupt record in the temporary database '%s'", store_path(j->store));
-    else if (status != MERGE_WRITE_OK)
-        job_fail("error writing to '%s': %s", j->o->out_fn, merge_write_cause(j->out.fp));
-    else if (sources_error(&src))
-        job_fail("error reading the temporary database: %s", sources_error(&src));
-    else
-        ret = 0;
+    int ret = merge_write(&w, src.merge, &err);
+    j->result.records = w.records;
+    j->result.digest = w.digest;
+    if (ret == 0 && sources_status(&src, &err) < 0)
+        ret = errmsg_prefix(&err, "error reading the temporary database");
     sources_close(&src);
-    return ret;
+    return ret == 0 ? 0 : job_fail("%s", err.msg);
 }
 
 int readout(sort_job *j)
 {
+    const rocksort_opts *o = j->o;
     double t0 = now_seconds();
+    readout_input in = { .store = j->store, .kept = j->q.kept, .packed = j->q.packed,
+                         .n_held = j->q.n_held, .tail = j->tail };
+    readout_request rq = {
+        .in = &in, .out = &j->out, .hdr = j->hdr, .out_mode = o->out_mode,
+        .out_opts = o->out_opts, .verify = o->verify, .threads = o->threads,
+        .merge_threads = o->merge_threads, .indexed = o->index_fn != NULL,
+        .memory = plan_total_memory(o), .bytes = j->bytes_in, .prog = j->prog,
+    };
     range_plan plan;
-    if (ranges_plan(j, &plan) < 0) return -1;
+    errmsg err;
+    if (ranges_plan(&rq, &plan, &err) < 0) return job_fail("%s of '%s'", err.msg, o->in_fn);
     int ret = write_header(j, plan.n > 1);
-    if (ret == 0) ret = plan.n > 1 ? readout_in_ranges(j, &plan) : readout_single(j);
+    if (ret == 0 && plan.n > 1) {
+        ret = readout_in_ranges(&rq, &plan, &j->result, &err);
+        if (ret < 0) job_fail("%s", err.msg);
+    } else if (ret == 0) {
+        ret = readout_single(j, &rq);
+    }
     ranges_free(&plan);
     j->t_readout = now_seconds() - t0;
     return ret;
@@ -117,20 +110,16 @@ int readout(sort_job *j)
 static int flush_output(sort_job *j)
 {
     samFile *fp = j->out.fp;
+    errmsg err;
     errno = 0;
     if (fp->format.compression != bgzf || bgzf_flush(fp->fp.bgzf) == 0) return 0;
-    job_fail("error writing to '%s': %s", j->o->out_fn, merge_write_cause(fp));
-    return -1;
+    samfile_write_error(fp, j->o->out_fn, &err);
+    return job_fail("%s", err.msg);
 }
 
 int commit_output(sort_job *j)
 {
+    errmsg err;
     if (flush_output(j) < 0) return -1;
-    char *err = NULL;
-    if (output_commit(&j->out, &err) < 0) {
-        job_fail("%s", err ? err : "error closing output");
-        free(err);
-        return -1;
-    }
-    return 0;
+    return output_commit(&j->out, &err) == 0 ? 0 : job_fail("%s", err.msg);
 }

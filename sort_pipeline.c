@@ -10,38 +10,16 @@
  *            order into the output (sort_output.c);
  *   finish   the records counted (sort_report.c), the output committed.
  */
-#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 #include <htslib/thread_pool.h>
+#include "sort_pipeline.h"
 #include "sort_job.h"
 #include "sort_plan.h"
 #include "sort_load.h"
 #include "sort_output.h"
 #include "sort_report.h"
 #include "cleanup.h"
-
-void job_fail(const char *fmt, ...)
-{
-    if (cleanup_interrupted()) return;
-    va_list ap;
-    va_start(ap, fmt);
-    fprintf(stderr, "samtools rocksort: ");
-    vfprintf(stderr, fmt, ap);
-    fputc('\n', stderr);
-    va_end(ap);
-}
-
-void job_warn(const char *fmt, ...)
-{
-    if (cleanup_interrupted()) return;
-    va_list ap;
-    va_start(ap, fmt);
-    fprintf(stderr, "samtools rocksort: warning: ");
-    vfprintf(stderr, fmt, ap);
-    fputc('\n', stderr);
-    va_end(ap);
-}
 
 static int open_all(sort_job *j)
 {

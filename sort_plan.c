@@ -3,9 +3,8 @@
 #include <sys/resource.h>
 #include "sort_plan.h"
 #include "fd_budget.h"
-#include "range_readout.h"
 
-static size_t total_memory(const rocksort_opts *o)
+size_t plan_total_memory(const rocksort_opts *o)
 {
     return o->mem_per_thread * (size_t)(o->threads > 1 ? o->threads : 1);
 }
@@ -19,7 +18,7 @@ static size_t total_memory(const rocksort_opts *o)
 
 size_t plan_batch_bytes(const rocksort_opts *o)
 {
-    size_t b = total_memory(o) / 3;
+    size_t b = plan_total_memory(o) / 3;
     return b < MAX_BATCH_BYTES ? b : MAX_BATCH_BYTES;
 }
 
@@ -31,7 +30,7 @@ size_t plan_batch_bytes(const rocksort_opts *o)
 
 /* Threads that read the spilled runs at the readout (when nothing merges
  * them in the background), each its own share of the runs: two keep the
- * -u readout from waiting on one reader; see open_spilled() in sort_output.c. */
+ * -u readout from waiting on one reader; see open_streams() in merge_sources.c. */
 #define READOUT_STREAMS 2
 
 /* A spilling sort keeps many files open: during the readout every run is
@@ -65,14 +64,9 @@ int open_store(sort_job *j)
         .parts = READOUT_STREAMS,
     };
     temp_space_store_options(&j->space, &so);
-    char *err = NULL;
+    errmsg err;
     j->store = store_open(temp_prefix(o->tmp_prefix), &so, &err);
-    if (!j->store) {
-        job_fail("%s", err ? err : "cannot create the temporary database");
-        free(err);
-        return -1;
-    }
-    return 0;
+    return j->store ? 0 : job_fail("%s", err.msg);
 }
 
 /* Before reading: the runs' format, and a refusal if they cannot fit. */
@@ -80,21 +74,15 @@ int plan_temp_space(sort_job *j)
 {
     const rocksort_opts *o = j->o;
     temp_request rq = {
-        .mode = (temp_mode)o->temp_compression, .in_fn = o->in_fn,
+        .mode = o->temp_compression, .in_fn = o->in_fn,
         .tmp_prefix = o->tmp_prefix, .size_hint = o->size_hint,
-        .memory = total_memory(o), .run_bytes = plan_batch_bytes(o),
+        .memory = plan_total_memory(o), .run_bytes = plan_batch_bytes(o),
         .threads = o->threads > 1 ? o->threads : 1,
     };
-    char *err = NULL;
-    if (temp_space_plan(&rq, &j->space, &err) == 0) return 0;
-    job_fail("%s", err ? err : "not enough space for temporary data");
-    free(err);
-    return -1;
+    errmsg err;
+    return temp_space_plan(&rq, &j->space, &err) == 0 ? 0 : job_fail("%s", err.msg);
 }
 
-/* Slack on the batch count expected from the input file's size, for
- * records further on that expand more than the first batch's did. */
-#define HOLD_SLACK 1.1
 
 /* If every batch of the input is expected to fit in the memory budget,
  * the spill thread keeps them (the loader's batch is the last one, the
@@ -105,8 +93,10 @@ int plan_temp_space(sort_job *j)
 static void plan_holding(sort_job *j, double input_batches)
 {
     spill_queue *q = &j->q;
-    int fit = (int)(total_memory(j->o) / q->batch_cap);
-    double need = input_batches * HOLD_SLACK;
+    int fit = (int)(plan_total_memory(j->o) / q->batch_cap);
+    /* Slack for records further on that expand more than the first
+     * batch's did; temp_space.c counts on the same. */
+    double need = input_batches * TEMP_HOLD_SLACK;
     if (fit < 2 || need > fit) return;
     if (need + 1 <= fit && spill_allow_holding(q, fit - 2, 1) == 0) return;
     spill_allow_holding(q, fit - 1, 0);

@@ -17,6 +17,8 @@
 #include <stdint.h>
 #include "sort_job.h"
 
+/* The memory budget: -m per thread (-@), or --max-memory's share of it. */
+size_t plan_total_memory(const rocksort_opts *o);
 size_t plan_batch_bytes(const rocksort_opts *o);
 
 /* 0, or -1 once the failure is reported. */

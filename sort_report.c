@@ -6,21 +6,14 @@
 /* Records in and out must match in number and, with --verify, in content. */
 int check_accounting(const sort_job *j)
 {
-    unsigned long long in = j->records_in, out = j->records_out;
-    if (out != in) {
-        job_fail("record count mismatch: %llu read, %llu written", in, out);
-        return -1;
-    }
+    unsigned long long in = j->records_in, out = j->result.records;
+    if (out != in) return job_fail("record count mismatch: %llu read, %llu written", in, out);
     if (!j->o->verify) return 0;
-    int same = j->digest_in == j->digest_out;
+    int same = j->digest_in == j->result.digest;
     fprintf(stderr, "[rocksort] verify: %llu records in, %llu out; checksum in %016llx, out %016llx: %s\n",
-            in, out, (unsigned long long)j->digest_in, (unsigned long long)j->digest_out,
+            in, out, (unsigned long long)j->digest_in, (unsigned long long)j->result.digest,
             same ? "OK" : "MISMATCH");
-    if (!same) {
-        job_fail("verify failed: the records written differ from the records read");
-        return -1;
-    }
-    return 0;
+    return same ? 0 : job_fail("verify failed: the records written differ from the records read");
 }
 
 static void report_sizing(const sort_job *j)
@@ -68,12 +61,12 @@ void report_verbose(const sort_job *j)
             "[rocksort] readout: %d merge thread%s over %d piece%s; %.1f MB through memory, writer waited %.2f s\n"
             "[rocksort] runs: %llu written, %d merged at readout (+%d in memory); temp bytes written: %llu\n"
             "[rocksort] peak RSS: %.1f MB\n",
-            (unsigned long long)j->records_in, (unsigned long long)j->records_out,
+            (unsigned long long)j->records_in, (unsigned long long)j->result.records,
             j->bytes_in / 1e6, j->t_load, j->q.sort_seconds, j->q.write_seconds, j->q.hold_seconds,
             j->q.wait_seconds,
             j->t_settle, j->store ? store_catch_up_runs(j->store) : 0, j->t_readout,
-            j->merge_threads, j->merge_threads == 1 ? "" : "s", j->ranges, j->ranges == 1 ? "" : "s",
-            j->bytes_through_memory / 1e6, j->t_writer_waited,
+            j->result.threads, j->result.threads == 1 ? "" : "s", j->result.ranges, j->result.ranges == 1 ? "" : "s",
+            j->result.bytes_through_memory / 1e6, j->result.writer_waited,
             (unsigned long long)store_runs_ingested(j->store),
             j->store ? store_sorted_runs(j->store) : 0, j->q.n_held + 1,
             (unsigned long long)store_bytes_written(j->store), ru.ru_maxrss / 1024.0);

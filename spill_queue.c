@@ -11,10 +11,9 @@ void spill_init(spill_queue *q)
     pthread_cond_init(&q->cv, NULL);
 }
 
-static char *write_run(rocks_store *st, sort_batch *sb)
+static int write_run(rocks_store *st, sort_batch *sb, errmsg *err)
 {
-    char *err = NULL;
-    if (store_run_begin(st, &err) < 0) return err;
+    if (store_run_begin(st, err) < 0) return -1;
     size_t n = batch_count(sb);
     for (size_t i = 0; i < n; i++) {
         size_t kl, vl;
@@ -22,24 +21,21 @@ static char *write_run(rocks_store *st, sort_batch *sb)
         batch_prefetch(sb, i + BATCH_PREFETCH_DISTANCE);
         const uint8_t *k = batch_key(sb, i, &kl);
         const uint8_t *v = batch_value(sb, i, &vl);
-        if (store_run_put(st, k, kl, v, vl, &err) < 0) return err;
+        if (store_run_put(st, k, kl, v, vl, err) < 0) return -1;
     }
-    store_run_end(st, &err);
-    return err;
+    return store_run_end(st, err);
 }
 
 /* A held run spilled after all: it is in key order already. */
-static char *write_packed(rocks_store *st, const packed_run *pr)
+static int write_packed(rocks_store *st, const packed_run *pr, errmsg *err)
 {
-    char *err = NULL;
-    if (store_run_begin(st, &err) < 0) return err;
+    if (store_run_begin(st, err) < 0) return -1;
     for (const uint8_t *r = packed_first(pr); r; r = packed_next(pr, r)) {
         size_t kl, vl;
         const uint8_t *k = packed_key(r, &kl), *v = packed_value(r, &vl);
-        if (store_run_put(st, k, kl, v, vl, &err) < 0) return err;
+        if (store_run_put(st, k, kl, v, vl, err) < 0) return -1;
     }
-    store_run_end(st, &err);
-    return err;
+    return store_run_end(st, err);
 }
 
 /* Keeps a sorted batch in memory if the plan allows, and returns the batch
@@ -72,29 +68,30 @@ static void drop_held(spill_queue *q)
 }
 
 /* The input outgrew the estimate: held batches become runs like the rest. */
-static char *spill_held(spill_queue *q)
+static int spill_held(spill_queue *q, errmsg *err)
 {
-    char *err = NULL;
+    int ret = 0;
     if (q->max_held) q->hold_abandoned = 1;
-    for (int i = 0; i < q->n_held && !err; i++)
-        err = q->packed ? write_packed(q->store, q->packed[i]) : write_run(q->store, q->kept[i]);
+    for (int i = 0; i < q->n_held && ret == 0; i++)
+        ret = q->packed ? write_packed(q->store, q->packed[i], err)
+                        : write_run(q->store, q->kept[i], err);
     drop_held(q);
     q->max_held = 0;
-    return err;
+    return ret;
 }
 
 /* Sorts a full batch, then holds or spills it; returns the empty batch the
- * loader gets back, and sets *err on a write error. */
-static sort_batch *settle_batch(spill_queue *q, sort_batch *sb, char **err)
+ * loader gets back, and sets *failed (with the cause in err) on a write
+ * error.  After a failure nothing more is written. */
+static sort_batch *settle_batch(spill_queue *q, sort_batch *sb, int *failed, errmsg *err)
 {
     double t0 = now_seconds();
     batch_sort(sb);
     double t1 = now_seconds();
-    sort_batch *back = q->error ? NULL : try_hold(q, sb);
+    sort_batch *back = q->failed ? NULL : try_hold(q, sb);
     int held = back != NULL;
     if (!back) {
-        if (!q->error) *err = spill_held(q);
-        if (!q->error && !*err) *err = write_run(q->store, sb);
+        if (!q->failed) *failed = spill_held(q, err) < 0 || write_run(q->store, sb, err) < 0;
         back = sb;
     }
     if (back == sb) batch_clear(sb);
@@ -119,12 +116,15 @@ static void *spill_main(void *arg)
         pthread_cond_broadcast(&q->cv);
         pthread_mutex_unlock(&q->mu);
 
-        char *err = NULL;
-        sort_batch *back = settle_batch(q, sb, &err);
+        errmsg err;
+        int failed = 0;
+        sort_batch *back = settle_batch(q, sb, &failed, &err);
 
         pthread_mutex_lock(&q->mu);
-        if (err && !q->error) q->error = err;
-        else free(err);
+        if (failed && !q->failed) {
+            q->failed = 1;
+            errmsg_copy(&q->error, &err);
+        }
         /* A batch spilled fast (after an error nothing is written) can come
          * back before the loader took the previous one: never overwrite it. */
         while (q->empty && !q->finished) pthread_cond_wait(&q->cv, &q->mu);
@@ -148,7 +148,7 @@ sort_batch *spill_swap(spill_queue *q, sort_batch *full)
     sort_batch *next = q->empty;
     q->empty = NULL;
     pthread_cond_broadcast(&q->cv);     /* a spilled batch may wait for room */
-    int failed = q->error != NULL;
+    int failed = q->failed;
     q->wait_seconds += now_seconds() - t0;
     pthread_mutex_unlock(&q->mu);
     if (failed) {
@@ -197,7 +197,6 @@ void spill_stop(spill_queue *q)
 void spill_free(spill_queue *q)
 {
     spill_stop(q);
-    free(q->error);
     batch_destroy(q->full);
     drop_held(q);
     free(q->packed);

@@ -6,7 +6,7 @@
  * packed in key order, or as the batch itself.  If the input outgrows the
  * plan, the held batches are written as runs then.  spill_swap() hands a
  * full batch over and returns an empty one, or NULL once a spill failed
- * (q->error says why).  After spill_stop(), packed[0..n_held) or
+ * (q->failed is set and q->error says why).  After spill_stop(), packed[0..n_held) or
  * kept[0..n_held) are the held batches, for the readout to merge; the
  * timings are for the -v report.  spill_free() releases everything.
  */
@@ -27,7 +27,8 @@ typedef struct {
     sort_batch *full;       /* waiting for the spill thread */
     sort_batch *empty;      /* spilled, ready to refill */
     int finished;           /* no more batches will come */
-    char *error;            /* first spill error */
+    int failed;             /* a spill failed: no more runs are written */
+    errmsg error;           /* the first spill error's cause */
     /* Sorted batches kept in memory, not spilled: as packed copies when the
      * budget has room for them beside the two batch arenas, else as the
      * arenas themselves.  One of the two arrays is used; max_held 0: spill

@@ -8,7 +8,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include "rocks_store.h"
-#include "sort_batch.h"
+#include "packed_record.h"
 #include "store_stream.h"
 
 typedef struct {
@@ -28,7 +28,8 @@ struct store_stream {
     int done;           /* the producer has published its last chunk */
     int stop;           /* the consumer is closing */
     int out_of_memory;
-    char *error;        /* the iterator's */
+    int failed;         /* the iterator failed: error says why */
+    errmsg error;
     const uint8_t *rec; /* the consumer's current record, NULL at the end */
 };
 
@@ -93,7 +94,7 @@ static void *produce(void *arg)
         chunk *c = &s->chunks[i];
         s->out_of_memory = fill(s, c) < 0;
         int last = s->out_of_memory || !store_iter_valid(s->it);
-        if (last && !s->out_of_memory) s->error = store_iter_error(s->it);
+        if (last && !s->out_of_memory) s->failed = store_iter_status(s->it, &s->error) < 0;
         publish(s, c->used > 0, last);
         if (last) break;
     }
@@ -124,7 +125,6 @@ static void free_stream(store_stream *s)
     if (s->chunks)
         for (int i = 0; i < s->n_chunks; i++) free(s->chunks[i].data);
     free(s->chunks);
-    free(s->error);
     free(s);
 }
 
@@ -175,9 +175,10 @@ void stream_next(store_stream *s)
     take_chunk(s);
 }
 
-const char *stream_error(const store_stream *s)
+int stream_status(const store_stream *s, errmsg *err)
 {
-    return s->out_of_memory ? "out of memory" : s->error;
+    if (s->out_of_memory) return errmsg_set(err, "out of memory");
+    return s->failed ? errmsg_copy(err, &s->error) : 0;
 }
 
 void stream_close(store_stream *s)

@@ -6,7 +6,7 @@
  * into a few fixed-size chunks, waiting while all of them are full.  The
  * caller reads the current record with stream_key() and stream_value()
  * (valid until the next stream_next()) and checks stream_valid().  Once the
- * stream ends, stream_error() says whether the iterator failed.
+ * stream ends, stream_status() says whether the iterator failed.
  * stream_close() stops and joins the thread; the caller then closes the
  * iterator (store_iter_close()).
  *
@@ -32,8 +32,9 @@ const uint8_t *stream_key(const store_stream *s, size_t *len);
 const uint8_t *stream_value(const store_stream *s, size_t *len);
 void stream_next(store_stream *s);
 
-/* After the end: NULL, or the iterator's error or "out of memory". */
-const char *stream_error(const store_stream *s);
+/* After the end: 0, or -1 with the iterator's error (or "out of memory")
+ * in err. */
+int stream_status(const store_stream *s, errmsg *err);
 
 void stream_close(store_stream *s);
 

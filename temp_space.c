@@ -34,9 +34,6 @@
 #define CRAM_EXPANSION 5.0
 /* RocksDB's own files (MANIFEST, OPTIONS, LOG, ...) and a run being written. */
 #define STORE_FIXED_BYTES (1ULL << 20)
-/* The sort holds every batch in memory when its data fits with this slack
- * (see plan_holding() in sort_pipeline.c): then nothing is spilled. */
-#define HOLD_SLACK 1.1
 
 static const char *const mode_names[] = { "auto", "compact", "none", "lz4", "snappy", "zstd" };
 
@@ -137,7 +134,7 @@ static double mode_ratio(temp_mode mode, double compact_ratio)
  * most one merge at a time, twice the runs bounds the peak. */
 static uint64_t peak_run_bytes(const temp_request *rq, uint64_t data)
 {
-    if ((double)data * HOLD_SLACK <= (double)rq->memory || data <= rq->run_bytes) return 0;
+    if ((double)data * TEMP_HOLD_SLACK <= (double)rq->memory || data <= rq->run_bytes) return 0;
     uint64_t width = (uint64_t)store_merge_width(data, rq->run_bytes, rq->size_hint > 0);
     return width && data >= width * rq->run_bytes ? 2 * data : data;
 }
@@ -195,24 +192,21 @@ static void human(char *buf, size_t n, uint64_t bytes)
     else snprintf(buf, n, "%.1f MB", b / 1e6);
 }
 
-static char *refusal(const temp_plan *p, uint64_t need)
+static int refuse(const temp_plan *p, uint64_t need, errmsg *err)
 {
-    char need_s[32], free_s[32], *m = NULL;
+    char need_s[32], free_s[32];
     human(need_s, sizeof need_s, need);
     human(free_s, sizeof free_s, p->free_bytes);
-    if (asprintf(&m, "not enough space for temporary data in '%s': about %s needed "
-                 "(%s runs, estimated from %s), %s free; use -T to put it on a "
-                 "larger file system", p->dir, need_s, mode_names[p->mode], p->source,
-                 free_s) < 0)
-        m = NULL;
-    return m;
+    return errmsg_set(err, "not enough space for temporary data in '%s': about %s needed "
+                      "(%s runs, estimated from %s), %s free; use -T to put it on a "
+                      "larger file system", p->dir, need_s, mode_names[p->mode], p->source,
+                      free_s);
 }
 
-int temp_space_plan(const temp_request *rq, temp_plan *p, char **err)
+int temp_space_plan(const temp_request *rq, temp_plan *p, errmsg *err)
 {
     double ratio;
     memset(p, 0, sizeof *p);
-    *err = NULL;
     p->threads = rq->threads > 1 ? rq->threads : 1;
     estimate(rq, p, &ratio);
     find_free_space(temp_prefix(rq->tmp_prefix), p);
@@ -225,16 +219,16 @@ int temp_space_plan(const temp_request *rq, temp_plan *p, char **err)
                   : (uint64_t)((double)(p->need_none - STORE_FIXED_BYTES) /
                                mode_ratio(p->mode, ratio)) + STORE_FIXED_BYTES;
     if (need <= p->free_bytes) return 0;
-    *err = refusal(p, need);
-    return -1;
+    return refuse(p, need, err);
 }
 
 void temp_space_store_options(const temp_plan *p, store_options *so)
 {
-    static const temp_compression codec[] = {
-        [TEMP_AUTO] = TEMP_COMPRESSION_COLUMNS, [TEMP_COMPACT] = TEMP_COMPRESSION_COLUMNS,
-        [TEMP_NONE] = TEMP_COMPRESSION_NONE, [TEMP_LZ4] = TEMP_COMPRESSION_LZ4,
-        [TEMP_SNAPPY] = TEMP_COMPRESSION_SNAPPY, [TEMP_ZSTD] = TEMP_COMPRESSION_ZSTD,
+    /* The one place where the option's modes become the store's codecs. */
+    static const store_codec codec[] = {
+        [TEMP_AUTO] = STORE_CODEC_COLUMNS, [TEMP_COMPACT] = STORE_CODEC_COLUMNS,
+        [TEMP_NONE] = STORE_CODEC_NONE, [TEMP_LZ4] = STORE_CODEC_LZ4,
+        [TEMP_SNAPPY] = STORE_CODEC_SNAPPY, [TEMP_ZSTD] = STORE_CODEC_ZSTD,
     };
     so->compression = codec[p->mode];
     /* Helper threads take the codecs' compression off the spill thread,

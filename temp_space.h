@@ -9,7 +9,7 @@
  * It compares that with the space free there (statvfs).  The runs' format
  * is the one --temp-compression forces, else compact (records in columns,
  * group_codec.h), with or without an estimate.  When the
- * chosen format will not fit, it returns -1 and a malloc'd one-line message
+ * chosen format will not fit, it returns -1 and a one-line cause
  * naming the directory, the bytes needed and free, and suggesting -T; it
  * creates nothing.  The estimate is a guess on the safe side: a sort that
  * passes can still fill the disk, and fails then as before.
@@ -29,6 +29,11 @@ typedef enum {
     TEMP_SNAPPY,
     TEMP_ZSTD           /* RocksDB's default zstd level */
 } temp_mode;
+
+/* The sort holds every batch in memory, spilling nothing, when its data
+ * fits in the memory budget with this slack (plan_holding(), sort_plan.c);
+ * then the runs need no temp space. */
+#define TEMP_HOLD_SLACK 1.1
 
 /* Bytes of a regular input file read to measure its expansion. */
 #define TEMP_SAMPLE_BYTES (4u << 20)
@@ -62,8 +67,8 @@ int temp_parse_mode(const char *name);
 /* The -T prefix in effect: given, else $TMPDIR, else /tmp. */
 const char *temp_prefix(const char *given);
 
-/* Returns 0 with *plan filled, or -1 with *err set (see above). */
-int temp_space_plan(const temp_request *rq, temp_plan *plan, char **err);
+/* Returns 0 with *plan filled, or -1 with the cause in err (see above). */
+int temp_space_plan(const temp_request *rq, temp_plan *plan, errmsg *err);
 
 /* Sets the store's codec, level and helper threads for plan->mode. */
 void temp_space_store_options(const temp_plan *plan, store_options *so);

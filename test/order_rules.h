@@ -12,7 +12,7 @@
 static inline int sign(long v) { return (v > 0) - (v < 0); }
 
 /* memcmp order of the two keys; 2 if either record has no key. */
-static inline int key_cmp(const sort_spec *s, const bam1_t *a, uint64_t sa, const bam1_t *b, uint64_t sb)
+static inline int records_key_cmp(const sort_spec *s, const bam1_t *a, uint64_t sa, const bam1_t *b, uint64_t sb)
 {
     uint8_t *ka = malloc(sort_key_max_len(s, a)), *kb = malloc(sort_key_max_len(s, b));
     if (!ka || !kb) abort();

@@ -204,7 +204,7 @@ static int bytewise(const uint8_t *a, size_t la, const uint8_t *b, size_t lb)
     return c ? c : (la > lb) - (la < lb);
 }
 
-static int key_cmp(const void *pa, const void *pb)
+static int by_key(const void *pa, const void *pb)
 {
     const test_key *a = *(const test_key *const *)pa, *b = *(const test_key *const *)pb;
     return bytewise(a->bytes, a->len, b->bytes, b->len);
@@ -256,7 +256,7 @@ static void run_case(sort_batch *sb, const char *name, void (*shape)(void))
     test_key **want = malloc(n_keys * sizeof *want);
     if (!want) exit(2);
     for (size_t i = 0; i < n_keys; i++) want[i] = &keys[i];
-    qsort(want, n_keys, sizeof *want, key_cmp);
+    qsort(want, n_keys, sizeof *want, by_key);
     batch_clear(sb);
     const char *problem = fill(sb) < 0 ? "batch_add_key failed" : NULL;
     if (!problem) {

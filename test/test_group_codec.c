@@ -110,7 +110,7 @@ typedef struct {
 } decoded;
 
 static int append_group(void *ctx, const uint8_t *key, size_t klen,
-                        const uint8_t *blob, size_t len, char **err)
+                        const uint8_t *blob, size_t len, errmsg *err)
 {
     decoded *d = ctx;
     (void)err;
@@ -185,16 +185,16 @@ static const char *writer_in_order(int threads)
 {
     pair_set ps;
     decoded d = { 0 };
-    char *err = NULL;
+    errmsg err;
+    int failed = 0;
     if (make_pairs(1, 50, &ps) < 0) return "test records did not parse";
     group_writer *gw = group_writer_create(threads, 2000, append_group, &d);
     if (!gw) return "writer not created";
-    for (size_t i = 0; i < ps.n; i++)
-        if (group_writer_add(gw, ps.p[i].key, ps.p[i].klen, ps.p[i].val, ps.p[i].vlen, &err) < 0) break;
-    if (!err) group_writer_finish(gw, &err);
+    for (size_t i = 0; !failed && i < ps.n; i++)
+        failed = group_writer_add(gw, ps.p[i].key, ps.p[i].klen, ps.p[i].val, ps.p[i].vlen, &err) < 0;
+    if (!failed) failed = group_writer_finish(gw, &err) < 0;
     group_writer_destroy(gw);
-    const char *r = err ? "the writer failed" : d.groups < 20 ? "too few groups to test the order" : compare(&d, &ps);
-    free(err);
+    const char *r = failed ? "the writer failed" : d.groups < 20 ? "too few groups to test the order" : compare(&d, &ps);
     free_decoded(&d);
     free_pairs(&ps);
     return r;
@@ -209,7 +209,7 @@ static void seq_key(uint64_t seq, uint8_t key[8])
 
 static int write_runs(rocks_store *st, const pair_set *ps)
 {
-    char *err = NULL;
+    errmsg err;
     int ok = 1;
     for (int run = 0; ok && run < N_RUNS; run++) {
         ok = store_run_begin(st, &err) == 0;
@@ -220,7 +220,6 @@ static int write_runs(rocks_store *st, const pair_set *ps)
         }
         ok = ok && store_run_end(st, &err) == 0;
     }
-    free(err);
     return ok ? 0 : -1;
 }
 
@@ -243,10 +242,9 @@ static const char *read_range(rocks_store *st, const pair_set *ps, size_t lo, si
         if (want >= hi || kl != 8 || memcmp(k, expect, 8)) r = "a record out of range or out of order";
         else if (vl != ps->p[want].vlen || memcmp(v, ps->p[want].val, vl)) r = "a value differs";
     }
-    char *err = store_iter_error(it);
-    if (!r && err) r = "the iterator failed";
+    errmsg err;
+    if (!r && store_iter_status(it, &err) < 0) r = "the iterator failed";
     if (!r && want != hi) r = "records of the range are missing";
-    free(err);
     store_iter_close(it);
     return r;
 }
@@ -255,9 +253,9 @@ static const char *store_ranges(void)
 {
     pair_set ps;
     if (make_pairs(1, 40, &ps) < 0) return "test records did not parse";
-    store_options so = { .compression = TEMP_COMPRESSION_COLUMNS, .compression_threads = 2,
+    store_options so = { .compression = STORE_CODEC_COLUMNS, .compression_threads = 2,
                          .max_open_files = -1, .background_threads = 1, .parts = 1 };
-    char *err = NULL;
+    errmsg err;
     rocks_store *st = store_open("/tmp/test_group_codec", &so, &err);
     const char *r = !st ? "store not opened" : !store_grouped(st) ? "store not grouped"
                   : write_runs(st, &ps) < 0 ? "runs not written" : NULL;
@@ -265,7 +263,6 @@ static const char *store_ranges(void)
                          { ps.n - 1, ps.n } };
     for (size_t c = 0; !r && c < sizeof cuts / sizeof *cuts; c++)
         r = read_range(st, &ps, cuts[c][0], cuts[c][1]);
-    free(err);
     store_close(st, 0);
     free_pairs(&ps);
     return r;

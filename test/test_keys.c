@@ -49,7 +49,7 @@ static void name_pair(int natural, const char *na, uint16_t fa, const char *nb, 
     sort_spec o = spec_of(natural ? ORDER_NAME_NATURAL : ORDER_NAME_ASCII);
     for (uint64_t sa = 0; sa < 2; sa++) {
         int want = name_ref_cmp(natural, na, fa, sa, nb, fb, 1 - sa);
-        check(key_cmp(&o, a, sa, b, 1 - sa) == want, natural ? "natural name" : "ascii name", na, nb);
+        check(records_key_cmp(&o, a, sa, b, 1 - sa) == want, natural ? "natural name" : "ascii name", na, nb);
     }
     bam_destroy1(a);
     bam_destroy1(b);
@@ -127,7 +127,7 @@ static void test_coordinates(void)
         bam1_t *b = make_record("b", tb, pb, rb ? BAM_FREVERSE : 0);
         snprintf(desc_a, sizeof desc_a, "%d:%lld:%d#%llu", ta, (long long)pa, ra, (unsigned long long)sa);
         snprintf(desc_b, sizeof desc_b, "%d:%lld:%d#%llu", tb, (long long)pb, rb, (unsigned long long)sb);
-        check(key_cmp(&coord, a, sa, b, sb) == coord_ref_cmp(ta, pa, ra, sa, tb, pb, rb, sb),
+        check(records_key_cmp(&coord, a, sa, b, sb) == coord_ref_cmp(ta, pa, ra, sa, tb, pb, rb, sb),
               "coordinate", desc_a, desc_b);
         bam_destroy1(a);
         bam_destroy1(b);
@@ -259,7 +259,7 @@ static void test_tag_order(void)
             name_ref_cmp(0, na, fa, sa, nb, fb, sb),
         };
         for (int k = 0; k < 3; k++)
-            check(key_cmp(&specs[k], a, sa, b, sb) == (by_tag ? by_tag : want[k]),
+            check(records_key_cmp(&specs[k], a, sa, b, sb) == (by_tag ? by_tag : want[k]),
                   k == 0 ? "-t, then coordinate" : k == 1 ? "-t, then -n" : "-t, then -N", da, db);
         bam_destroy1(a);
         bam_destroy1(b);
@@ -290,9 +290,9 @@ static void test_template_order(void)
                                       0x45, 0x4d, 0x163, 0x883, 0x73 };
     sam_hdr_t *h = sam_hdr_parse(sizeof header - 1, header);
     sort_spec spec = spec_of(ORDER_TEMPLATE);
-    char err[256];
-    if (!h || sort_spec_prepare(&spec, h, err, sizeof err) < 0) {
-        check(0, "template: prepare", err, "");
+    errmsg err = { "" };
+    if (!h || sort_spec_prepare(&spec, h, &err) < 0) {
+        check(0, "template: prepare", err.msg, "");
         return;
     }
     char da[96], db[96];
@@ -318,7 +318,7 @@ static void test_template_order(void)
         int bad_a = template_ref_fields(r[0], template_library(rg[0]), &fa) < 0;
         int bad_b = template_ref_fields(r[1], template_library(rg[1]), &fb) < 0;
         int bad = bad_a || bad_b;
-        int got = key_cmp(&spec, r[0], 5, r[1], 6);
+        int got = records_key_cmp(&spec, r[0], 5, r[1], 6);
         if (bad) {
             check(got == 2, "template: records samtools refuses get no key", da, db);
         } else {
@@ -407,7 +407,7 @@ static void test_minimiser_order(void)
                  : x.tie != y.tie ? (x.tie > y.tie ? -1 : 1)
                  : xr != yr ? (xr < yr ? -1 : 1) : -1;
         }
-        check(key_cmp(&s, a, 1, b, 2) == want, "minimiser order", sa_, sb_);
+        check(records_key_cmp(&s, a, 1, b, 2) == want, "minimiser order", sa_, sb_);
         bam_destroy1(a);
         bam_destroy1(b);
     }
@@ -455,13 +455,14 @@ static void test_all_key_bounds(void)
 {
     static const char header[] = "@HD\tVN:1.6\n@SQ\tSN:a\tLN:1000\n@RG\tID:g\tLB:a-long-library-name\n";
     sam_hdr_t *h = sam_hdr_parse(sizeof header - 1, header);
-    char name[256], value[300], err[128];
+    char name[256], value[300];
+    errmsg err;
     for (int order = ORDER_COORDINATE; order <= ORDER_SHUFFLE; order++) {
         for (int by_tag = 0; by_tag < 2; by_tag++) {
             sort_spec s = spec_of((sort_order)order);
             s.by_tag = by_tag;
             memcpy(s.tag, "XT", 2);
-            if (sort_spec_prepare(&s, h, err, sizeof err) < 0) check(0, "prepare", err, "");
+            if (sort_spec_prepare(&s, h, &err) < 0) check(0, "prepare", err.msg, "");
             for (int i = 0; i < 400; i++) {
                 random_bases(name, 1 + rand() % 250, "0123456789ab");
                 bam1_t *b = make_full(name, (uint16_t)(rand() & 0xfff), rand() % 2 - 1, rand() % 100,

@@ -55,13 +55,14 @@ typedef struct {
 static void fill(fixture *f)
 {
     sort_spec spec = spec_of(ORDER_COORDINATE);
+    errmsg err;
     for (int i = 0; i < N_BATCHES; i++) {
         f->batch[i] = batch_create((size_t)64 << 20);
         for (int r = 0; r < PER_BATCH; r++) {
             uint64_t seq = (uint64_t)i * PER_BATCH + (uint64_t)r;
             f->rec[seq] = random_record(seq);
-            if (batch_add(f->batch[i], &spec, f->rec[seq], seq) != 1) {
-                fprintf(stderr, "batch_add failed\n");
+            if (batch_add(f->batch[i], &spec, f->rec[seq], seq, &err) != 1) {
+                fprintf(stderr, "batch_add failed: %s\n", err.msg);
                 exit(2);
             }
         }

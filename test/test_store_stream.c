@@ -49,7 +49,7 @@ typedef struct {
 /* Each run must be written in key order, as the engine writes them. */
 static int write_run(rocks_store *st, int run, int n_records, uint8_t *val)
 {
-    char *err = NULL;
+    errmsg err;
     int ok = store_run_begin(st, &err) == 0;
     for (int s = run; ok && s < n_records; s += N_RUNS) {
         uint8_t key[8];
@@ -58,16 +58,14 @@ static int write_run(rocks_store *st, int run, int n_records, uint8_t *val)
         ok = store_run_put(st, key, 8, val, value_len((uint64_t)s), &err) == 0;
     }
     ok = ok && store_run_end(st, &err) == 0;
-    free(err);
     return ok ? 0 : -1;
 }
 
 static int open_db(test_db *t, int n_records)
 {
     store_options so = { .max_open_files = -1, .background_threads = 1, .parts = 1 };
-    char *err = NULL;
+    errmsg err;
     t->st = store_open("/tmp/test_store_stream", &so, &err);
-    free(err);
     if (!t->st) return -1;
     uint8_t *val = malloc(3 * CHUNK);
     int ret = val ? 0 : -1;
@@ -102,7 +100,8 @@ static const char *read_stream(test_db *t, int limit, int *n)
     *n = 0;
     for (; !problem && stream_valid(s) && (limit < 0 || *n < limit); stream_next(s))
         problem = check_record(s, (uint64_t)(*n)++);
-    if (!problem && limit < 0 && stream_error(s)) problem = stream_error(s);
+    static errmsg err;
+    if (!problem && limit < 0 && stream_status(s, &err) < 0) problem = err.msg;
     stream_close(s);
     store_iter_close(it);
     return problem;

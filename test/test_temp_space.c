@@ -49,7 +49,7 @@ static const char *check_file_estimate(const char *name, int kind, double lo, do
     static char why[200];
     char path[4200];
     temp_plan p;
-    char *err = NULL;
+    errmsg err;
     snprintf(path, sizeof path, "%s/%s", dir, name);
     write_text(path, 8u << 20, kind);
     temp_request rq = request(path, 0, TEMP_AUTO);
@@ -59,7 +59,6 @@ static const char *check_file_estimate(const char *name, int kind, double lo, do
     double per_byte = (double)p.data_bytes / (double)ftell(f);
     fclose(f);
     unlink(path);
-    free(err);
     if (r != 0 || !p.source) return "no estimate from a regular file";
     if (per_byte < lo || per_byte > hi) {
         snprintf(why, sizeof why, "%.2f run bytes per file byte, expected %.2f-%.2f",
@@ -72,12 +71,11 @@ static const char *check_file_estimate(const char *name, int kind, double lo, do
 static const char *check_refusal(void)
 {
     temp_plan p;
-    char *err = NULL;
+    errmsg err;
     temp_request rq = request("-", 1ULL << 60, TEMP_AUTO);   /* an exabyte */
     if (temp_space_plan(&rq, &p, &err) == 0) return "an exabyte was not refused";
-    int ok = err && strstr(err, dir) && strstr(err, "needed") && strstr(err, "free")
-          && strstr(err, "-T") && strstr(err, "-s") && !strchr(err, '\n');
-    free(err);
+    int ok = strstr(err.msg, dir) && strstr(err.msg, "needed") && strstr(err.msg, "free")
+          && strstr(err.msg, "-T") && strstr(err.msg, "-s") && !strchr(err.msg, '\n');
     return ok ? NULL : "the refusal lacks the directory, needed, free, -T or -s";
 }
 
@@ -87,13 +85,12 @@ static const char *check_file_beats_hint(void)
 {
     char path[4200];
     temp_plan p;
-    char *err = NULL;
+    errmsg err;
     snprintf(path, sizeof path, "%s/small.sam", dir);
     write_text(path, 1u << 20, 0);
     temp_request rq = request(path, 1ULL << 60, TEMP_AUTO);
     int r = temp_space_plan(&rq, &p, &err);
     unlink(path);
-    free(err);
     if (r != 0) return "a small file with an exabyte -s was refused";
     return p.source && !strcmp(p.source, "the input file") ? NULL : "the estimate is not the file's";
 }
@@ -101,7 +98,7 @@ static const char *check_file_beats_hint(void)
 static const char *check_small_hint(void)
 {
     temp_plan p;
-    char *err = NULL;
+    errmsg err;
     temp_request rq = request("-", 64u << 20, TEMP_AUTO);
     if (temp_space_plan(&rq, &p, &err) != 0) return "64 MB refused";
     if (p.mode != TEMP_COMPACT) return "64 MB of runs are not compact by default";
@@ -116,18 +113,18 @@ static const char *check_small_hint(void)
 static const char *check_modes(void)
 {
     temp_plan p;
-    char *err = NULL;
+    errmsg err;
     temp_request rq = request("-", 0, TEMP_AUTO);
     temp_space_plan(&rq, &p, &err);
     if (p.source || p.mode != TEMP_COMPACT) return "a pipe without -s: not compact runs";
     store_options so = { 0 };
     temp_space_store_options(&p, &so);
-    if (so.compression != TEMP_COMPRESSION_COLUMNS) return "compact runs are not in columns";
+    if (so.compression != STORE_CODEC_COLUMNS) return "compact runs are not in columns";
     rq.mode = TEMP_LZ4;
     temp_space_plan(&rq, &p, &err);
     if (p.mode != TEMP_LZ4) return "--temp-compression lz4 not kept";
     temp_space_store_options(&p, &so);
-    if (so.compression != TEMP_COMPRESSION_LZ4 || so.compression_threads != 2)
+    if (so.compression != STORE_CODEC_LZ4 || so.compression_threads != 2)
         return "lz4 store options";
     if (temp_parse_mode("compact") != TEMP_COMPACT || temp_parse_mode("gzip") != -1)
         return "temp_parse_mode";

@@ -1,0 +1,175 @@
+/* readout_plan.c -- see readout_plan.h. */
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include "readout_plan.h"
+#include "fd_budget.h"
+#include "output_parts.h"
+#include "readout_model.h"
+
+/* A readout smaller than this per thread is not worth a thread (auto
+ * rule only). */
+#define RANGE_MIN_BYTES (32ULL << 20)
+#define RANGES_MAX 64
+
+/* The pieces the readout cuts the key space into.  Each run's share of a
+ * piece is read with a seek of its own, so a piece holds at least
+ * PIECE_RUN_SHARE per run; the pieces in flight (threads + 2, in memory)
+ * stay within a quarter of the sort's memory.  When those two cannot both
+ * hold, the automatic rule keeps one stream. */
+#define PIECE_MIN_BYTES (4ULL << 20)
+#define PIECE_MAX_BYTES (64ULL << 20)
+#define PIECE_RUN_SHARE (1ULL << 20)
+#define PIECES_MAX 65536
+/* The least a run's reader fetches at a time for a piece. */
+#define PIECE_MIN_READAHEAD (256u << 10)
+
+/* The output's deflate level: from the mode ("wb6"), an output option, or
+ * htslib's default; uncompressed SAM counts as 0. */
+static int output_level(const readout_request *rq)
+{
+    const char *digit = strpbrk(rq->out_mode, "0123456789");
+    int level = digit ? *digit - '0' : -1;
+    for (const hts_opt *x = rq->out_opts; x; x = x->next)
+        if (x->opt == HTS_OPT_COMPRESSION_LEVEL) level = x->val.i;
+    if (level < 0) level = strpbrk(rq->out_mode + 1, "bcz") ? 6 : 0;
+    return level;
+}
+
+/* The merge threads asked for, before the samples are seen. */
+static int readout_width(const readout_request *rq)
+{
+    if (strchr(rq->out_mode + 1, 'c')) return 1;
+    if (rq->indexed && !rq->out->final_path) return 1;
+    if (rq->merge_threads > 0) return rq->merge_threads < RANGES_MAX ? rq->merge_threads : RANGES_MAX;
+    return readout_ranges_for(rq->threads, output_level(rq), rq->bytes, RANGE_MIN_BYTES,
+                              RANGES_MAX);
+}
+
+/* Samples of a sorted batch: an entry every ~STORE_SAMPLE_BYTES. */
+static void sample_batch(key_samples *s, const sort_batch *sb)
+{
+    size_t n = batch_count(sb), len;
+    if (!n) return;
+    size_t step = n / (batch_bytes(sb) / STORE_SAMPLE_BYTES + 1) + 1;
+    uint64_t weight = (uint64_t)((double)batch_bytes(sb) * (double)step / (double)n);
+    for (size_t i = 0; i < n; i += step) {
+        const uint8_t *k = batch_key(sb, i, &len);
+        key_samples_add(s, k, len, weight);
+    }
+}
+
+/* Samples of a packed run: its marks, each weighing the bytes to the next. */
+static void sample_packed(key_samples *s, const packed_run *pr)
+{
+    size_t n = packed_marks(pr), len;
+    for (size_t i = 0; i < n; i++) {
+        const uint8_t *rec = packed_mark(pr, i);
+        const uint8_t *next = i + 1 < n ? packed_mark(pr, i + 1) : NULL;
+        uint64_t weight = next ? (uint64_t)(next - rec) : STORE_SAMPLE_BYTES / 4;
+        const uint8_t *k = packed_key(rec, &len);
+        key_samples_add(s, k, len, weight);
+    }
+}
+
+static void gather_samples(const readout_input *in, key_samples *s)
+{
+    for (size_t i = 0; in->store && i < store_samples(in->store); i++) {
+        const key_sample *x = store_sample_at(in->store, i);
+        key_samples_add(s, x->key, x->len, x->weight);
+    }
+    for (int i = 0; in->kept && i < in->n_held; i++) sample_batch(s, in->kept[i]);
+    for (int i = 0; in->packed && i < in->n_held; i++) sample_packed(s, in->packed[i]);
+    sample_batch(s, in->tail);
+}
+
+static uint64_t spilled_runs(const readout_request *rq)
+{
+    return rq->in->store ? (uint64_t)store_sorted_runs(rq->in->store) : 0;
+}
+
+/* The bytes of records in one piece (see PIECE_MIN_BYTES); 0 when the
+ * runs are too many for pieces that fit in memory. */
+static uint64_t piece_bytes(const readout_request *rq, int threads)
+{
+    uint64_t fits = rq->memory / 4 / (uint64_t)(threads + 2);
+    uint64_t piece = spilled_runs(rq) * PIECE_RUN_SHARE;
+    if (piece < PIECE_MIN_BYTES) piece = PIECE_MIN_BYTES;
+    if (fits > PIECE_MAX_BYTES) fits = PIECE_MAX_BYTES;
+    if (piece <= fits) return piece;
+    if (!rq->merge_threads) return 0;
+    return fits < PIECE_MIN_BYTES ? PIECE_MIN_BYTES : fits;
+}
+
+static int pieces_for(const readout_request *rq, uint64_t piece, int threads)
+{
+    uint64_t n = (rq->bytes + piece - 1) / piece;
+    if (n < (uint64_t)threads) n = (uint64_t)threads;
+    return n > PIECES_MAX ? PIECES_MAX : (int)n;
+}
+
+/* The in-memory files the pieces pass through; none: one stream. */
+static int open_slots(range_plan *p)
+{
+    p->n_slots = p->threads + 2;
+    p->slot_fd = malloc((size_t)p->n_slots * sizeof *p->slot_fd);
+    if (!p->slot_fd) return -1;
+    for (int i = 0; i < p->n_slots; i++) p->slot_fd[i] = -1;
+    for (int i = 0; i < p->n_slots; i++)
+        if ((p->slot_fd[i] = part_slot_create()) < 0) return -1;
+    return 0;
+}
+
+/* Each merge thread holds a slot and its writer's descriptor, with two
+ * slots more: the readout takes at most half of the descriptors still free
+ * under `ulimit -n`, leaving the rest to RocksDB's tables. */
+static int within_descriptors(int k)
+{
+    int spare = fd_budget_available(0);
+    while (spare >= 0 && k > 1 && 2 * k + 2 > spare / 2) k--;
+    return k;
+}
+
+int ranges_plan(const readout_request *rq, range_plan *p, errmsg *err)
+{
+    memset(p, 0, sizeof *p);
+    p->n = p->threads = 1;
+    int k = within_descriptors(readout_width(rq));
+    /* A piece of compact runs would have to read every group before its
+     * start (group_iter.h): one stream reads each group once. */
+    rocks_store *st = rq->in->store;
+    if (st && store_grouped(st) && store_runs_ingested(st)) k = 1;
+    uint64_t piece = k < 2 ? 0 : piece_bytes(rq, k);
+    if (!piece) return 0;
+    int want = pieces_for(rq, piece, k);
+    p->splits = malloc((size_t)(want - 1) * sizeof *p->splits);
+    if (!p->splits) return errmsg_set(err, "out of memory for the final merge");
+    gather_samples(rq->in, &p->samples);
+    p->n = 1 + key_ranges_choose(&p->samples, want, p->splits);
+    p->threads = p->n < k ? p->n : k;
+    if (p->n > 1 && open_slots(p) < 0) {    /* no memfd here: one stream after all */
+        ranges_free(p);
+        p->n = p->threads = 1;
+    }
+    return 0;
+}
+
+void ranges_free(range_plan *p)
+{
+    for (int i = 0; p->slot_fd && i < p->n_slots; i++)
+        if (p->slot_fd[i] >= 0) close(p->slot_fd[i]);
+    free(p->slot_fd);
+    free(p->splits);
+    key_samples_free(&p->samples);
+    memset(p, 0, sizeof *p);
+}
+
+/* Each run's reader fetches about its share of a piece at a time: more
+ * would be read twice, by the next piece's reader too. */
+size_t piece_readahead(const readout_request *rq, const range_plan *p)
+{
+    uint64_t runs = spilled_runs(rq);
+    uint64_t share = rq->bytes / (uint64_t)p->n / (runs ? runs : 1);
+    if (share < PIECE_MIN_READAHEAD) share = PIECE_MIN_READAHEAD;
+    return share > STORE_DIRECT_READAHEAD ? STORE_DIRECT_READAHEAD : (size_t)share;
+}

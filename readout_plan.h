@@ -1,0 +1,58 @@
+/* readout_plan.h -- how the readout is split: one stream, or K threads over pieces.
+ *
+ * Contract: ranges_plan() decides how many merge threads K the readout
+ * uses: rq->merge_threads (--merge-threads), else readout_ranges_for()'s
+ * rule from -@ and the output's compression level (readout_model.h); 1 for
+ * CRAM output (a CRAM file cannot be joined from pieces written on their
+ * own), for an index whose output is not a regular file, when runs were
+ * spilled in compact form (a piece's records may start in any earlier
+ * group, group_iter.h), when the keys sampled have too few distinct
+ * values, and where the system has no in-memory files (memfd); fewer where
+ * `ulimit -n` leaves too few descriptors (two per thread).  With K > 1 it
+ * cuts the key space into many pieces of about equal data, from the
+ * samples taken as runs were written (store_samples()) and from the
+ * batches held in memory (key_ranges.h): no pass over the data.  It
+ * returns 0, or -1 with the cause in err.  The pieces are merged by
+ * range_readout.h.
+ */
+#ifndef READOUT_PLAN_H
+#define READOUT_PLAN_H
+
+#include <htslib/sam.h>
+#include "errmsg.h"
+#include "key_ranges.h"
+#include "merge_sources.h"
+#include "output_file.h"
+#include "progress.h"
+
+/* What the readout is asked to do, gathered by the engine. */
+typedef struct {
+    const readout_input *in;
+    output_file *out;           /* opened; the header is written before the readout */
+    const sam_hdr_t *hdr;
+    const char *out_mode;       /* htslib mode ("wb6"), for the pieces */
+    hts_opt *out_opts;          /* --output-fmt-option, also for the pieces */
+    int verify;                 /* --verify: sum the records' digests */
+    int threads;                /* -@ */
+    int merge_threads;          /* --merge-threads; 0: automatic */
+    int indexed;                /* an index is wanted */
+    uint64_t memory;            /* the sort's memory budget, bytes */
+    uint64_t bytes;             /* record bytes to merge (all the input's) */
+    progress *prog;
+} readout_request;
+
+typedef struct {
+    int n;                  /* pieces, >= 1; 1: one merge on the calling thread */
+    int threads;            /* merge threads, <= n */
+    key_sample *splits;     /* n - 1 keys, increasing */
+    key_samples samples;    /* where the splits' keys were found */
+    int *slot_fd, n_slots;  /* in-memory files the pieces pass through */
+} range_plan;
+
+int ranges_plan(const readout_request *rq, range_plan *p, errmsg *err);
+void ranges_free(range_plan *p);
+
+/* The bytes each run's reader fetches at a time for one of p's pieces. */
+size_t piece_readahead(const readout_request *rq, const range_plan *p);
+
+#endif
