@@ -14,7 +14,7 @@ from limit import limit_lines
 from model_case import model_lines
 from paths import OUT, ROOT, TMP
 from runner import SAMPLE_EVERY, median
-from tools import LIBDEFLATE_LEVEL, mako_version, samtools_version
+from tools import LIBDEFLATE_LEVEL, SHARED_DEFLATE_TOOL, mako_version, samtools_version
 
 LOAD_AT_START = os.getloadavg()[0]  # the machine is shared: note how busy
 
@@ -159,6 +159,10 @@ def report(cfg, inp, cases, rss_case, mr=None):
                          "0 for -u (libdeflate's level, as htslib maps it); `--order coordinate`, "
                          "`queryname::natural` for -n"
                          if cfg.mako else "not run (not on PATH, $MAKO unset)"),
+          f"- {SHARED_DEFLATE_TOOL} (case a): " +
+          (f"`{cfg.shared_deflate} sort`, samtools 1.24 linked against the shared "
+           "libdeflate.so.0 as Debian links it; the main samtools sort row links it statically"
+           if cfg.shared_deflate else "not run (`LIBDEFLATE=shared bench/build_samtools.sh` failed)"),
           f"- peak temp MB: each tool's own temp directory, sampled every {SAMPLE_EVERY} s, "
           "allocated blocks, 10^6 bytes",
           f"- machine: {machine()}", f"- {temp_traits()}", ""]

@@ -6,7 +6,8 @@
 
 Cases (all tools get the same -@, -m and -l):
   a  spilling (-m MEM): rocksort, rocksort --temp-compression none,
-     samtools sort, mako, floor (and sambamba, bamsort when installed)
+     samtools sort, samtools sort linked to the shared libdeflate, mako,
+     floor (and sambamba, bamsort when installed)
   b  in memory (-m INMEM): rocksort, samtools sort, mako, floor
   c  uncompressed output (-u), spilling: rocksort, samtools sort, mako, floor
   d  peak RSS at the same -m/-@ (from case a's runs)
@@ -47,8 +48,8 @@ from paths import LOGS, OUT, TMP  # noqa: E402
 from report import report, save_raw  # noqa: E402
 from runner import CaseResult, ensure_input, median, run_case  # noqa: E402
 from tools import (DEFAULT_ROCKSORT, build_rocksort, choose_samtools,  # noqa: E402
-                   ensure_debian_samtools, find_mako, floor_job, other_sorters,
-                   rocksort_command, sort_jobs)
+                   ensure_debian_samtools, find_mako, find_shared_deflate, floor_job,
+                   other_sorters, rocksort_command, shared_deflate_job, sort_jobs)
 
 ALL_CASES = "abcdefgm"
 DEFAULT_CASES = "a,b,c,d,f,g,m"
@@ -67,8 +68,8 @@ class Case:
 
 CASES = {
     "a": Case("spilling, -m {mem}",
-              lambda cfg: sort_jobs(cfg, cfg.mem, uncompressed=True) + [floor_job(cfg)] +
-              other_sorters(cfg)),
+              lambda cfg: with_shared_deflate(cfg, sort_jobs(cfg, cfg.mem, uncompressed=True)) +
+              [floor_job(cfg)] + other_sorters(cfg)),
     "b": Case("in memory, -m {inmem}", lambda cfg: sort_jobs(cfg, cfg.inmem) + [floor_job(cfg)]),
     "c": Case("-u output, spilling, -m {mem}",
               lambda cfg: sort_jobs(cfg, cfg.mem, ["-u"]) + [floor_job(cfg, True)], level=0),
@@ -76,6 +77,15 @@ CASES = {
               lambda cfg: sort_jobs(cfg, cfg.mem, ["-n"], uncompressed=True) + [floor_job(cfg)],
               order="name"),
 }
+
+
+def with_shared_deflate(cfg, jobs):
+    """The jobs with samtools sort as Debian links it next to the main samtools
+    sort row, when that build exists."""
+    if not cfg.shared_deflate:
+        return jobs
+    at = next(i for i, j in enumerate(jobs) if j.tool == "samtools sort") + 1
+    return jobs[:at] + [shared_deflate_job(cfg, cfg.shared_deflate, cfg.mem)] + jobs[at:]
 
 
 def run_listed_case(key, cfg, inp, limits):
@@ -153,6 +163,7 @@ def main():
     build_rocksort(cfg.rocksort, cfg.explicit_rocksort)
     choose_samtools()
     cfg.mako = find_mako()
+    cfg.shared_deflate = find_shared_deflate() if "a" in cfg.cases else None
     inp = ensure_input(cfg.size, cfg.seed)
     limits = Limits(cfg, inp)
     cases, rss_case, mr = [], None, None
