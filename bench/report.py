@@ -155,7 +155,7 @@ def report(cfg, inp, cases, rss_case, mr=None):
           f"({samtools_version(tools.SAMTOOLS)}, {tools.SAMTOOLS_NOTE or 'default'}); "
           f"floor: `{tools.SAMTOOLS} view -b` (no sort)",
           "- mako: " + (f"`{cfg.mako}` ({mako_version(cfg.mako)}), `--compression-level "
-                         f"{LIBDEFLATE_LEVEL[cfg.level]}` for -l {cfg.level}, "
+                         f"{LIBDEFLATE_LEVEL[cfg.level]}` for -l {cfg.level}, 1 for -l 1 (case l), "
                          "0 for -u (libdeflate's level, as htslib maps it); `--order coordinate`, "
                          "`queryname::natural` for -n"
                          if cfg.mako else "not run (not on PATH, $MAKO unset)"),

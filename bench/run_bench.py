@@ -15,6 +15,8 @@ Cases (all tools get the same -@, -m and -l):
   f  streaming: input piped at a limited rate (feed takes ~1.5x the floor's
      time); the time that counts is from end of input to finished output
   g  name sort (-n): rocksort, rocksort none, samtools sort, mako, floor
+  l  level-1 output (-l 1), spilling: rocksort, samtools sort, mako, floor
+     (not by default)
   m  model: each stage's throughput on one thread, the wall predicted for
      1 and 2 cores against rocksort under taskset, and for 8, 16, 32 cores
 floor = `samtools view -b` (decompress and recompress, no sort): no sort that
@@ -24,7 +26,7 @@ cannot be built ($SAMTOOLS overrides).  Runs alternate tool by tool, so a
 noisy neighbour slows all tools alike.  Each tool has its own temp directory,
 whose size is sampled every 0.3 s (peak temp MB).  Each case checks once that
 every sorter's records but sambamba's and bamsort's equal samtools sort's.
-Cases a, b, c and g also give the cores' limit: the CPU seconds of
+Cases a, b, c, g and l also give the cores' limit: the CPU seconds of
 decoding the input and compressing the sorted output at the case's level
 (samtools view -@0, median of 3), over P = min(CPUs, -@ + 1); "x limit" is
 each tool's wall over it.  The report goes to stdout and bench/out/latest.md.
@@ -51,7 +53,7 @@ from tools import (DEFAULT_ROCKSORT, build_rocksort, choose_samtools,  # noqa: E
                    ensure_debian_samtools, find_mako, find_shared_deflate, floor_job,
                    other_sorters, rocksort_command, shared_deflate_job, sort_jobs)
 
-ALL_CASES = "abcdefgm"
+ALL_CASES = "abcdefglm"
 DEFAULT_CASES = "a,b,c,d,f,g,m"
 STREAM_SLOWDOWN = 1.5  # the feed takes this many times the floor's time
 
@@ -76,6 +78,9 @@ CASES = {
     "g": Case("name sort -n, -m {mem}",
               lambda cfg: sort_jobs(cfg, cfg.mem, ["-n"], uncompressed=True) + [floor_job(cfg)],
               order="name"),
+    # The many-core prediction of issue #33 is made at -l 1 and -u: case c is -u.
+    "l": Case("-l 1 output, spilling, -m {mem}",
+              lambda cfg: sort_jobs(cfg, cfg.mem, level=1) + [floor_job(cfg, level=1)], level=1),
 }
 
 
