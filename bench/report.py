@@ -10,10 +10,11 @@ import subprocess
 import time
 
 import tools
+from limit import limit_lines
 from model_case import model_lines
 from paths import OUT, ROOT, TMP
 from runner import SAMPLE_EVERY, median
-from tools import LIBDEFLATE_LEVEL, mako_version, samtools_version
+from tools import LIBDEFLATE_LEVEL, SHARED_DEFLATE_TOOL, mako_version, samtools_version
 
 LOAD_AT_START = os.getloadavg()[0]  # the machine is shared: note how busy
 
@@ -82,26 +83,36 @@ def fmt(x, pat="{:.1f}"):
 
 
 def table(cases):
-    rows = ["| case | tool | median s | min–max | × floor | × samtools sort | peak RSS MB | "
-            "peak temp MB | s/GiB in |",
-            "|---|---|---|---|---|---|---|---|---|"]
+    rows = ["| case | tool | median s | min–max | CPU s | × limit | × floor | × samtools sort | "
+            "peak RSS MB | peak temp MB | output MB | s/GiB in |",
+            "|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for cr in cases:
         floor = median(cr.results.get("floor", []))
         ref = median(cr.results.get("samtools sort", []))
+        limit = cr.limit.seconds if cr.limit and cr.case != "f" else None
         gib = cr.input["compressed"] / 2**30
         for tool, results in cr.results.items():
             med = median(results)
             ok = [r.seconds for r in results if not r.failed]
             span = f"{min(ok):.1f}–{max(ok):.1f}" if ok else "FAILED"
-            rss = max((r.rss_mb for r in results if not r.failed), default=None)
-            temp = max((r.temp_mb for r in results if not r.failed), default=None)
             rows.append(
                 f"| {cr.case}) {cr.title} | {tool} | {fmt(med)} | {span} | "
-                f"{fmt(med / floor if med and floor and cr.case != 'f' else None, '{:.2f}')} | "
-                f"{fmt(med / ref if med and ref else None, '{:.2f}')} | {fmt(rss, '{:.0f}')} | "
-                f"{fmt(temp, '{:.0f}')} | "
+                f"{fmt(median(results, 'cpu_seconds'))} | {ratio(med, limit)} | "
+                f"{ratio(med, floor if cr.case != 'f' else None)} | {ratio(med, ref)} | "
+                f"{fmt(peak(results, 'rss_mb'), '{:.0f}')} | "
+                f"{fmt(peak(results, 'temp_mb'), '{:.0f}')} | "
+                f"{fmt(peak(results, 'out_bytes', 1e-6), '{:.1f}')} | "
                 f"{fmt(med / gib if med and cr.case != 'f' else None)} |")
     return rows
+
+
+def ratio(x, y):
+    return fmt(x / y if x and y else None, "{:.2f}")
+
+
+def peak(results, attr, scale=1.0):
+    """The largest value of the successful runs (output sizes vary at most by @PG)."""
+    return max((getattr(r, attr) * scale for r in results if not r.failed), default=None)
 
 
 def rss_table(cr, cfg):
@@ -126,6 +137,7 @@ def save_raw(cfg, inp, cases, mr=None):
            "model": mr and {"runs": mr.raw, "error": mr.error, "commands": mr.commands,
                             "stages": mr.stages and vars(mr.stages), "checks": mr.checks},
            "cases": [{"case": c.case, "title": c.title, "checks": c.checks,
+                      "limit": c.limit and dict(vars(c.limit), seconds=c.limit.seconds),
                       "results": {t: [vars(r) for r in rs] for t, rs in c.results.items()}}
                      for c in cases]}
     with open(os.path.join(OUT, "latest.json"), "w") as f:
@@ -143,13 +155,19 @@ def report(cfg, inp, cases, rss_case, mr=None):
           f"({samtools_version(tools.SAMTOOLS)}, {tools.SAMTOOLS_NOTE or 'default'}); "
           f"floor: `{tools.SAMTOOLS} view -b` (no sort)",
           "- mako: " + (f"`{cfg.mako}` ({mako_version(cfg.mako)}), `--compression-level "
-                         f"{LIBDEFLATE_LEVEL[cfg.level]}` for -l {cfg.level} (libdeflate's level, "
-                         f"as htslib maps it), 0 for -u"
+                         f"{LIBDEFLATE_LEVEL[cfg.level]}` for -l {cfg.level}, 1 for -l 1 (case l), "
+                         "0 for -u (libdeflate's level, as htslib maps it); `--order coordinate`, "
+                         "`queryname::natural` for -n"
                          if cfg.mako else "not run (not on PATH, $MAKO unset)"),
+          f"- {SHARED_DEFLATE_TOOL} (case a): " +
+          (f"`{cfg.shared_deflate} sort`, samtools 1.24 linked against the shared "
+           "libdeflate.so.0 as Debian links it; the main samtools sort row links it statically"
+           if cfg.shared_deflate else "not run (`LIBDEFLATE=shared bench/build_samtools.sh` failed)"),
           f"- peak temp MB: each tool's own temp directory, sampled every {SAMPLE_EVERY} s, "
           "allocated blocks, 10^6 bytes",
           f"- machine: {machine()}", f"- {temp_traits()}", ""]
     md += table(cases)
+    md += limit_lines(cases, cfg.threads)
     md += ["", "Streaming (f): the median is the time from the end of input to the finished "
            "output; the feed itself takes ~1.5x the floor's time." if any(c.case == "f" for c in cases) else ""]
     for cr in cases:

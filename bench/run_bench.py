@@ -6,7 +6,8 @@
 
 Cases (all tools get the same -@, -m and -l):
   a  spilling (-m MEM): rocksort, rocksort --temp-compression none,
-     samtools sort, mako, floor (and sambamba, bamsort when installed)
+     samtools sort, samtools sort linked to the shared libdeflate, mako,
+     floor (and sambamba, bamsort when installed)
   b  in memory (-m INMEM): rocksort, samtools sort, mako, floor
   c  uncompressed output (-u), spilling: rocksort, samtools sort, mako, floor
   d  peak RSS at the same -m/-@ (from case a's runs)
@@ -14,6 +15,8 @@ Cases (all tools get the same -@, -m and -l):
   f  streaming: input piped at a limited rate (feed takes ~1.5x the floor's
      time); the time that counts is from end of input to finished output
   g  name sort (-n): rocksort, rocksort none, samtools sort, mako, floor
+  l  level-1 output (-l 1), spilling: rocksort, samtools sort, mako, floor
+     (not by default)
   m  model: each stage's throughput on one thread, the wall predicted for
      1 and 2 cores against rocksort under taskset, and for 8, 16, 32 cores
 floor = `samtools view -b` (decompress and recompress, no sort): no sort that
@@ -23,42 +26,80 @@ cannot be built ($SAMTOOLS overrides).  Runs alternate tool by tool, so a
 noisy neighbour slows all tools alike.  Each tool has its own temp directory,
 whose size is sampled every 0.3 s (peak temp MB).  Each case checks once that
 every sorter's records but sambamba's and bamsort's equal samtools sort's.
-The report goes to stdout and bench/out/latest.md.
+Cases a, b, c, g and l also give the cores' limit: the CPU seconds of
+decoding the input and compressing the sorted output at the case's level
+(samtools view -@0, median of 3), over P = min(CPUs, -@ + 1); "x limit" is
+each tool's wall over it.  The report goes to stdout and bench/out/latest.md.
 """
 # The parts: tools.py (which samtools, mako, the rocksort build, each tool's
 # command), runner.py (running and timing a job or a case, the input),
-# checks.py (outputs against samtools sort's), model_case.py (case m),
-# report.py (tables and the markdown report), paths.py (where files go).
+# checks.py (outputs against samtools sort's), limit.py (the cores' limit),
+# model_case.py (case m), report.py (tables and the markdown report),
+# paths.py (where files go).
 import argparse
 import os
 import sys
+from dataclasses import dataclass, replace
+from typing import Callable, Optional
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import make_input  # noqa: E402  (its size parser)
+from limit import Limits  # noqa: E402
 from model_case import model_case  # noqa: E402
 from paths import LOGS, OUT, TMP  # noqa: E402
 from report import report, save_raw  # noqa: E402
 from runner import CaseResult, ensure_input, median, run_case  # noqa: E402
-from tools import (DEFAULT_ROCKSORT, Job, build_rocksort, choose_samtools,  # noqa: E402
-                   ensure_debian_samtools, find_mako, floor_job, other_sorters,
-                   rocksort_command, sort_jobs)
+from tools import (DEFAULT_ROCKSORT, build_rocksort, choose_samtools,  # noqa: E402
+                   ensure_debian_samtools, find_mako, find_shared_deflate, floor_job,
+                   other_sorters, rocksort_command, shared_deflate_job, sort_jobs)
 
-ALL_CASES = "abcdefgm"
+ALL_CASES = "abcdefglm"
 DEFAULT_CASES = "a,b,c,d,f,g,m"
 STREAM_SLOWDOWN = 1.5  # the feed takes this many times the floor's time
 
 
 # -- cases ----------------------------------------------------------------
 
+@dataclass
+class Case:
+    title: str
+    jobs: Callable       # cfg -> [Job]
+    order: str = "coordinate"   # the output's order and level, for the case's limit
+    level: Optional[int] = None  # None: --level; 0: -u
+
+
 CASES = {
-    "a": ("spilling, -m {mem}",
-          lambda cfg: sort_jobs(cfg, cfg.mem, uncompressed=True) + [floor_job(cfg)] + other_sorters(cfg)),
-    "b": ("in memory, -m {inmem}", lambda cfg: sort_jobs(cfg, cfg.inmem) + [floor_job(cfg)]),
-    "c": ("-u output, spilling, -m {mem}",
-          lambda cfg: sort_jobs(cfg, cfg.mem, ["-u"]) + [floor_job(cfg, True)]),
-    "g": ("name sort -n, -m {mem}",
-          lambda cfg: sort_jobs(cfg, cfg.mem, ["-n"], uncompressed=True) + [floor_job(cfg)]),
+    "a": Case("spilling, -m {mem}",
+              lambda cfg: with_shared_deflate(cfg, sort_jobs(cfg, cfg.mem, uncompressed=True)) +
+              [floor_job(cfg)] + other_sorters(cfg)),
+    "b": Case("in memory, -m {inmem}", lambda cfg: sort_jobs(cfg, cfg.inmem) + [floor_job(cfg)]),
+    "c": Case("-u output, spilling, -m {mem}",
+              lambda cfg: sort_jobs(cfg, cfg.mem, ["-u"]) + [floor_job(cfg, True)], level=0),
+    "g": Case("name sort -n, -m {mem}",
+              lambda cfg: sort_jobs(cfg, cfg.mem, ["-n"], uncompressed=True) + [floor_job(cfg)],
+              order="name"),
+    # The many-core prediction of issue #33 is made at -l 1 and -u: case c is -u.
+    "l": Case("-l 1 output, spilling, -m {mem}",
+              lambda cfg: sort_jobs(cfg, cfg.mem, level=1) + [floor_job(cfg, level=1)], level=1),
 }
+
+
+def with_shared_deflate(cfg, jobs):
+    """The jobs with samtools sort as Debian links it next to the main samtools
+    sort row, when that build exists."""
+    if not cfg.shared_deflate:
+        return jobs
+    at = next(i for i, j in enumerate(jobs) if j.tool == "samtools sort") + 1
+    return jobs[:at] + [shared_deflate_job(cfg, cfg.shared_deflate, cfg.mem)] + jobs[at:]
+
+
+def run_listed_case(key, cfg, inp, limits):
+    case = CASES[key]
+    limit = limits.for_case(case.order, cfg.level if case.level is None else case.level)
+    cr = run_case(key, case.title.format(mem=cfg.mem, inmem=cfg.inmem), case.jobs(cfg), inp,
+                  cfg.runs)
+    cr.limit = limit
+    return cr
 
 
 def stream_case(cfg, inp, floor_seconds):
@@ -89,8 +130,7 @@ def with_size_hint(jobs, inp):
     def hinted(argv):
         at = argv.index("-T")      # sort_jobs() puts -T after the shared options
         return argv[:at] + ["-s", str(inp["uncompressed"])] + argv[at:]
-    return [Job(j.tool, hinted(j.argv), j.feed_rate) if j.tool == "rocksort" else j
-            for j in jobs]
+    return [replace(j, argv=hinted(j.argv)) if j.tool == "rocksort" else j for j in jobs]
 
 
 # -- main -----------------------------------------------------------------
@@ -128,16 +168,16 @@ def main():
     build_rocksort(cfg.rocksort, cfg.explicit_rocksort)
     choose_samtools()
     cfg.mako = find_mako()
+    cfg.shared_deflate = find_shared_deflate() if "a" in cfg.cases else None
     inp = ensure_input(cfg.size, cfg.seed)
-    fmt_args = {"mem": cfg.mem, "inmem": cfg.inmem}
+    limits = Limits(cfg, inp)
     cases, rss_case, mr = [], None, None
     for key in cfg.cases:
         if key in CASES:
-            title, jobs = CASES[key]
-            cases.append(run_case(key, title.format(**fmt_args), jobs(cfg), inp, cfg.runs))
+            cases.append(run_listed_case(key, cfg, inp, limits))
         elif key == "d":
             rss_case = next((c for c in cases if c.case == "a"), None) or run_case(
-                "d", f"-m {cfg.mem}", CASES["a"][1](cfg), inp, 1, check=False)
+                "d", f"-m {cfg.mem}", CASES["a"].jobs(cfg), inp, 1, check=False)
         elif key == "e":
             cases += scaling_cases(cfg, inp, cases)
         elif key == "f":

@@ -44,6 +44,7 @@ class Result:
     total_seconds: float = 0.0
     temp_mb: float = 0.0           # peak of the temp dir, allocated blocks (du)
     temp_apparent_mb: float = 0.0  # peak of the same, file sizes (du --apparent-size)
+    out_bytes: int = 0             # the output file's size
     stderr: str = ""
     failed: str = ""
 
@@ -55,6 +56,7 @@ class CaseResult:
     input: dict
     results: dict = field(default_factory=dict)  # tool -> [Result]
     checks: list = field(default_factory=list)   # one line per tool
+    limit: object = None   # limit.Limit: the cores' limit for this case's work
 
 
 def feed(pipe, path, rate, done):
@@ -111,9 +113,14 @@ class TempSampler(threading.Thread):
         self.join()
 
 
+def file_name(tool):
+    """A tool's name as a file name ("samtools sort (shared libdeflate)")."""
+    return re.sub(r"[^A-Za-z0-9]+", "_", tool).strip("_")
+
+
 def tool_tmp(tool):
     """Each tool's own temp directory, so its peak is its own."""
-    return os.path.join(TMP, re.sub(r"[^A-Za-z0-9]+", "_", tool).strip("_"))
+    return os.path.join(TMP, file_name(tool))
 
 
 def run_job(job, inp, out_path, log_path):
@@ -152,7 +159,8 @@ def run_job(job, inp, out_path, log_path):
     os.sync()
     res = Result(seconds=end - start, rss_mb=usage.ru_maxrss / 1024, stderr=stderr,
                  cpu_seconds=usage.ru_utime + usage.ru_stime,
-                 temp_mb=sampler.peak / 1e6, temp_apparent_mb=sampler.peak_apparent / 1e6)
+                 temp_mb=sampler.peak / 1e6, temp_apparent_mb=sampler.peak_apparent / 1e6,
+                 out_bytes=os.path.getsize(out_path) if os.path.exists(out_path) else 0)
     if fed:
         res.fed_seconds, res.total_seconds = fed[0] - start, end - start
         res.seconds = end - fed[0]
@@ -165,7 +173,7 @@ def run_job(job, inp, out_path, log_path):
 # -- running a case --------------------------------------------------------
 
 def output_path(key, tool):
-    return os.path.join(OUT, "res", f"{key}-{tool.replace(' ', '_')}.bam")
+    return os.path.join(OUT, "res", f"{key}-{file_name(tool)}.bam")
 
 
 def run_case(key, title, jobs, inp, runs, check=True):
@@ -177,7 +185,7 @@ def run_case(key, title, jobs, inp, runs, check=True):
             os.makedirs(os.path.dirname(out), exist_ok=True)
             print(f"bench: {key} run {r + 1}/{runs}: {job.tool}", file=sys.stderr, flush=True)
             res = run_job(job, inp["path"], out,
-                          os.path.join(LOGS, f"{key}-{job.tool.replace(' ', '_')}-{r + 1}.err"))
+                          os.path.join(LOGS, f"{key}-{file_name(job.tool)}-{r + 1}.err"))
             cr.results.setdefault(job.tool, []).append(res)
         if r == 0 and check:
             name_sort = "-n" in jobs[0].argv

@@ -1,7 +1,8 @@
 """The tools the benchmark times: which samtools (choose_samtools), mako, the
 rocksort build, and the command line of each (Job, sort_jobs, mako_job,
-floor_job, other_sorters).  choose_samtools() sets SAMTOOLS: other modules
-read it as tools.SAMTOOLS, never through `from tools import SAMTOOLS`."""
+shared_deflate_job, floor_job, other_sorters).  choose_samtools() sets
+SAMTOOLS: other modules read it as tools.SAMTOOLS, never through
+`from tools import SAMTOOLS`."""
 import os
 import shlex
 import shutil
@@ -19,6 +20,7 @@ DEFAULT_ROCKSORT = "./samtools rocksort -v"
 # htslib's level L is libdeflate's level MAP[L] (bgzf.c's lvl_map), so a tool
 # that takes libdeflate levels (mako) gets MAP[L] to do the same work.
 LIBDEFLATE_LEVEL = [0, 1, 2, 3, 5, 6, 7, 8, 10, 12]
+SHARED_DEFLATE_TOOL = "samtools sort (shared libdeflate)"
 
 
 # -- setup ----------------------------------------------------------------
@@ -50,6 +52,19 @@ def samtools_version(path):
     return first[1] if len(first) > 1 else ""
 
 
+def build_native(libdeflate="static"):
+    """(path, '') of samtools 1.24 from bench/build_samtools.sh with libdeflate
+    linked statically (as rocksort links it) or shared (as Debian links its
+    samtools), or ('', why) when it cannot be built."""
+    res = subprocess.run(["bash", os.path.join(BENCH, "build_samtools.sh")], cwd=ROOT,
+                         env=dict(os.environ, LIBDEFLATE=libdeflate),
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    path = res.stdout.strip().splitlines()[-1] if res.stdout.strip() else ""
+    if res.returncode == 0 and samtools_version(path) == "1.24":
+        return path, ""
+    return "", (res.stderr.strip().splitlines() or ["no output"])[-1]
+
+
 def choose_samtools():
     """The timed samtools sort and floor: $SAMTOOLS if set, else samtools 1.24
     built natively by bench/build_samtools.sh (the version rocksort follows,
@@ -58,17 +73,24 @@ def choose_samtools():
     if os.environ.get("SAMTOOLS"):
         SAMTOOLS, SAMTOOLS_NOTE = os.environ["SAMTOOLS"], "from $SAMTOOLS"
         return
-    res = subprocess.run(["bash", os.path.join(BENCH, "build_samtools.sh")], cwd=ROOT,
-                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    path = res.stdout.strip().splitlines()[-1] if res.stdout.strip() else ""
-    if res.returncode == 0 and samtools_version(path) == "1.24":
+    path, why = build_native()
+    if path:
         SAMTOOLS, SAMTOOLS_NOTE = path, "native 1.24 build (bench/build_samtools.sh)"
         return
-    why = (res.stderr.strip().splitlines() or ["no output"])[-1]
     SAMTOOLS = DEBIAN_SAMTOOLS
     SAMTOOLS_NOTE = (f"Debian's, because bench/build_samtools.sh failed ({why}); 1.16 breaks "
                      "-n ties differently, so -n outputs are compared as multisets")
     print(f"bench: no native samtools 1.24: {why}; using {SAMTOOLS}", file=sys.stderr)
+
+
+def find_shared_deflate():
+    """samtools 1.24 linked against the shared libdeflate.so.0, as Debian links
+    its samtools (which compresses slower than the static archive rocksort
+    links), or None when it cannot be built."""
+    path, why = build_native("shared")
+    if not path:
+        print(f"bench: no samtools 1.24 with shared libdeflate: {why}", file=sys.stderr)
+    return path or None
 
 
 def find_mako():
@@ -124,12 +146,13 @@ class Job:
     checked: bool = False   # its records are compared with samtools sort's
 
 
-def sort_jobs(cfg, mem, extra=(), rate=0.0, uncompressed=False, peers=True):
+def sort_jobs(cfg, mem, extra=(), rate=0.0, uncompressed=False, peers=True, level=None):
     """rocksort and samtools sort with the same options (and, with peers,
     mako when installed; with uncompressed, rocksort's uncompressed temp runs too);
-    IN_PATH/OUT_PATH/TMP_DIR are filled in per run."""
-    level = ["-u"] if "-u" in extra else ["-l", str(cfg.level)]
-    opts = ["-@", str(cfg.threads), "-m", mem] + level + [e for e in extra if e != "-u"]
+    level overrides --level for the case; IN_PATH/OUT_PATH/TMP_DIR are filled in per run."""
+    level = cfg.level if level is None else level
+    opts = ["-@", str(cfg.threads), "-m", mem] + \
+        (["-u"] if "-u" in extra else ["-l", str(level)]) + [e for e in extra if e != "-u"]
     src = "-" if rate else "IN_PATH"
     jobs = [Job("rocksort", cfg.rocksort + opts + ["-T", "TMP_DIR", "-o", "OUT_PATH", src],
                 rate, checked=True)]
@@ -137,30 +160,42 @@ def sort_jobs(cfg, mem, extra=(), rate=0.0, uncompressed=False, peers=True):
         jobs.append(Job("rocksort none", cfg.rocksort + opts +
                         ["--temp-compression", "none", "-T", "TMP_DIR", "-o", "OUT_PATH", src],
                         rate, checked=True))
-    # samtools sort -T takes a prefix: its files go into TMP_DIR as st.NNNN.bam.
-    jobs.append(Job("samtools sort", [SAMTOOLS, "sort"] + opts +
-                    ["-T", os.path.join("TMP_DIR", "st"), "-o", "OUT_PATH", src], rate))
+    jobs.append(samtools_sort_job("samtools sort", SAMTOOLS, opts, src, rate))
     if peers and not rate and cfg.mako:
-        jobs.append(mako_job(cfg, mem, extra))
+        jobs.append(mako_job(cfg, mem, extra, level))
     return jobs
 
 
-def mako_job(cfg, mem, extra):
+def samtools_sort_job(tool, samtools, opts, src="IN_PATH", rate=0.0, checked=False):
+    # samtools sort -T takes a prefix: its files go into TMP_DIR as st.NNNN.bam.
+    return Job(tool, [samtools, "sort"] + opts +
+               ["-T", os.path.join("TMP_DIR", "st"), "-o", "OUT_PATH", src], rate, checked)
+
+
+def shared_deflate_job(cfg, path, mem):
+    """samtools sort as Debian links it (shared libdeflate), with the main row's
+    options; checked like the other sorters, since its order must not change."""
+    opts = ["-@", str(cfg.threads), "-m", mem, "-l", str(cfg.level)]
+    return samtools_sort_job(SHARED_DEFLATE_TOOL, path, opts, checked=True)
+
+
+def mako_job(cfg, mem, extra, level):
     """mako at the like-for-like level: its --compression-level is libdeflate's,
-    and htslib's -l L is libdeflate's LIBDEFLATE_LEVEL[L] (6 -> 7); -u is its
-    level 0.  -@ and -m as the others get them: its -m is per thread, times
-    its sort threads (= -@), as in samtools.  -n is queryname::natural."""
-    level = 0 if "-u" in extra else LIBDEFLATE_LEVEL[cfg.level]
+    and htslib's -l L is libdeflate's LIBDEFLATE_LEVEL[L] (6 -> 7, 1 -> 1); -u
+    is its level 0.  -@ and -m as the others get them: its -m is per thread,
+    times its sort threads (= -@), as in samtools.  -n is queryname::natural."""
+    level = 0 if "-u" in extra else LIBDEFLATE_LEVEL[level]
     order = "queryname::natural" if "-n" in extra else "coordinate"
     return Job("mako", [cfg.mako, "-i", "IN_PATH", "-o", "OUT_PATH", "--order", order,
                         "-@", str(max(1, cfg.threads)), "-m", mem,
                         "--compression-level", str(level), "-T", "TMP_DIR"], checked=True)
 
 
-def floor_job(cfg, uncompressed=False):
+def floor_job(cfg, uncompressed=False, level=None):
     # `view -l` selects a library, not a level: the level goes through -O.
-    level = ["-u"] if uncompressed else ["-O", f"bam,level={cfg.level}"]
-    return Job("floor", [SAMTOOLS, "view", "-@", str(cfg.threads)] + level +
+    level = cfg.level if level is None else level
+    opts = ["-u"] if uncompressed else ["-O", f"bam,level={level}"]
+    return Job("floor", [SAMTOOLS, "view", "-@", str(cfg.threads)] + opts +
                ["-o", "OUT_PATH", "IN_PATH"])
 
 
