@@ -154,9 +154,13 @@ class NoSyncFileSystem : public FileSystemWrapper {
   _exit(1);
 }
 
-extern "C" rocksdb_env_t* temp_env_create(void)
+extern "C" void temp_env_install_terminate_handler(void)
 {
   std::set_terminate(on_uncaught_exception);
+}
+
+extern "C" rocksdb_env_t* temp_env_create(void)
+{
   try {
     /* A composite Env keeps Env::Default()'s threads and clock, so the
      * C API's thread-pool calls on it size the same pools as before. */

@@ -8,6 +8,11 @@
  * written by htslib, syncs as it always does.  Destroy the environment with
  * temp_env_destroy(), after every database opened with it is closed (and
  * destroyed).  Both are safe to call from C; NULL on allocation failure.
+ *
+ * temp_env_install_terminate_handler() makes an exception that nobody
+ * catches (RocksDB throws where it cannot go on) end the process with one
+ * line on stderr, every cleanup.h path removed and status 1.  It is
+ * process-wide: call it once at start-up.
  */
 #ifndef TEMP_ENV_H
 #define TEMP_ENV_H
@@ -20,6 +25,7 @@ extern "C" {
 
 rocksdb_env_t *temp_env_create(void);
 void temp_env_destroy(rocksdb_env_t *env);
+void temp_env_install_terminate_handler(void);
 
 #ifdef __cplusplus
 }
