@@ -21,6 +21,7 @@
 #include "sort_pipeline.h"
 #include "temp_space.h"
 #include "cleanup.h"
+#include "temp_env.h"
 #include "output_target.h"
 #include "legacy_form.h"
 #include "minimiser.h"
@@ -448,6 +449,9 @@ int bam_rocksort(int argc, char *argv[])
 
     int ret = 1;
     if (parse_args(&c, argc, argv) == 0) {
+        /* Both process-wide: an exception RocksDB throws ends the run as a
+         * signal does, with the temporary paths removed. */
+        temp_env_install_terminate_handler();
         if (cleanup_start() < 0)
             fprintf(stderr, "samtools rocksort: cannot watch for signals; an interrupted run may leave temporary data\n");
         ret = rocksort_run(&c.run) == 0 ? 0 : 1;

@@ -105,9 +105,17 @@ static void configure_codec(rocks_store *st, const store_options *o)
         rocksdb_options_set_compression_options_parallel_threads(st->opts, o->compression_threads);
 }
 
-static void configure(rocks_store *st, const store_options *o)
+/* Returns temp_env_apply()'s result, with its cause in err: without the
+ * environment, store_open fails.  The rest is configured either way, as
+ * store_close expects. */
+static int configure(rocks_store *st, const store_options *o, errmsg *err)
 {
     st->opts = rocksdb_options_create();
+    /* Each level-0 run is an open file during the readout and while merged. */
+    st->files = files_plan_for(o->max_open_files, o->background_threads);
+    /* RocksDB's own environment, but the database's files are never synced
+     * (see temp_env.h).  First, as it replaces the options by a copy. */
+    int env = temp_env_apply(&st->opts, st->files.merge_threads, err);
     rocksdb_options_set_create_if_missing(st->opts, 1);
     rocksdb_options_set_error_if_exists(st->opts, 1);
     rocksdb_options_set_compression(st->opts, rocks_compression(o->compression));
@@ -117,8 +125,6 @@ static void configure(rocks_store *st, const store_options *o)
      * made RocksDB 7.8 abort on an assertion at the next one (in the
      * ingestion's statistics) instead of returning the error. */
     rocksdb_options_set_info_log_level(st->opts, STORE_LOG_FATAL);
-    /* Each level-0 run is an open file during the readout and while merged. */
-    st->files = files_plan_for(o->max_open_files, o->background_threads);
     rocksdb_options_set_max_open_files(st->opts, st->files.table_cache);
     /* One shard: a sharded cache holds up to its capacity per shard, not
      * in all (64 shards kept 64 runs open under a capacity of 10). */
@@ -137,17 +143,11 @@ static void configure(rocks_store *st, const store_options *o)
 
     merges_configure(st, o);
 
-    /* RocksDB's own environment, but the database's files are never synced
-     * (see temp_env.cc).  NULL only when out of memory: store_open fails. */
-    st->env = temp_env_create();
-    if (st->env) {
-        rocksdb_env_set_background_threads(st->env, st->files.merge_threads);
-        rocksdb_options_set_env(st->opts, st->env);
-    }
     st->envopts = rocksdb_envoptions_create();
 
     st->ingest = rocksdb_ingestexternalfileoptions_create();
     rocksdb_ingestexternalfileoptions_set_move_files(st->ingest, 1);
+    return env;
 }
 
 /* One column family per part, all with the same options. */
@@ -178,7 +178,7 @@ rocks_store *store_open(const char *tmp_prefix, const store_options *o, errmsg *
         free(st);
         return NULL;
     }
-    configure(st, o);
+    int env = configure(st, o, err);
     configure_direct_io(st);
     /* Groups go in under their first record's keys (see group_iter.h). */
     if (o->compression == STORE_CODEC_COLUMNS &&
@@ -189,10 +189,11 @@ rocks_store *store_open(const char *tmp_prefix, const store_options *o, errmsg *
         return NULL;
     }
     char *rerr = NULL;
-    if (st->env) open_parts(st, o->parts, &rerr);
+    if (env == 0) open_parts(st, o->parts, &rerr);
     cleanup_release_signals();
     if (!st->db) {
-        if (rerr) rocks_fail(err, st->dir, rerr);
+        if (env < 0) errmsg_prefix(err, "%s", st->dir);
+        else if (rerr) rocks_fail(err, st->dir, rerr);
         else errmsg_set(err, "%s: out of memory", st->dir);
         store_close(st, 0);
         return NULL;
@@ -431,7 +432,6 @@ void store_close(rocks_store *st, int keep)
     if (st->table) rocksdb_block_based_options_destroy(st->table);
     if (st->universal) rocksdb_universal_compaction_options_destroy(st->universal);
     if (st->envopts) rocksdb_envoptions_destroy(st->envopts);
-    temp_env_destroy(st->env);
     free(st->run_path);
     free(st->dir);
     free(st);

@@ -24,7 +24,6 @@ struct rocks_store {
     int n_parts;                /* column families created */
     int parts_used;             /* of those, how many hold runs */
     rocksdb_options_t *opts;
-    rocksdb_env_t *env;
     rocksdb_envoptions_t *envopts;
     rocksdb_block_based_table_options_t *table;
     rocksdb_universal_compaction_options_t *universal;

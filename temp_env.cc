@@ -9,9 +9,16 @@
  * FileSystemWrapper is its supported way to change part of that: here, the
  * files and directories it hands out skip their syncs.  Being RocksDB's
  * own files, this leaves every other descriptor in the process alone.
+ *
+ * The C API takes no Env of ours: rocksdb_options_set_env() wants one of
+ * its own handles, whose struct only RocksDB's c.cc defines.  What it does
+ * take is an options string, and the DB option "env" loads an Env by name
+ * from RocksDB's object registry, where this file registers one.
  */
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
+#include <cstring>
 #include <exception>
 #include <memory>
 #include <new>
@@ -19,6 +26,7 @@
 #include <utility>
 #include <rocksdb/env.h>
 #include <rocksdb/file_system.h>
+#include <rocksdb/utilities/object_registry.h>
 #include <unistd.h>
 #include "temp_env.h"
 extern "C" {
@@ -38,21 +46,11 @@ using ROCKSDB_NAMESPACE::FSWritableFileOwnerWrapper;
 using ROCKSDB_NAMESPACE::IODebugContext;
 using ROCKSDB_NAMESPACE::IOOptions;
 using ROCKSDB_NAMESPACE::IOStatus;
+using ROCKSDB_NAMESPACE::ObjectLibrary;
 using ROCKSDB_NAMESPACE::DirFsyncOptions;
 
-/* The C API keeps its Env handle in a struct that only db/c.cc defines.
- * This is that definition, token for token as in RocksDB 7.8's c.cc (and
- * unchanged there for many releases): rocksdb_options_set_env() and
- * rocksdb_env_set_background_threads() read only `rep`.  Creating and
- * freeing the struct both happen in this file.  If the layout ever changed,
- * the options would not get this environment and the strace test
- * (temp_db_never_synced) would see the database's files synced. */
-extern "C" {
-struct rocksdb_env_t {
-  Env* rep;
-  bool is_default;
-};
-}
+/* The environment's name in RocksDB's object registry. */
+#define NO_SYNC_ENV "RocksortNoSyncEnv"
 
 namespace {
 
@@ -131,6 +129,39 @@ class NoSyncFileSystem : public FileSystemWrapper {
   }
 };
 
+/* One for the process, never destroyed (as Env::Default() is): the "env"
+ * option takes only an object nobody owns, a "static" one in the
+ * registry's terms, and every options copy keeps a raw pointer to it.  A
+ * composite Env keeps Env::Default()'s threads and clock, so its pools are
+ * the default ones. */
+Env* no_sync_env()
+{
+  static Env* const env =
+      ROCKSDB_NAMESPACE::NewCompositeEnv(
+          std::make_shared<NoSyncFileSystem>(FileSystem::Default()))
+          .release();
+  return env;
+}
+
+/* Set when the registry hands out the environment, on the thread that
+ * parses.  A name the registry does not know is no error to the parser
+ * (it skips "unsupported" values by default), so its success alone would
+ * not prove the options got this environment. */
+thread_local bool env_handed_out = false;
+
+void register_no_sync_env()
+{
+  static const bool registered = [] {
+    ObjectLibrary::Default()->AddFactory<Env>(
+        NO_SYNC_ENV, [](const std::string&, std::unique_ptr<Env>*, std::string*) {
+          env_handed_out = true;
+          return no_sync_env();
+        });
+    return true;
+  }();
+  (void)registered;
+}
+
 }  // namespace
 
 /* RocksDB throws where it cannot go on (a thread it cannot start under a
@@ -154,26 +185,35 @@ class NoSyncFileSystem : public FileSystemWrapper {
   _exit(1);
 }
 
-extern "C" rocksdb_env_t* temp_env_create(void)
+extern "C" void temp_env_install_terminate_handler(void)
 {
   std::set_terminate(on_uncaught_exception);
-  try {
-    /* A composite Env keeps Env::Default()'s threads and clock, so the
-     * C API's thread-pool calls on it size the same pools as before. */
-    std::unique_ptr<Env> env = ROCKSDB_NAMESPACE::NewCompositeEnv(
-        std::make_shared<NoSyncFileSystem>(FileSystem::Default()));
-    if (!env) return nullptr;
-    rocksdb_env_t* handle = new rocksdb_env_t{env.get(), false};
-    env.release();
-    return handle;
-  } catch (const std::bad_alloc&) {
-    return nullptr;
-  }
 }
 
-extern "C" void temp_env_destroy(rocksdb_env_t* handle)
+extern "C" int temp_env_apply(rocksdb_options_t** opts, int background_threads, errmsg* err)
 {
-  if (!handle) return;
-  delete handle->rep;
-  delete handle;
+  rocksdb_options_t* with_env = nullptr;
+  char* rerr = nullptr;
+  try {
+    no_sync_env();  /* now, so that the factory, run inside RocksDB, cannot throw */
+    register_no_sync_env();
+    with_env = rocksdb_options_create();
+    env_handed_out = false;
+    rocksdb_get_options_from_string(*opts, "env=" NO_SYNC_ENV, with_env, &rerr);
+    if (rerr || !env_handed_out) {
+      errmsg_set(err, "%s", rerr ? rerr : "RocksDB did not load the environment " NO_SYNC_ENV);
+      free(rerr);
+      rocksdb_options_destroy(with_env);
+      return -1;
+    }
+    /* Env::Default()'s low-priority pool, which this one forwards to. */
+    no_sync_env()->SetBackgroundThreads(background_threads);
+  } catch (const std::bad_alloc&) {
+    if (with_env) rocksdb_options_destroy(with_env);
+    free(rerr);
+    return errmsg_set(err, "out of memory");
+  }
+  rocksdb_options_destroy(*opts);
+  *opts = with_env;
+  return 0;
 }

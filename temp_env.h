@@ -1,25 +1,34 @@
 /* temp_env.h -- the RocksDB environment of the temporary database.
  *
- * Contract: temp_env_create() returns an environment for
- * rocksdb_options_set_env() that is RocksDB's default one (POSIX files, the
- * default thread pools) except that the files and directories RocksDB opens
- * through it are never synced: their Sync, Fsync and RangeSync return
- * success at once.  Nothing else in the process is affected; the output,
- * written by htslib, syncs as it always does.  Destroy the environment with
- * temp_env_destroy(), after every database opened with it is closed (and
- * destroyed).  Both are safe to call from C; NULL on allocation failure.
+ * Contract: temp_env_apply() gives *opts an environment that is RocksDB's
+ * default one (POSIX files, the default thread pools, whose low-priority
+ * pool it sizes to background_threads) except that the files and
+ * directories RocksDB opens through it are never synced: their Sync, Fsync
+ * and RangeSync return success at once.  Nothing else in the process is
+ * affected; the output, written by htslib, syncs as it always does.  It
+ * replaces *opts by a copy made through RocksDB's options parser, and
+ * destroys the old one: call it first, on options just created, of which
+ * the copy differs in nothing but the environment.  Returns 0, or -1 with
+ * *opts untouched and the cause in err.
+ * The environment lasts as long as the process: nothing to destroy.
+ *
+ * temp_env_install_terminate_handler() makes an exception that nobody
+ * catches (RocksDB throws where it cannot go on) end the process with one
+ * line on stderr, every cleanup.h path removed and status 1.  It is
+ * process-wide: call it once at start-up.
  */
 #ifndef TEMP_ENV_H
 #define TEMP_ENV_H
 
 #include <rocksdb/c.h>
+#include "errmsg.h"
 
 #ifdef __cplusplus
 extern "C" {
 #endif
 
-rocksdb_env_t *temp_env_create(void);
-void temp_env_destroy(rocksdb_env_t *env);
+int temp_env_apply(rocksdb_options_t **opts, int background_threads, errmsg *err);
+void temp_env_install_terminate_handler(void);
 
 #ifdef __cplusplus
 }
