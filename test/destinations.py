@@ -30,9 +30,10 @@ import tempfile
 import threading
 
 import robustness
+from background import WAIT
+from bgzf import BGZF_EOF, BGZF_HEAD
 
 Failure = Exception  # the harness's Failure, once register() has run
-WAIT = robustness.WAIT
 NOBODY = 65534  # uid and gid of the unprivileged user for the permission test
 
 
@@ -194,10 +195,10 @@ def register(test, h):
         if result.returncode != 1:
             raise Failure(f"exit status {result.returncode}, expected 1",
                           h.tail(result.stderr))
-        if not data.startswith(robustness.BGZF_HEAD):
+        if not data.startswith(BGZF_HEAD):
             raise Failure(f"the reader got {len(data)} bytes, not the start "
                           "of the BGZF stream written before the failure")
-        if data.endswith(robustness.BGZF_EOF):
+        if data.endswith(BGZF_EOF):
             raise Failure("a failed run's FIFO output ends with the BGZF EOF block")
         case.expect_no_temp_left()
 

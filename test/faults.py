@@ -28,8 +28,9 @@ import subprocess
 import robustness
 import samdata
 import tmpfs
+from background import Background, has_sorted_run, wait_until
+from bgzf import BGZF_EOF, bgzf_blocks, flip_byte_in_block
 from faultdata import bam_bytes, bam_record, cram_containers, long_reads_bam
-from robustness import BGZF_EOF, Background, bgzf_blocks, wait_until
 
 Failure = Exception  # the harness's Failure, once register() has run
 SPILL = ["-m", "1M"]
@@ -191,7 +192,7 @@ def register(test, h):
         src = write_input(case, "shrinking.bam", data)
         out = guard_output(case)
         with Background(case, [*SPILL, "-T", case.temp_prefix, "-o", out, src]) as bg:
-            wait_until(lambda: robustness.has_sorted_run(case), "a sorted run was written", bg)
+            wait_until(lambda: has_sorted_run(case), "a sorted run was written", bg)
             bg.proc.send_signal(signal.SIGSTOP)
             try:
                 pos = read_position(bg.proc.pid, src) or len(data)
@@ -239,7 +240,7 @@ def register(test, h):
         130 runs were written and merged in the background."""
         data = big(case)
         index = len(bgzf_blocks(data)) * 7 // 10
-        src = write_input(case, "corrupt.bam", robustness.flip_byte_in_block(data, index))
+        src = write_input(case, "corrupt.bam", flip_byte_in_block(data, index))
         refuse(case, src, MERGING)
 
     def cram_cut(case):

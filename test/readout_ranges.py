@@ -57,7 +57,7 @@ import zlib
 import alignments
 import samdata
 import tmpfs
-from robustness import BGZF_EOF, bgzf_blocks
+from bgzf import BGZF_EOF, bgzf_blocks
 
 Failure = Exception  # the harness's Failure, once register() has run
 OPTION = "--merge-threads"

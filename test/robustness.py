@@ -26,100 +26,15 @@ import stat
 import struct
 import subprocess
 import termios
-import threading
 import time
-import zlib
 
 import samdata
 import tmpfs
+from background import WAIT, Background, has_sorted_run, listing, store_dirs, wait_until
+from bgzf import (BGZF_EOF, REC_BLOCK_SIZE, REC_L_SEQ, bam_layout, bam_with_refs, bgzf_blocks,
+                  bgzf_compress, flip_byte_in_block, patched)
 
 Failure = Exception  # the harness's Failure, once register() has run
-WAIT = 20  # seconds: the longest any test waits for rocksort to do a thing
-BGZF_EOF = bytes.fromhex(
-    "1f8b08040000000000ff0600424302001b0003000000000000000000")
-# A BGZF block header up to BSIZE: gzip magic, deflate, FEXTRA, mtime 0,
-# XFL 0, OS 255, XLEN 6, subfield "BC" of length 2.
-BGZF_HEAD = bytes.fromhex("1f8b08040000000000ff060042430200")
-STORE_PREFIX = "rs.rocksort."  # what `-T case.temp_prefix` makes: tmp/rs.rocksort.XXXXXX
-
-
-# --- BGZF and BAM bytes ------------------------------------------------------
-
-def bgzf_blocks(data):
-    """[(offset, size)] of the BGZF blocks that make up data."""
-    blocks, offset = [], 0
-    while offset < len(data):
-        if data[offset:offset + 4] != BGZF_HEAD[:4] \
-                or data[offset + 12:offset + 16] != b"BC\x02\x00":
-            raise ValueError(f"no BGZF block at offset {offset}")
-        (bsize,) = struct.unpack_from("<H", data, offset + 16)
-        blocks.append((offset, bsize + 1))
-        offset += bsize + 1
-    return blocks
-
-
-def bgzf_compress(raw, level=6):
-    """raw bytes as BGZF blocks (level 0: stored, so the bytes show as they
-    are inside the file), ended by the EOF block."""
-    out = bytearray()
-    for start in range(0, len(raw), 0xff00):
-        chunk = raw[start:start + 0xff00]
-        z = zlib.compressobj(level, zlib.DEFLATED, -15)
-        body = z.compress(chunk) + z.flush()
-        out += BGZF_HEAD + struct.pack("<H", len(body) + 25) + body
-        out += struct.pack("<II", zlib.crc32(chunk), len(chunk))
-    return bytes(out + BGZF_EOF)
-
-
-def bam_layout(raw):
-    """Uncompressed BAM -> (header text, [raw @SQ entries], offset of the
-    first record)."""
-    if raw[:4] != b"BAM\x01":
-        raise ValueError("not BAM")
-    (l_text,) = struct.unpack_from("<i", raw, 4)
-    text = raw[8:8 + l_text]
-    offset = 8 + l_text
-    (n_ref,) = struct.unpack_from("<i", raw, offset)
-    offset += 4
-    entries = []
-    for _ in range(n_ref):
-        (l_name,) = struct.unpack_from("<i", raw, offset)
-        entries.append(raw[offset:offset + 8 + l_name])
-        offset += 8 + l_name
-    return text, entries, offset
-
-
-def bam_with_refs(raw, keep):
-    """The same records under a header that keeps only the first `keep`
-    references, so records on the others point past the header's end."""
-    text, entries, first = bam_layout(raw)
-    kept = {e[4:4 + struct.unpack_from("<i", e)[0] - 1] for e in entries[:keep]}
-    lines = [l for l in text.rstrip(b"\0").split(b"\n") if l]
-    lines = [l for l in lines if not l.startswith(b"@SQ")
-             or any(f == b"SN:" + name for f in l.split(b"\t") for name in kept)]
-    new_text = b"".join(l + b"\n" for l in lines)
-    return (b"BAM\x01" + struct.pack("<i", len(new_text)) + new_text
-            + struct.pack("<i", keep) + b"".join(entries[:keep]) + raw[first:])
-
-
-# Offsets inside a BAM record, counted from its block_size field.
-REC_BLOCK_SIZE, REC_L_SEQ = 0, 20
-
-
-def patched(raw, offset, fmt, value):
-    data = bytearray(raw)
-    struct.pack_into(fmt, data, offset, value)
-    return bytes(data)
-
-
-def flip_byte_in_block(data, index, mask=0x55):
-    """data with one byte in the middle of block `index`'s compressed data
-    changed: the block no longer matches its CRC32."""
-    offset, size = bgzf_blocks(data)[index]
-    body_start, body_end = offset + 18, offset + size - 8
-    data = bytearray(data)
-    data[(body_start + body_end) // 2] ^= mask
-    return bytes(data)
 
 
 # --- inputs only these tests use ------------------------------------------------
@@ -176,115 +91,7 @@ class Inputs:
         return path
 
 
-# --- running rocksort in the background ----------------------------------------
-
-class Background:
-    """rocksort started with Popen: stdin and stdout may be pipes, stderr
-    goes to a file (nothing can block on it).  Always use with `with`: the
-    process is killed if the test leaves early."""
-
-    def __init__(self, case, args, stdin=False, stdout_pipe=False, name="rs"):
-        self.stderr_path = os.path.join(case.dir, f"{name}.stderr")
-        env = dict(case.session.env, TMPDIR=case.tmp)
-        with open(self.stderr_path, "wb") as err:
-            self.proc = subprocess.Popen(
-                [*case.session.rocksort_cmd, *args],
-                stdin=subprocess.PIPE if stdin else subprocess.DEVNULL,
-                stdout=subprocess.PIPE if stdout_pipe else subprocess.DEVNULL,
-                stderr=err, cwd=case.out_dir, env=env, bufsize=0)
-        self.feeder = None
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        if self.proc.poll() is None:
-            self.proc.kill()
-            self.proc.wait()
-        for pipe in (self.proc.stdin, self.proc.stdout):
-            if pipe:
-                try:
-                    pipe.close()
-                except OSError:
-                    pass
-        return False
-
-    def feed(self, data):
-        """Writes data to stdin from a thread (the write blocks while
-        rocksort does not read, and must not stall the test)."""
-        def write():
-            view = memoryview(data)
-            try:
-                while view:
-                    view = view[self.proc.stdin.write(view):]
-            except (OSError, ValueError):
-                pass  # rocksort is gone: the test says why
-        if self.feeder:
-            self.feeder.join(WAIT)
-        self.feeder = threading.Thread(target=write, daemon=True)
-        self.feeder.start()
-
-    def end_input(self):
-        if self.feeder:
-            self.feeder.join(WAIT)
-            if self.feeder.is_alive():
-                raise Failure("rocksort stopped reading its input",
-                              self.stderr_tail())
-        self.proc.stdin.close()
-
-    def stderr(self):
-        with open(self.stderr_path, "rb") as f:
-            return f.read()
-
-    def stderr_tail(self):
-        text = self.stderr().decode(errors="replace").strip().splitlines()
-        return [line[:200] for line in text[-5:]]
-
-    def wait(self, what="rocksort"):
-        try:
-            return self.proc.wait(timeout=WAIT)
-        except subprocess.TimeoutExpired:
-            raise Failure(f"{what} did not end within {WAIT} s",
-                          self.stderr_tail())
-
-    def running(self):
-        return self.proc.poll() is None
-
-
-def wait_until(condition, what, background=None):
-    """Polls condition() for up to WAIT seconds; fails if rocksort ends
-    first or time runs out."""
-    deadline = time.monotonic() + WAIT
-    while time.monotonic() < deadline:
-        if condition():
-            return
-        if background and not background.running():
-            raise Failure(f"rocksort ended (exit status "
-                          f"{background.proc.returncode}) before {what}",
-                          background.stderr_tail())
-        time.sleep(0.02)
-    raise Failure(f"gave up after {WAIT} s waiting for {what}",
-                  background.stderr_tail() if background else [])
-
-
-def store_dirs(case):
-    """The temporary databases under the -T prefix (tmp/rs.rocksort.*)."""
-    return [os.path.join(case.tmp, n) for n in os.listdir(case.tmp)
-            if n.startswith(STORE_PREFIX)
-            and os.path.isdir(os.path.join(case.tmp, n))]
-
-
-def listing(directory):
-    try:
-        return os.listdir(directory)
-    except FileNotFoundError:
-        return []
-
-
-def has_sorted_run(case):
-    """A sorted run (RocksDB writes each as an .sst file) is on disk."""
-    return any(n.endswith(".sst") for d in store_dirs(case) for n in listing(d))
-
+# --- watching rocksort -------------------------------------------------------------
 
 def pipe_bytes_waiting(fd):
     buf = bytearray(4)
