@@ -1,18 +1,26 @@
-"""The harness of the end-to-end tests of `samtools rocksort`, in a module
-of its own so that run_tests.py and the test modules import it.
+"""The harness of the end-to-end tests of `samtools rocksort`: what every
+test module imports, and how run_tests.py finds the tests.
 
 - Session: what all tests share: the command under test, the oracle
   (samtools 1.24 as bundled by pysam), the inputs made by test/samdata.py
   and the oracle's outputs, each made once.
 - Case: one test's own directory, and rocksort run inside it.
 - Failure: what a test raises to fail, with a reason and detail lines.
-- run(), tail(), write_text(), write_bytes(): small helpers.
+- run(), tail(), stderr_lines(), write_text(), write_bytes(): small helpers.
 - Sorting compared with the oracle: SortCase, Ref, run_sort_case(),
   both_orders(); the options SAM_OUT and SPILL.
 - Errors compared with the oracle: expect_error(), expect_outcome_of(),
   expect_same_outcome(), expect_failure_like_oracle().
+
+A test is a top-level function `test_NAME(case)` in any module of test/;
+it is test NAME, and case is its Case.  It fails by raising Failure (any
+other exception fails it too, as a bug in the test).  A test that needs
+root is defined under `if os.geteuid() == 0:`.  A family of tests that
+differ only in their arguments is one function under @each(rows), the rows
+next to it: see each().  tests_in() is how run_tests.py finds both kinds.
 """
 
+import inspect
 import os
 import subprocess
 import sys
@@ -68,6 +76,11 @@ def tail(text, n=5):
     lines = text.decode(errors="replace").strip().splitlines() \
         if isinstance(text, bytes) else text.strip().splitlines()
     return [line[:200] for line in lines[-n:]]
+
+
+def stderr_lines(stderr):
+    text = stderr.decode(errors="replace") if isinstance(stderr, bytes) else stderr
+    return [l for l in text.splitlines() if l.strip()]
 
 
 def run(cmd, stdin=None, cwd=None, env=None):
@@ -387,3 +400,38 @@ def expect_failure_like_oracle(case, src, output, mention, extra=()):
         raise Failure("test is wrong: the oracle accepted this")
     result = case.rocksort(["-T", case.temp_prefix, "-o", output, *extra, src])
     expect_error(case, result, [mention], output)
+
+
+# --- finding the tests -----------------------------------------------------------
+
+def each(rows):
+    """Makes the function it decorates a family of tests, one per row: a
+    row is (test name, arguments...), and test NAME calls
+    function(case, *arguments).  The rows sit next to the function and
+    nothing else lists them; tests_in() finds them.  For example
+        @each((f"parse_{name}", name) for name in CASES)
+        def test_parse_case(case, name): ...
+    makes test parse_NAME for each NAME in CASES."""
+    rows = [tuple(row) for row in rows]
+
+    def mark(func):
+        func.rows = rows
+        return func
+    return mark
+
+
+def tests_in(module):
+    """[(name, function of a Case)] for the tests module defines, in the
+    order it defines them: each top-level function whose name starts with
+    test_ (test_NAME is test NAME), and each row of an @each function.
+    Functions a module imports belong to the module that defines them."""
+    found = []
+    for attr, obj in vars(module).items():
+        if not inspect.isfunction(obj) or obj.__module__ != module.__name__:
+            continue
+        if hasattr(obj, "rows"):
+            found += [(name, lambda case, f=obj, args=args: f(case, *args))
+                      for name, *args in obj.rows]
+        elif attr.startswith("test_"):
+            found.append((attr[len("test_"):], obj))
+    return found
