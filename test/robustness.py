@@ -1,41 +1,34 @@
-"""Robustness tests of `samtools rocksort`.
+"""Robustness tests of `samtools rocksort`: what goes wrong around a sort
+rather than its order.
 
-They cover what goes wrong around a sort rather than its order: output that
-is all or nothing, record accounting (--verify), signals, a closed output
-pipe, a full disk, damaged input, the safety of the temporary database and
-a low open-file limit.  Every test still runs the command under test through
+They cover output that is all or nothing, record accounting (--verify), a
+closed output pipe, a full disk, the safety of the temporary database and
+a low open-file limit; signals are in test/signals.py and damaged input in
+test/bad_input.py.  Every test still runs the command under test through
 the harness (ROCKSORT_CMD is honoured) and, where an input is odd, asks the
 oracle what it makes of it first.  To run only these:
-    run_tests.py -k atomic_ -k verify_ -k signal_ -k pipe_closed -k disk_full \
-        -k bad_input_ -k fuzz_replay -k temp_database -k temp_prefix_dir \
-        -k temp_concurrent -k nofile
+    run_tests.py -k atomic_ -k verify_ -k pipe_closed -k disk_full \
+        -k temp_database -k temp_prefix_dir -k temp_concurrent -k nofile
 (the disk_full tests exist only when running as root: they mount a tmpfs).
 """
 
-import fcntl
-import gzip
 import os
 import random
 import re
 import shutil
-import signal
 import stat
-import struct
 import subprocess
-import termios
 import time
 
 import samdata
 import tmpfs
-from background import WAIT, Background, has_sorted_run, listing, store_dirs, wait_until
-from bgzf import (BGZF_EOF, REC_BLOCK_SIZE, REC_L_SEQ, bam_layout, bam_with_refs, bgzf_blocks,
-                  bgzf_compress, flip_byte_in_block, patched)
-from harness import (ORACLE_SCRIPT, PYTHON, REPO, SAM_OUT, SPILL, TIMEOUT, Failure, expect_error,
-                     expect_failure_like_oracle, expect_outcome_of, run, stderr_lines, tail,
-                     write_bytes, write_text)
+from background import WAIT, Background, listing, store_dirs, wait_until
+from bgzf import BGZF_EOF
+from harness import (ORACLE_SCRIPT, PYTHON, SAM_OUT, SPILL, TIMEOUT, Failure, expect_error,
+                     run, stderr_lines, tail, write_bytes, write_text)
 
 
-# --- inputs only these tests use (and destinations.py's late_failure.sam) -------
+# --- inputs made for these tests (bad_input.py and destinations.py use some) ---
 
 def late_failure_sam(rng):
     """Valid SAM whose coordinate-sorted output cannot be BAM: one record on
@@ -98,7 +91,6 @@ def robust_input(case, name):
 
 # --- what these tests expect -----------------------------------------------------
 
-
 def expect_one_line(case, result, mentions, what="error"):
     """Exit status 1 (exactly: not a signal), one line on stderr naming
     one of mentions, nothing left in the temp dir.  -> the line"""
@@ -134,20 +126,6 @@ def oracle_must_fail(case, src, args=(), env=None):
                   *args, src], env=env or case.session.env)
     if result.returncode == 0:
         raise Failure("test is wrong: the oracle accepted this input")
-
-
-def bad_input(case, name, data):
-    """A damaged input the oracle rejects: rocksort must say so in one
-    line naming it, exit 1, and leave no output and no temp data."""
-    src = os.path.join(case.dir, name)
-    write_bytes(src, data)
-    expect_failure_like_oracle(case, src, case.out("out.bam"), name)
-    case.expect_only_files(case.out_dir, [])
-
-
-def mixed_bam_bytes(case):
-    with open(case.input("mixed.bam"), "rb") as f:
-        return f.read()
 
 
 # 1. All or nothing --------------------------------------------------------
@@ -269,141 +247,7 @@ def test_verify_sam_from_stdin_to_stdout(case):
     case.expect_no_temp_left()
 
 
-# 3. Signals -------------------------------------------------------------------
-
-def pipe_bytes_waiting(fd):
-    buf = bytearray(4)
-    fcntl.ioctl(fd, termios.FIONREAD, buf)
-    return struct.unpack("i", buf)[0]
-
-
-def interrupted_while_loading(case, sig, data, cut, extra, spilled):
-    """Feeds data[:cut] on stdin, waits until the temp database exists
-    (and holds a sorted run if spilled), sends sig: rocksort must exit
-    with 128+sig and leave neither temp data nor output."""
-    args = [*extra, "-T", case.temp_prefix, "-o", case.out("out.bam"), "-"]
-    with Background(case, args, stdin=True) as bg:
-        bg.feed(data[:cut])
-        wait_until(lambda: store_dirs(case), "the temporary database appeared",
-                   bg)
-        if spilled:
-            wait_until(lambda: has_sorted_run(case), "a sorted run was written",
-                       bg)
-        if not bg.running():
-            raise Failure("rocksort ended before the signal", bg.stderr_tail())
-        bg.proc.send_signal(sig)
-        status = bg.wait()
-        if status != 128 + sig:
-            raise Failure(f"exit status {status} after {signal.Signals(sig).name},"
-                          f" expected {128 + sig}", bg.stderr_tail())
-    case.expect_no_temp_left()
-    case.expect_only_files(case.out_dir, [])
-
-
-def test_signal_int_during_load_bam_spilled(case):
-    with open(case.input("bulk.bam"), "rb") as f:
-        data = f.read()
-    interrupted_while_loading(case, signal.SIGINT, data, len(data) // 2,
-                              SPILL, spilled=True)
-
-
-def test_signal_term_during_load_sam_spilled(case):
-    with open(case.input("bulk.sam"), "rb") as f:
-        data = f.read()
-    interrupted_while_loading(case, signal.SIGTERM, data, len(data) // 3,
-                              SPILL, spilled=True)
-
-
-def test_signal_hup_during_load_in_memory(case):
-    with open(case.input("mixed.sam"), "rb") as f:
-        data = f.read()
-    interrupted_while_loading(case, signal.SIGHUP, data, len(data) // 2, [],
-                              spilled=False)
-
-
-def test_signal_term_during_readout(case):
-    """rocksort blocks writing to a pipe nobody reads (so it is in the
-    readout, runs open in RocksDB); SIGTERM must still clean up."""
-    args = ["-u", *SPILL, "-T", case.temp_prefix, case.input("mixed.bam")]
-    with Background(case, args, stdout_pipe=True) as bg:
-        fd = bg.proc.stdout.fileno()
-        seen = []
-
-        def pipe_stays_full():
-            seen.append(pipe_bytes_waiting(fd))
-            return len(seen) > 10 and seen[-1] > 0 and seen[-1] == seen[-11]
-        wait_until(pipe_stays_full, "the output pipe filled up", bg)
-        if not store_dirs(case):
-            raise Failure("no temporary database during the readout")
-        bg.proc.send_signal(signal.SIGTERM)
-        status = bg.wait()
-        if status != 128 + signal.SIGTERM:
-            raise Failure(f"exit status {status} after SIGTERM in the readout,"
-                          f" expected {128 + signal.SIGTERM}", bg.stderr_tail())
-    case.expect_no_temp_left()
-    case.expect_only_files(case.out_dir, [])
-
-
-def test_signal_any_moment_all_or_nothing(case):
-    """SIGTERM in each phase a run can be seen in: the temporary database
-    made, a sorted run written, the output begun, the output nearly
-    written, the output renamed into place (the commit).  Every run must
-    end either with status 0 and the complete output, or with 143 and
-    nothing at all.  A finished output with status 143 is the bug this
-    catches.  The moments are observed, not timed, so a slow or loaded
-    machine (or ASan) aims at the same phases."""
-    src = case.input("bulk.bam")
-    expected = case.session.expected("bulk.bam", [])
-    out = case.out("out.bam")
-    args = [*case.session.rocksort_cmd, *SPILL, "-T", case.temp_prefix,
-            "-o", out, src]
-    env = dict(case.session.env, TMPDIR=case.tmp)
-    full = os.path.getsize(expected)
-
-    def output_written():
-        """Bytes in the hidden file the output is written to, -1 if none."""
-        sizes = [-1]
-        for name in listing(case.out_dir):
-            if name.startswith(".out.bam.rocksort."):
-                try:
-                    sizes.append(os.path.getsize(os.path.join(case.out_dir, name)))
-                except OSError:
-                    pass
-        return max(sizes)
-    phases = [("database made", lambda: store_dirs(case)),
-              ("run written", lambda: has_sorted_run(case)),
-              ("output begun", lambda: output_written() > 0),
-              ("output nearly written", lambda: output_written() >= full * 9 // 10),
-              ("output renamed", lambda: os.path.exists(out))]
-    outcomes = {0: 0, 128 + signal.SIGTERM: 0}
-    for attempt in range(len(phases) * 4):
-        phase, reached = phases[attempt % len(phases)]
-        if os.path.exists(out):
-            os.unlink(out)
-        proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                                env=env, cwd=case.out_dir)
-        deadline = time.monotonic() + WAIT
-        while proc.poll() is None and not reached() and time.monotonic() < deadline:
-            time.sleep(0.001)
-        proc.send_signal(signal.SIGTERM)    # nothing if it has ended
-        _, err = proc.communicate(timeout=WAIT)
-        status = proc.returncode
-        case.expect_no_temp_left()
-        if status == 0:
-            case.expect_same(out, expected)
-        elif status == 128 + signal.SIGTERM or status == -signal.SIGTERM:
-            case.expect_only_files(case.out_dir, [])
-        else:
-            raise Failure(f"exit status {status} after SIGTERM ({phase})", tail(err))
-        if phase == "output renamed" and status != 0:
-            raise Failure(f"exit status {status} after SIGTERM past the commit",
-                          tail(err))
-        outcomes[max(status, 128 + signal.SIGTERM) if status else 0] += 1
-    if not all(outcomes.values()):
-        raise Failure(f"the signals never hit both sides of the commit: {outcomes}")
-
-
-# 4. A closed output pipe --------------------------------------------------------
+# 3. A closed output pipe --------------------------------------------------------
 
 def reader_goes_away(case, args):
     """`rocksort ... | head -c 100`: read 100 bytes, close the pipe."""
@@ -437,7 +281,7 @@ def test_pipe_closed_sam_spilled(case):
     reader_goes_away(case, [*SAM_OUT, *SPILL, case.input("bulk.bam")])
 
 
-# 5. A full disk (tmpfs needs root) ----------------------------------------------
+# 4. A full disk (tmpfs needs root) ----------------------------------------------
 
 def with_small_tmpfs(case, body):
     tmpfs.with_tmpfs(case.dir, "4M", body, Failure, name="tmpfs4m")
@@ -471,139 +315,7 @@ if os.geteuid() == 0:
         with_small_tmpfs(case, body)
 
 
-# 6. Damaged input ----------------------------------------------------------------
-
-def like_oracle(case, src):
-    """An input the oracle may accept: then the same output, else the
-    same one-line error naming the input; nothing else left behind."""
-    expect_outcome_of(case, src, [], name="out", mentions=[os.path.basename(src)])
-    made = ["out.bam"] if os.path.exists(case.out("out.bam")) else []
-    case.expect_only_files(case.out_dir, made)
-
-
-def test_bad_input_plain_gzip_sam(case):
-    """`gzip -c in.sam`: not BGZF, yet htslib (the oracle) reads it."""
-    src = os.path.join(case.dir, "plain.sam.gz")
-    with open(case.input("mixed.sam"), "rb") as f:
-        write_bytes(src, gzip.compress(f.read()))
-    like_oracle(case, src)
-
-
-def test_bad_input_plain_gzip_bam(case):
-    """A BAM stream gzipped as one member: the oracle reads it too."""
-    src = os.path.join(case.dir, "plain_gzip.bam")
-    write_bytes(src, gzip.compress(gzip.decompress(mixed_bam_bytes(case))))
-    like_oracle(case, src)
-
-
-def test_bad_input_bam_cut_inside_header_block(case):
-    data = mixed_bam_bytes(case)
-    first_size = bgzf_blocks(data)[0][1]  # the header's only block
-    bad_input(case, "cut_in_header.bam", data[:first_size // 2])
-
-
-def test_bad_input_bam_cut_between_header_blocks(case):
-    """A header of several BGZF blocks, cut after its first block: the
-    file ends cleanly at a block boundary, in the middle of the header."""
-    with open(robust_input(case, "big_header.bam"), "rb") as f:
-        data = f.read()
-    blocks = bgzf_blocks(data)
-    if len(blocks) < 4:
-        raise Failure("test is wrong: the big header fits one BGZF block")
-    bad_input(case, "cut_between_header_blocks.bam", data[:blocks[1][0]])
-
-
-def test_bad_input_bam_corrupt_deflated_byte(case):
-    data = mixed_bam_bytes(case)
-    bad_input(case, "corrupt_byte.bam",
-              flip_byte_in_block(data, len(bgzf_blocks(data)) // 2))
-
-
-def test_bad_input_bam_corrupt_stored_byte(case):
-    """Stored (level 0) blocks: the damage only shows as a CRC32 mismatch."""
-    data = bgzf_compress(gzip.decompress(mixed_bam_bytes(case)), level=0)
-    bad_input(case, "corrupt_crc.bam",
-              flip_byte_in_block(data, len(bgzf_blocks(data)) // 2, mask=0x01))
-
-
-def test_bad_input_bam_tid_beyond_header(case):
-    """mixed.bam's records on c2 and c3 under a header that lists c1 only."""
-    raw = gzip.decompress(mixed_bam_bytes(case))
-    bad_input(case, "tid_beyond.bam", bgzf_compress(bam_with_refs(raw, 1)))
-
-
-def bad_first_record(case, name, field, fmt, value):
-    raw = gzip.decompress(mixed_bam_bytes(case))
-    first = bam_layout(raw)[2]
-    bad_input(case, name, bgzf_compress(patched(raw, first + field, fmt, value)))
-
-
-def test_bad_input_bam_l_seq_huge(case):
-    bad_first_record(case, "l_seq_huge.bam", REC_L_SEQ, "<i", 0x7fffffff)
-
-
-def test_bad_input_bam_l_seq_negative(case):
-    bad_first_record(case, "l_seq_negative.bam", REC_L_SEQ, "<i", -5)
-
-
-def test_bad_input_bam_block_size_negative(case):
-    bad_first_record(case, "block_size_negative.bam", REC_BLOCK_SIZE, "<i", -1)
-
-
-def test_bad_input_cram_reference_missing(case):
-    """A CRAM whose reference was moved away (its @SQ UR: names a path
-    that no longer exists), no --reference, REF_PATH an empty dir."""
-    ref_dir = os.path.join(case.dir, "ref")
-    os.mkdir(ref_dir)
-    ref = os.path.join(ref_dir, "ref.fa")
-    shutil.copy(case.input("mixed.fa"), ref)
-    shutil.copy(case.input("mixed.fa") + ".fai", ref + ".fai")
-    src = os.path.join(case.dir, "no_ref.cram")
-    case.session.oracle_ok("view", ["-C", "--no-PG", "--reference", ref,
-                                    "-o", src, case.input("mixed.sam")])
-    shutil.rmtree(ref_dir)
-    empty = os.path.join(case.dir, "empty_ref_path")
-    os.mkdir(empty)
-    env = {k: v for k, v in case.session.env.items() if k != "REF_CACHE"}
-    env["REF_PATH"] = empty
-    oracle_must_fail(case, src, env=env)
-    out = case.out("out.bam")
-    result = run([*case.session.rocksort_cmd, "-T", case.temp_prefix, "-o", out,
-                  src], cwd=case.out_dir, env=dict(env, TMPDIR=case.tmp))
-    line = expect_error(case, result, ["no_ref.cram"], out)
-    if "reference" not in line:
-        raise Failure("the error does not say the reference is missing", [line])
-    case.expect_only_files(case.out_dir, [])
-
-
-# Fuzzing: seeds, the corpus kept from fuzz runs, and every reproducer of a
-# past finding go through the fuzz targets again (fuzz/replay.c, any compiler).
-
-def replay(case, target):
-    binary = os.path.join(REPO, "fuzz", f"replay_{target}")
-    dirs = [os.path.join(REPO, "fuzz", d, target) for d in ("corpus", "regressions")]
-    files = sum(len(os.listdir(d)) for d in dirs if os.path.isdir(d))
-    if files == 0:
-        raise Failure(f"no fuzz inputs for {target}: fuzz/corpus/{target} is empty")
-    result = run([binary, *dirs], env=dict(case.session.env, TMPDIR=case.tmp))
-    if result.returncode != 0:
-        raise Failure(f"replay_{target} failed with status {result.returncode}",
-                      tail(result.stderr))
-    replayed = re.search(rb"replayed (\d+) inputs", result.stdout)
-    if not replayed or int(replayed[1]) != files:
-        raise Failure(f"replayed {replayed and int(replayed[1])} of {files} inputs")
-    case.expect_no_temp_left()
-
-
-def test_fuzz_replay_record(case):
-    replay(case, "record")
-
-
-def test_fuzz_replay_input(case):
-    replay(case, "input")
-
-
-# 7. The temporary database ------------------------------------------------------
+# 5. The temporary database ------------------------------------------------------
 
 def kept_database(case, prefix):
     """Sorts with -k under umask 0 -> the kept database's path."""
@@ -685,7 +397,7 @@ def test_temp_concurrent_sorts_same_prefix(case):
     case.expect_only_files(case.out_dir, ["one.bam", "two.bam"])
 
 
-# 8. Few open files --------------------------------------------------------------
+# 6. Few open files --------------------------------------------------------------
 
 def test_nofile_limit_64_many_runs(case):
     """ulimit -n 64 (soft and hard) and 50+ sorted runs to merge."""

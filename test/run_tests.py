@@ -39,14 +39,18 @@ UNIT_TESTS = ["test_keys", "test_run_merge", "test_store_stream", "test_batch_so
 MODULE_ORDER = [
     "sort_cases",       # one input and its options, against the oracle
     "cli",              # the rest of the command line, the samtools wrapper
-    "robustness",       # all or nothing, signals, full disks, damaged input
+    "robustness",       # all or nothing, --verify, closed pipes, full disks
+    "signals",
+    "bad_input",        # damaged input, fuzz reproducers
     "tempspace",        # temp runs' format chosen from the free space
     "parsing",          # odd SAM text parsed as samtools 1.24 parses it
     "faults",           # damage made the way it happens outside a test suite
     "workflows",        # the Snakemake and CWL examples
-    "features",         # --write-index, --max-memory, progress, the page cache
+    "features",         # --write-index, --max-memory, progress, sizing
+    "disk_io",          # O_DIRECT, syncs, the page cache
     "destinations",     # -o on devices, FIFOs, links; make install
     "readout_ranges",   # --merge-threads: the readout in key ranges (#27)
+    "readout_extras",
 ]
 
 
