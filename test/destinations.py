@@ -1,5 +1,5 @@
-"""Tests of where rocksort writes, registered by test/run_tests.py: output
-paths that are not a new regular file, and `make install`.
+"""Tests of where rocksort writes: output paths that are not a new regular
+file, and `make install`.
 
 A new name or a regular file is written under a temporary name and renamed
 into place; for a symlink that is its target, and the link stays.  Devices,
@@ -15,8 +15,7 @@ by a link to /proc/self/fd/1 there.  NodeGuard checks every node made after
 each test that made one, and /dev/null at exit; a node that is no longer
 what it was is reported loudly and fails the run.
 
-As in robustness.py, register(test, harness) defines the tests with the
-harness's decorator; `harness` is the run_tests module.  To run only these:
+To run only these:
     run_tests.py -k 'dest_*' -k 'install_*'
 """
 
@@ -30,9 +29,10 @@ import tempfile
 import threading
 
 import robustness
+from background import WAIT
+from bgzf import BGZF_EOF, BGZF_HEAD
+from harness import REPO, TIMEOUT, Failure, expect_error, run, tail, write_bytes
 
-Failure = Exception  # the harness's Failure, once register() has run
-WAIT = robustness.WAIT
 NOBODY = 65534  # uid and gid of the unprivileged user for the permission test
 
 
@@ -95,364 +95,369 @@ def shout(paths):
 GUARD = NodeGuard()
 
 
-def register(test, h):
-    global Failure
-    Failure = h.Failure
-    register_install(test, h)
+def dest_dir(case):
+    d = os.path.join(case.dir, "dest")
+    os.makedirs(d, exist_ok=True)
+    return d
 
-    def dest_dir(case):
-        d = os.path.join(case.dir, "dest")
-        os.makedirs(d, exist_ok=True)
-        return d
 
-    def oracle_bam(case):
-        return case.session.expected("mixed.bam", [])
+def oracle_bam(case):
+    return case.session.expected("mixed.bam", [])
 
-    def sort_to(case, output, src=None, **kw):
-        return case.rocksort(["-T", case.temp_prefix, "-o", output,
-                              src or case.input("mixed.bam")], **kw)
 
-    def expect_ok(result):
-        if result.returncode != 0:
-            raise Failure(f"rocksort exited with {result.returncode}",
-                          h.tail(result.stderr))
+def sort_to(case, output, src=None, **kw):
+    return case.rocksort(["-T", case.temp_prefix, "-o", output,
+                          src or case.input("mixed.bam")], **kw)
 
-    def expect_link(path, target):
-        if not os.path.islink(path) or os.readlink(path) != target:
-            raise Failure(f"{os.path.basename(path)} is no longer a link to {target}")
 
-    def same_as_oracle(case, data, name):
-        path = os.path.join(case.dir, name)
-        h.write_bytes(path, data)
-        case.expect_same(path, oracle_bam(case))
+def expect_ok(result):
+    if result.returncode != 0:
+        raise Failure(f"rocksort exited with {result.returncode}",
+                      tail(result.stderr))
 
-    # Devices, FIFOs, descriptors: written in place -----------------------------
 
-    if os.geteuid() == 0:  # mknod needs root
-        @test
-        def test_dest_char_device_stays_a_device(case):
-            """-o on a null device: the sort succeeds and the node is still
-            a character device (1, 3), not a regular file."""
-            null = os.path.join(dest_dir(case), "null")
-            GUARD.make_null_device(null)
-            try:
-                expect_ok(sort_to(case, null))
-                st = os.lstat(null)
-                if not stat.S_ISCHR(st.st_mode) or st.st_rdev != os.makedev(1, 3):
-                    raise Failure("the null device was replaced")
-                case.expect_no_temp_left()
-                case.expect_only_files(dest_dir(case), ["null"])
-            finally:
-                GUARD.check()
+def expect_link(path, target):
+    if not os.path.islink(path) or os.readlink(path) != target:
+        raise Failure(f"{os.path.basename(path)} is no longer a link to {target}")
 
-    def through_fifo(case, src):
-        """Sorts src into a FIFO that a reader thread drains. -> (result,
-        bytes read).  A descriptor held open for writing lets the reader's
-        open return before rocksort starts and keeps its EOF from coming
-        before rocksort is done; a rocksort that never opens the FIFO then
-        shows as an empty read, not a hang."""
-        fifo = os.path.join(dest_dir(case), "reader.fifo")
-        GUARD.make_fifo(fifo)
-        holder = os.open(fifo, os.O_RDWR)
-        got, opened = bytearray(), threading.Event()
 
-        def drain():
-            with open(fifo, "rb") as f:
-                opened.set()
-                while chunk := f.read(65536):
-                    got.extend(chunk)
-        reader = threading.Thread(target=drain, daemon=True)
-        reader.start()
+def same_as_oracle(case, data, name):
+    path = os.path.join(case.dir, name)
+    write_bytes(path, data)
+    case.expect_same(path, oracle_bam(case))
+
+
+# Devices, FIFOs, descriptors: written in place -----------------------------
+
+if os.geteuid() == 0:  # mknod needs root
+    def test_dest_char_device_stays_a_device(case):
+        """-o on a null device: the sort succeeds and the node is still
+        a character device (1, 3), not a regular file."""
+        null = os.path.join(dest_dir(case), "null")
+        GUARD.make_null_device(null)
         try:
-            if not opened.wait(WAIT):
-                raise Failure("the test's reader could not open the FIFO")
-            result = sort_to(case, fifo, src)
+            expect_ok(sort_to(case, null))
+            st = os.lstat(null)
+            if not stat.S_ISCHR(st.st_mode) or st.st_rdev != os.makedev(1, 3):
+                raise Failure("the null device was replaced")
+            case.expect_no_temp_left()
+            case.expect_only_files(dest_dir(case), ["null"])
         finally:
-            os.close(holder)
-            reader.join(WAIT)
             GUARD.check()
-        if reader.is_alive():
-            raise Failure("the FIFO's reader never saw the end of the stream")
-        if not stat.S_ISFIFO(os.lstat(fifo).st_mode):
-            raise Failure("the FIFO was replaced by a regular file")
-        return result, bytes(got)
 
-    @test
-    def test_dest_fifo_reader_gets_the_bam(case):
-        result, data = through_fifo(case, case.input("mixed.bam"))
-        expect_ok(result)
-        same_as_oracle(case, data, "from_fifo.bam")
-        case.expect_no_temp_left()
-        case.expect_only_files(dest_dir(case), ["reader.fifo"])
 
-    @test
-    def test_dest_fifo_failed_run_has_no_eof_marker(case):
-        """The write fails during the readout, with records already sent:
-        what the reader got must not end like a complete BGZF file."""
-        src = robustness.Inputs().path(case.session, "late_failure.sam")
-        result, data = through_fifo(case, src)
-        if result.returncode != 1:
-            raise Failure(f"exit status {result.returncode}, expected 1",
-                          h.tail(result.stderr))
-        if not data.startswith(robustness.BGZF_HEAD):
-            raise Failure(f"the reader got {len(data)} bytes, not the start "
-                          "of the BGZF stream written before the failure")
-        if data.endswith(robustness.BGZF_EOF):
-            raise Failure("a failed run's FIFO output ends with the BGZF EOF block")
-        case.expect_no_temp_left()
+def through_fifo(case, src):
+    """Sorts src into a FIFO that a reader thread drains. -> (result,
+    bytes read).  A descriptor held open for writing lets the reader's
+    open return before rocksort starts and keeps its EOF from coming
+    before rocksort is done; a rocksort that never opens the FIFO then
+    shows as an empty read, not a hang."""
+    fifo = os.path.join(dest_dir(case), "reader.fifo")
+    GUARD.make_fifo(fifo)
+    holder = os.open(fifo, os.O_RDWR)
+    got, opened = bytearray(), threading.Event()
 
-    @test
-    def test_dest_stdout_link_writes_to_stdout(case):
-        """-o through a link to /proc/self/fd/1, as /dev/stdout is: the
-        BAM arrives on the captured stdout and the link stays."""
-        link = os.path.join(dest_dir(case), "stdout")
-        os.symlink("/proc/self/fd/1", link)
-        result = sort_to(case, link)
-        expect_ok(result)
-        expect_link(link, "/proc/self/fd/1")
-        same_as_oracle(case, result.stdout, "from_stdout.bam")
-        case.expect_only_files(dest_dir(case), ["stdout"])
+    def drain():
+        with open(fifo, "rb") as f:
+            opened.set()
+            while chunk := f.read(65536):
+                got.extend(chunk)
+    reader = threading.Thread(target=drain, daemon=True)
+    reader.start()
+    try:
+        if not opened.wait(WAIT):
+            raise Failure("the test's reader could not open the FIFO")
+        result = sort_to(case, fifo, src)
+    finally:
+        os.close(holder)
+        reader.join(WAIT)
+        GUARD.check()
+    if reader.is_alive():
+        raise Failure("the FIFO's reader never saw the end of the stream")
+    if not stat.S_ISFIFO(os.lstat(fifo).st_mode):
+        raise Failure("the FIFO was replaced by a regular file")
+    return result, bytes(got)
 
-    @test
-    def test_dest_descriptor_to_regular_file_written_through(case):
-        """/proc/self/fd/N open on a regular file is written through that
-        descriptor (same inode), not replaced by a rename onto the file."""
-        d = dest_dir(case)
-        target = os.path.join(d, "by_descriptor.bam")
-        fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
-        inode = os.fstat(fd).st_ino
-        link = os.path.join(d, "fd_link")
-        os.symlink(f"/proc/self/fd/{fd}", link)
+
+def test_dest_fifo_reader_gets_the_bam(case):
+    result, data = through_fifo(case, case.input("mixed.bam"))
+    expect_ok(result)
+    same_as_oracle(case, data, "from_fifo.bam")
+    case.expect_no_temp_left()
+    case.expect_only_files(dest_dir(case), ["reader.fifo"])
+
+
+def test_dest_fifo_failed_run_has_no_eof_marker(case):
+    """The write fails during the readout, with records already sent:
+    what the reader got must not end like a complete BGZF file."""
+    src = robustness.Inputs().path(case.session, "late_failure.sam")
+    result, data = through_fifo(case, src)
+    if result.returncode != 1:
+        raise Failure(f"exit status {result.returncode}, expected 1",
+                      tail(result.stderr))
+    if not data.startswith(BGZF_HEAD):
+        raise Failure(f"the reader got {len(data)} bytes, not the start "
+                      "of the BGZF stream written before the failure")
+    if data.endswith(BGZF_EOF):
+        raise Failure("a failed run's FIFO output ends with the BGZF EOF block")
+    case.expect_no_temp_left()
+
+
+def test_dest_stdout_link_writes_to_stdout(case):
+    """-o through a link to /proc/self/fd/1, as /dev/stdout is: the
+    BAM arrives on the captured stdout and the link stays."""
+    link = os.path.join(dest_dir(case), "stdout")
+    os.symlink("/proc/self/fd/1", link)
+    result = sort_to(case, link)
+    expect_ok(result)
+    expect_link(link, "/proc/self/fd/1")
+    same_as_oracle(case, result.stdout, "from_stdout.bam")
+    case.expect_only_files(dest_dir(case), ["stdout"])
+
+
+def test_dest_descriptor_to_regular_file_written_through(case):
+    """/proc/self/fd/N open on a regular file is written through that
+    descriptor (same inode), not replaced by a rename onto the file."""
+    d = dest_dir(case)
+    target = os.path.join(d, "by_descriptor.bam")
+    fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    inode = os.fstat(fd).st_ino
+    link = os.path.join(d, "fd_link")
+    os.symlink(f"/proc/self/fd/{fd}", link)
+    try:
+        result = subprocess.run(
+            [*case.session.rocksort_cmd, "-T", case.temp_prefix, "-o", link,
+             case.input("mixed.bam")], pass_fds=(fd,), stdin=subprocess.DEVNULL,
+            capture_output=True, env=dict(case.session.env, TMPDIR=case.tmp),
+            cwd=case.out_dir, timeout=TIMEOUT)
+    finally:
+        os.close(fd)
+    expect_ok(result)
+    expect_link(link, f"/proc/self/fd/{fd}")
+    if os.stat(target).st_ino != inode:
+        raise Failure("the file behind the descriptor was replaced, not written")
+    case.expect_same(target, oracle_bam(case))
+    case.expect_only_files(d, ["by_descriptor.bam", "fd_link"])
+
+
+# Symlinks: the target is replaced, in its own directory -------------------
+
+def test_dest_symlink_target_replaced_link_kept(case):
+    """A relative link to a file in another directory: a failed run
+    leaves the target as it was; a good one replaces the target."""
+    d = dest_dir(case)
+    os.mkdir(os.path.join(d, "elsewhere"))
+    target = os.path.join(d, "elsewhere", "target.bam")
+    write_bytes(target, b"an older file\n")
+    link = case.out("link.bam")
+    os.symlink("../dest/elsewhere/target.bam", link)
+    failed = sort_to(case, link, case.input("truncated.bam"))
+    if failed.returncode != 1:
+        raise Failure(f"truncated input: exit status {failed.returncode}, expected 1")
+    with open(target, "rb") as f:
+        if f.read() != b"an older file\n":
+            raise Failure("a failed run changed the link's target")
+    expect_ok(sort_to(case, link))
+    expect_link(link, "../dest/elsewhere/target.bam")
+    case.expect_same(target, oracle_bam(case))
+    case.expect_no_temp_left()
+    case.expect_only_files(os.path.dirname(target), ["target.bam"])
+    case.expect_only_files(case.out_dir, ["link.bam"])
+
+
+def test_dest_dangling_symlink_chain_creates_target(case):
+    """link.bam -> hop.bam -> elsewhere/new.bam, which does not exist
+    yet: the output is made there and both links stay."""
+    d = dest_dir(case)
+    os.mkdir(os.path.join(d, "elsewhere"))
+    os.symlink("hop.bam", os.path.join(d, "link.bam"))
+    os.symlink("elsewhere/new.bam", os.path.join(d, "hop.bam"))
+    expect_ok(sort_to(case, os.path.join(d, "link.bam")))
+    expect_link(os.path.join(d, "link.bam"), "hop.bam")
+    expect_link(os.path.join(d, "hop.bam"), "elsewhere/new.bam")
+    case.expect_same(os.path.join(d, "elsewhere", "new.bam"), oracle_bam(case))
+    case.expect_only_files(os.path.join(d, "elsewhere"), ["new.bam"])
+    case.expect_only_files(d, ["link.bam", "hop.bam", "elsewhere"])
+
+
+# Destinations that can never be written: refused before the input ----------
+
+def refused_before_reading(case, args, mention, cmd=None, cwd=None):
+    """rocksort reads stdin from a pipe that stays open and empty: it must
+    exit 1 at once with one line naming `mention`. -> the line"""
+    err_path = os.path.join(case.dir, "refused.stderr")
+    read_end, write_end = os.pipe()
+    try:
+        with open(err_path, "wb") as err:
+            proc = subprocess.Popen(
+                [*(cmd or case.session.rocksort_cmd), *args, "-"],
+                stdin=read_end, stdout=subprocess.DEVNULL, stderr=err,
+                cwd=cwd or case.out_dir, env=dict(case.session.env, TMPDIR=case.tmp))
         try:
-            result = subprocess.run(
-                [*case.session.rocksort_cmd, "-T", case.temp_prefix, "-o", link,
-                 case.input("mixed.bam")], pass_fds=(fd,), stdin=subprocess.DEVNULL,
-                capture_output=True, env=dict(case.session.env, TMPDIR=case.tmp),
-                cwd=case.out_dir, timeout=h.TIMEOUT)
-        finally:
-            os.close(fd)
-        expect_ok(result)
-        expect_link(link, f"/proc/self/fd/{fd}")
-        if os.stat(target).st_ino != inode:
-            raise Failure("the file behind the descriptor was replaced, not written")
-        case.expect_same(target, oracle_bam(case))
-        case.expect_only_files(d, ["by_descriptor.bam", "fd_link"])
+            proc.wait(timeout=WAIT)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+            raise Failure(f"still running after {WAIT} s: it waited for input "
+                          "instead of refusing the destination")
+    finally:
+        os.close(read_end)
+        os.close(write_end)
+    with open(err_path, "rb") as f:
+        stderr = f.read()
+    os.remove(err_path)
+    result = subprocess.CompletedProcess(proc.args, proc.returncode, b"", stderr)
+    return expect_error(case, result, [mention], None)
 
-    # Symlinks: the target is replaced, in its own directory -------------------
 
-    @test
-    def test_dest_symlink_target_replaced_link_kept(case):
-        """A relative link to a file in another directory: a failed run
-        leaves the target as it was; a good one replaces the target."""
-        d = dest_dir(case)
-        os.mkdir(os.path.join(d, "elsewhere"))
-        target = os.path.join(d, "elsewhere", "target.bam")
-        h.write_bytes(target, b"an older file\n")
-        link = case.out("link.bam")
-        os.symlink("../dest/elsewhere/target.bam", link)
-        failed = sort_to(case, link, case.input("truncated.bam"))
-        if failed.returncode != 1:
-            raise Failure(f"truncated input: exit status {failed.returncode}, expected 1")
-        with open(target, "rb") as f:
-            if f.read() != b"an older file\n":
-                raise Failure("a failed run changed the link's target")
-        expect_ok(sort_to(case, link))
-        expect_link(link, "../dest/elsewhere/target.bam")
-        case.expect_same(target, oracle_bam(case))
-        case.expect_no_temp_left()
-        case.expect_only_files(os.path.dirname(target), ["target.bam"])
-        case.expect_only_files(case.out_dir, ["link.bam"])
+def test_dest_refuse_existing_directory(case):
+    d = dest_dir(case)
+    os.mkdir(os.path.join(d, "somedir"))
+    os.symlink("somedir", os.path.join(d, "dirlink"))
+    for name in ("somedir", "dirlink"):
+        refused_before_reading(case, ["-o", os.path.join(d, name)], name)
+    case.expect_only_files(os.path.join(d, "somedir"), [])
 
-    @test
-    def test_dest_dangling_symlink_chain_creates_target(case):
-        """link.bam -> hop.bam -> elsewhere/new.bam, which does not exist
-        yet: the output is made there and both links stay."""
-        d = dest_dir(case)
-        os.mkdir(os.path.join(d, "elsewhere"))
-        os.symlink("hop.bam", os.path.join(d, "link.bam"))
-        os.symlink("elsewhere/new.bam", os.path.join(d, "hop.bam"))
-        expect_ok(sort_to(case, os.path.join(d, "link.bam")))
-        expect_link(os.path.join(d, "link.bam"), "hop.bam")
-        expect_link(os.path.join(d, "hop.bam"), "elsewhere/new.bam")
-        case.expect_same(os.path.join(d, "elsewhere", "new.bam"), oracle_bam(case))
-        case.expect_only_files(os.path.join(d, "elsewhere"), ["new.bam"])
-        case.expect_only_files(d, ["link.bam", "hop.bam", "elsewhere"])
 
-    # Destinations that can never be written: refused before the input ----------
+def test_dest_refuse_missing_parent(case):
+    refused_before_reading(case, ["-o", case.out("missing/out.bam")], "missing")
+    case.expect_only_files(case.out_dir, [])
 
-    def refused_before_reading(case, args, mention, cmd=None, cwd=None):
-        """rocksort reads stdin from a pipe that stays open and empty: it must
-        exit 1 at once with one line naming `mention`. -> the line"""
-        err_path = os.path.join(case.dir, "refused.stderr")
-        read_end, write_end = os.pipe()
-        try:
-            with open(err_path, "wb") as err:
-                proc = subprocess.Popen(
-                    [*(cmd or case.session.rocksort_cmd), *args, "-"],
-                    stdin=read_end, stdout=subprocess.DEVNULL, stderr=err,
-                    cwd=cwd or case.out_dir, env=dict(case.session.env, TMPDIR=case.tmp))
-            try:
-                proc.wait(timeout=WAIT)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
-                raise Failure(f"still running after {WAIT} s: it waited for input "
-                              "instead of refusing the destination")
-        finally:
-            os.close(read_end)
-            os.close(write_end)
-        with open(err_path, "rb") as f:
-            stderr = f.read()
-        os.remove(err_path)
-        result = subprocess.CompletedProcess(proc.args, proc.returncode, b"", stderr)
-        return h.expect_error(case, result, [mention], None)
 
-    @test
-    def test_dest_refuse_existing_directory(case):
-        d = dest_dir(case)
-        os.mkdir(os.path.join(d, "somedir"))
-        os.symlink("somedir", os.path.join(d, "dirlink"))
-        for name in ("somedir", "dirlink"):
-            refused_before_reading(case, ["-o", os.path.join(d, name)], name)
-        case.expect_only_files(os.path.join(d, "somedir"), [])
+def test_dest_refuse_parent_is_a_file(case):
+    write_bytes(case.out("afile"), b"a file, not a directory\n")
+    refused_before_reading(case, ["-o", case.out("afile/out.bam")], "afile")
+    case.expect_only_files(case.out_dir, ["afile"])
 
-    @test
-    def test_dest_refuse_missing_parent(case):
-        refused_before_reading(case, ["-o", case.out("missing/out.bam")], "missing")
-        case.expect_only_files(case.out_dir, [])
 
-    @test
-    def test_dest_refuse_parent_is_a_file(case):
-        h.write_bytes(case.out("afile"), b"a file, not a directory\n")
-        refused_before_reading(case, ["-o", case.out("afile/out.bam")], "afile")
-        case.expect_only_files(case.out_dir, ["afile"])
+def test_dest_refuse_name_ending_in_slash(case):
+    """out.bam/ names no file: it could only fail at the final rename."""
+    refused_before_reading(case, ["-o", case.out("out.bam") + "/"], "out.bam/")
+    case.expect_only_files(case.out_dir, [])
 
-    @test
-    def test_dest_refuse_name_ending_in_slash(case):
-        """out.bam/ names no file: it could only fail at the final rename."""
-        refused_before_reading(case, ["-o", case.out("out.bam") + "/"], "out.bam/")
-        case.expect_only_files(case.out_dir, [])
 
-    @test
-    def test_dest_refuse_index_path(case):
-        """--write-index: an index in a missing directory, and a default
-        index name (out.bam.csi) taken by a directory."""
-        refused_before_reading(case, ["--write-index", "-o",
-                                      case.out("out.bam") + "##idx##" + case.out("no/x.bai")],
-                               "no/x.bai")
-        os.mkdir(case.out("out.bam.csi"))
-        refused_before_reading(case, ["--write-index", "-o", case.out("out.bam")],
-                               "out.bam.csi")
-        case.expect_only_files(case.out_dir, ["out.bam.csi"])
+def test_dest_refuse_index_path(case):
+    """--write-index: an index in a missing directory, and a default
+    index name (out.bam.csi) taken by a directory."""
+    refused_before_reading(case, ["--write-index", "-o",
+                                  case.out("out.bam") + "##idx##" + case.out("no/x.bai")],
+                           "no/x.bai")
+    os.mkdir(case.out("out.bam.csi"))
+    refused_before_reading(case, ["--write-index", "-o", case.out("out.bam")],
+                           "out.bam.csi")
+    case.expect_only_files(case.out_dir, ["out.bam.csi"])
 
-    @test
-    def test_dest_refuse_directory_not_writable(case):
-        """A directory the user may not create files in.  Root may write
-        anywhere, so as root the command runs as uid 65534 (setpriv), from
-        a world-readable directory of its own with a copy of the binary."""
-        root = tempfile.mkdtemp(prefix="rocksort-dest-")
-        try:
-            os.chmod(root, 0o755)
-            locked = os.path.join(root, "locked")
-            os.mkdir(locked, 0o755)
-            cmd = case.session.rocksort_cmd
-            if os.geteuid() == 0:
-                if cmd[0] == case.session.binary:
-                    cmd = [shutil.copy(case.session.binary, root), *cmd[1:]]
-                cmd = ["setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}",
-                       "--clear-groups", *cmd]
-                probe = subprocess.run([*cmd, "--help"], capture_output=True, cwd=root)
-                if probe.returncode != 0:
-                    raise Failure("cannot run rocksort as uid 65534", h.tail(probe.stderr))
-            else:
-                os.chmod(locked, 0o555)
-            refused_before_reading(case, ["-o", os.path.join(locked, "out.bam")],
-                                   "locked", cmd=cmd, cwd=root)
-            if os.listdir(locked):
-                raise Failure("files were made in the locked directory")
-        finally:
-            shutil.rmtree(root, ignore_errors=True)
+
+def test_dest_refuse_directory_not_writable(case):
+    """A directory the user may not create files in.  Root may write
+    anywhere, so as root the command runs as uid 65534 (setpriv), from
+    a world-readable directory of its own with a copy of the binary."""
+    root = tempfile.mkdtemp(prefix="rocksort-dest-")
+    try:
+        os.chmod(root, 0o755)
+        locked = os.path.join(root, "locked")
+        os.mkdir(locked, 0o755)
+        cmd = case.session.rocksort_cmd
+        if os.geteuid() == 0:
+            if cmd[0] == case.session.binary:
+                cmd = [shutil.copy(case.session.binary, root), *cmd[1:]]
+            cmd = ["setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}",
+                   "--clear-groups", *cmd]
+            probe = subprocess.run([*cmd, "--help"], capture_output=True, cwd=root)
+            if probe.returncode != 0:
+                raise Failure("cannot run rocksort as uid 65534", tail(probe.stderr))
+        else:
+            os.chmod(locked, 0o555)
+        refused_before_reading(case, ["-o", os.path.join(locked, "out.bam")],
+                               "locked", cmd=cmd, cwd=root)
+        if os.listdir(locked):
+            raise Failure("files were made in the locked directory")
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
 
 
 # --- make install ---------------------------------------------------------------
+#
+# `make install` into a DESTDIR of the test's own, with the ./samtools
+# already built (make -o samtools: nothing is rebuilt).
 
-def register_install(test, h):
-    """`make install` into a DESTDIR of the test's own, with the ./samtools
-    already built (make -o samtools: nothing is rebuilt)."""
+def make_install(case, destdir, *extra):
+    binary = os.path.join(REPO, "samtools")
+    if not os.path.exists(binary):
+        raise Failure("no ./samtools to install: build it first")
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("MAKEFLAGS", "MFLAGS", "MAKELEVEL")}
+    return subprocess.run(["make", "-s", "-o", "samtools", "install",
+                           f"DESTDIR={destdir}", "PREFIX=/usr", *extra],
+                          cwd=REPO, env=env, capture_output=True,
+                          stdin=subprocess.DEVNULL, timeout=TIMEOUT)
 
-    def make_install(case, destdir, *extra):
-        binary = os.path.join(h.REPO, "samtools")
-        if not os.path.exists(binary):
-            raise Failure("no ./samtools to install: build it first")
-        env = {k: v for k, v in os.environ.items()
-               if k not in ("MAKEFLAGS", "MFLAGS", "MAKELEVEL")}
-        return subprocess.run(["make", "-s", "-o", "samtools", "install",
-                               f"DESTDIR={destdir}", "PREFIX=/usr", *extra],
-                              cwd=h.REPO, env=env, capture_output=True,
-                              stdin=subprocess.DEVNULL, timeout=h.TIMEOUT)
 
-    def installed_version(path):
-        result = subprocess.run([path, "--version"], capture_output=True,
-                                timeout=h.TIMEOUT)
-        lines = result.stdout.decode(errors="replace").splitlines()
-        return lines[0] if lines else ""
+def installed_version(path):
+    result = subprocess.run([path, "--version"], capture_output=True,
+                            timeout=TIMEOUT)
+    lines = result.stdout.decode(errors="replace").splitlines()
+    return lines[0] if lines else ""
 
-    def expect_installed_ours(destdir, what):
-        version = installed_version(os.path.join(destdir, "usr/bin/samtools"))
-        if not version.startswith("samtools rocksort-"):
-            raise Failure(f"{what}: bin/samtools is not rocksort's ({version!r})")
 
-    def install_ok(case, destdir, what, *extra):
-        result = make_install(case, destdir, *extra)
-        if result.returncode != 0:
-            raise Failure(f"{what}: make install exited with {result.returncode}",
-                          h.tail(result.stderr))
-        expect_installed_ours(destdir, what)
+def expect_installed_ours(destdir, what):
+    version = installed_version(os.path.join(destdir, "usr/bin/samtools"))
+    if not version.startswith("samtools rocksort-"):
+        raise Failure(f"{what}: bin/samtools is not rocksort's ({version!r})")
 
-    other = b"#!/bin/sh\necho 'samtools 1.24'\n"
 
-    @test
-    def test_install_only_over_own_samtools(case):
-        """Installs into an empty prefix and over its own copy; refuses,
-        naming the file and the ways out, to replace another samtools;
-        REPLACE_SAMTOOLS=yes replaces it."""
-        destdir = os.path.join(case.dir, "root")
-        install_ok(case, destdir, "empty prefix")
-        if not os.path.exists(os.path.join(destdir, "usr/share/man/man1/samtools-rocksort.1")):
-            raise Failure("the man page was not installed")
-        install_ok(case, destdir, "over its own copy")
-        theirs = os.path.join(destdir, "usr/bin/samtools")
-        h.write_bytes(theirs, other)
-        os.chmod(theirs, 0o755)
-        result = make_install(case, destdir)
-        with open(theirs, "rb") as f:
-            if f.read() != other:
-                raise Failure("make install replaced another samtools")
-        text = " ".join(result.stderr.decode(errors="replace").split())
-        missing = [w for w in (theirs, "PREFIX=", "REPLACE_SAMTOOLS=yes") if w not in text]
-        if result.returncode == 0 or missing:
-            raise Failure(f"over another samtools: exit status {result.returncode}, "
-                          f"the message lacks {missing}", h.tail(result.stderr))
-        install_ok(case, destdir, "REPLACE_SAMTOOLS=yes", "REPLACE_SAMTOOLS=yes")
+def install_ok(case, destdir, what, *extra):
+    result = make_install(case, destdir, *extra)
+    if result.returncode != 0:
+        raise Failure(f"{what}: make install exited with {result.returncode}",
+                      tail(result.stderr))
+    expect_installed_ours(destdir, what)
 
-    @test
-    def test_install_keeps_forwarding(case):
-        """The installed samtools passes other subcommands to the next
-        samtools on PATH, and says so clearly when there is none."""
-        destdir = os.path.join(case.dir, "root")
-        install_ok(case, destdir, "empty prefix")
-        installed = os.path.join(destdir, "usr/bin/samtools")
-        upstream_dir = os.path.join(case.dir, "upstream")
-        os.mkdir(upstream_dir)
-        upstream = os.path.join(upstream_dir, "samtools")
-        h.write_bytes(upstream, b'#!/bin/sh\necho "upstream: $*"\n')
-        os.chmod(upstream, 0o755)
-        env = {k: v for k, v in case.session.env.items() if k != "SAMTOOLS_UPSTREAM"}
-        bin_dir = os.path.dirname(installed)
-        ran = h.run([installed, "view", "-c", "x.bam"],
-                    env=dict(env, PATH=f"{bin_dir}:{upstream_dir}"))
-        if ran.returncode != 0 or ran.stdout.strip() != b"upstream: view -c x.bam":
-            raise Failure(f"view was not passed on (exit status {ran.returncode})",
-                          h.tail(ran.stdout + ran.stderr))
-        alone = h.run([installed, "view", "x.bam"], env=dict(env, PATH=bin_dir))
-        h.expect_error(case, alone, ["no upstream samtools"], None)
+
+OTHER_SAMTOOLS = b"#!/bin/sh\necho 'samtools 1.24'\n"
+
+
+def test_install_only_over_own_samtools(case):
+    """Installs into an empty prefix and over its own copy; refuses,
+    naming the file and the ways out, to replace another samtools;
+    REPLACE_SAMTOOLS=yes replaces it."""
+    destdir = os.path.join(case.dir, "root")
+    install_ok(case, destdir, "empty prefix")
+    if not os.path.exists(os.path.join(destdir, "usr/share/man/man1/samtools-rocksort.1")):
+        raise Failure("the man page was not installed")
+    install_ok(case, destdir, "over its own copy")
+    theirs = os.path.join(destdir, "usr/bin/samtools")
+    write_bytes(theirs, OTHER_SAMTOOLS)
+    os.chmod(theirs, 0o755)
+    result = make_install(case, destdir)
+    with open(theirs, "rb") as f:
+        if f.read() != OTHER_SAMTOOLS:
+            raise Failure("make install replaced another samtools")
+    text = " ".join(result.stderr.decode(errors="replace").split())
+    missing = [w for w in (theirs, "PREFIX=", "REPLACE_SAMTOOLS=yes") if w not in text]
+    if result.returncode == 0 or missing:
+        raise Failure(f"over another samtools: exit status {result.returncode}, "
+                      f"the message lacks {missing}", tail(result.stderr))
+    install_ok(case, destdir, "REPLACE_SAMTOOLS=yes", "REPLACE_SAMTOOLS=yes")
+
+
+def test_install_keeps_forwarding(case):
+    """The installed samtools passes other subcommands to the next
+    samtools on PATH, and says so clearly when there is none."""
+    destdir = os.path.join(case.dir, "root")
+    install_ok(case, destdir, "empty prefix")
+    installed = os.path.join(destdir, "usr/bin/samtools")
+    upstream_dir = os.path.join(case.dir, "upstream")
+    os.mkdir(upstream_dir)
+    upstream = os.path.join(upstream_dir, "samtools")
+    write_bytes(upstream, b'#!/bin/sh\necho "upstream: $*"\n')
+    os.chmod(upstream, 0o755)
+    env = {k: v for k, v in case.session.env.items() if k != "SAMTOOLS_UPSTREAM"}
+    bin_dir = os.path.dirname(installed)
+    ran = run([installed, "view", "-c", "x.bam"],
+              env=dict(env, PATH=f"{bin_dir}:{upstream_dir}"))
+    if ran.returncode != 0 or ran.stdout.strip() != b"upstream: view -c x.bam":
+        raise Failure(f"view was not passed on (exit status {ran.returncode})",
+                      tail(ran.stdout + ran.stderr))
+    alone = run([installed, "view", "x.bam"], env=dict(env, PATH=bin_dir))
+    expect_error(case, alone, ["no upstream samtools"], None)

@@ -8,7 +8,7 @@ where a container ends.  Every builder is deterministic given its rng.
 
 import struct
 
-from robustness import bgzf_compress
+from bgzf import bgzf_compress
 
 
 def reg2bin(beg, end):

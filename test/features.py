@@ -1,21 +1,17 @@
-"""Tests of rocksort's extras beyond the sort itself, registered by
-test/run_tests.py: --write-index, --max-memory, progress reports, the
-compaction sizing made without -s, holding an input that fits in memory,
-and how temp runs and the output use the page cache.
-
-As in robustness.py, register(test, harness) defines the tests with the
-harness's decorator; `harness` is the run_tests module.  To run only these:
+"""Tests of rocksort's extras beyond the sort itself: --write-index,
+--max-memory, progress reports, the compaction sizing made without -s (and
+how many threads then read the runs), and holding an input that fits in
+memory.  How temp runs and the output use the disk and the page cache is
+tested in test/disk_io.py.  To run only these:
     run_tests.py -k 'write_index_*' -k 'max_memory_*' -k 'progress_*' -k 'sizing_*' \
-        -k 'memory_*' -k 'temp_runs_*' -k 'temp_db_*' -k 'output_pages_*'
+        -k 'runs_read_*' -k 'memory_*'
 """
 
-import ctypes
-import mmap
 import os
 import re
 import shutil
 
-Failure = Exception  # the harness's Failure, once register() has run
+from harness import SPILL, TIMEOUT, Failure, expect_error, run, tail, write_bytes
 
 # Regions that cross bin boundaries, hit the tie hot spot at chr1:1234, ask
 # for a whole reference, a reference with few reads, and the unplaced reads.
@@ -24,569 +20,376 @@ BULK_REGIONS = ["chr1", "chr1:1-1300", "chr1:1234-1234", "chr2:100000-2500000",
 MIXED_REGIONS = ["c1", "c2:1000-5000", "c3:18000-20000", "c1:1-1", "*"]
 
 
-def register(test, h):
-    global Failure
-    Failure = h.Failure
+def query(case, path, index, region, reference=None):
+    args = ["-X", path, index, region]
+    if reference:
+        args[:0] = ["--reference", reference]
+    return case.session.oracle_ok("view", args).stdout
 
-    def query(case, path, index, region, reference=None):
-        args = ["-X", path, index, region]
-        if reference:
-            args[:0] = ["--reference", reference]
-        return case.session.oracle_ok("view", args).stdout
 
-    def expect_same_queries(case, ours, our_index, theirs, their_index, regions,
-                            reference=None):
-        """Each region gives the same records through our index as through
-        the index samtools builds for the same data, and some give some."""
-        hits = 0
-        for region in regions:
-            got = query(case, ours, our_index, region, reference)
-            want = query(case, theirs, their_index, region, reference)
-            if got != want:
-                raise Failure(f"region {region}: {len(got.splitlines())} records "
-                              f"through our index, {len(want.splitlines())} through "
-                              "samtools'")
-            hits += bool(want)
-        if hits < len(regions) // 2:
-            raise Failure(f"test is wrong: only {hits} of {len(regions)} regions "
-                          "return records")
+def expect_same_queries(case, ours, our_index, theirs, their_index, regions,
+                        reference=None):
+    """Each region gives the same records through our index as through
+    the index samtools builds for the same data, and some give some."""
+    hits = 0
+    for region in regions:
+        got = query(case, ours, our_index, region, reference)
+        want = query(case, theirs, their_index, region, reference)
+        if got != want:
+            raise Failure(f"region {region}: {len(got.splitlines())} records "
+                          f"through our index, {len(want.splitlines())} through "
+                          "samtools'")
+        hits += bool(want)
+    if hits < len(regions) // 2:
+        raise Failure(f"test is wrong: only {hits} of {len(regions)} regions "
+                      "return records")
 
-    def indexed_sort(case, source, out_name, index_name, index_flags, regions,
-                     extra=(), reference=None):
-        """Sorts with --write-index and checks: the output is the oracle's,
-        the index sits at index_name, region queries agree with samtools
-        index's own index of the same file, nothing else is left."""
-        out = case.out(out_name)
-        spec = out if index_name == out_name + ".csi" or index_name.endswith(".crai") \
-            else f"{out}##idx##{case.out(index_name)}"
-        shared = ["--reference", reference] if reference else []
-        case.rocksort_ok(["--write-index", *shared, *extra, "-T", case.temp_prefix,
-                          "-o", spec, case.input(source)])
-        expected = case.session.expected(source, shared, out_name)
-        case.expect_same(out, expected, reference)
-        case.expect_only_files(case.out_dir, [out_name, index_name])
-        case.expect_no_temp_left()
-        theirs = os.path.join(case.dir, "theirs" + os.path.splitext(out_name)[1])
-        shutil.copy(out, theirs)
-        their_index = theirs + os.path.splitext(index_name)[1]
-        case.session.oracle_ok("index", [*index_flags, "-o", their_index, theirs])
-        expect_same_queries(case, out, case.out(index_name), theirs, their_index,
-                            regions, reference)
 
-    @test
-    def test_write_index_csi_spilled(case):
-        indexed_sort(case, "bulk.bam", "out.bam", "out.bam.csi", ["-c"],
-                     BULK_REGIONS, extra=h.SPILL)
+def indexed_sort(case, source, out_name, index_name, index_flags, regions,
+                 extra=(), reference=None):
+    """Sorts with --write-index and checks: the output is the oracle's,
+    the index sits at index_name, region queries agree with samtools
+    index's own index of the same file, nothing else is left."""
+    out = case.out(out_name)
+    spec = out if index_name == out_name + ".csi" or index_name.endswith(".crai") \
+        else f"{out}##idx##{case.out(index_name)}"
+    shared = ["--reference", reference] if reference else []
+    case.rocksort_ok(["--write-index", *shared, *extra, "-T", case.temp_prefix,
+                      "-o", spec, case.input(source)])
+    expected = case.session.expected(source, shared, out_name)
+    case.expect_same(out, expected, reference)
+    case.expect_only_files(case.out_dir, [out_name, index_name])
+    case.expect_no_temp_left()
+    theirs = os.path.join(case.dir, "theirs" + os.path.splitext(out_name)[1])
+    shutil.copy(out, theirs)
+    their_index = theirs + os.path.splitext(index_name)[1]
+    case.session.oracle_ok("index", [*index_flags, "-o", their_index, theirs])
+    expect_same_queries(case, out, case.out(index_name), theirs, their_index,
+                        regions, reference)
 
-    @test
-    def test_write_index_bai_named(case):
-        indexed_sort(case, "bulk.bam", "out.bam", "sorted.bai", ["-b"],
-                     BULK_REGIONS, extra=["-@", "2"])
 
-    @test
-    def test_write_index_cram(case):
-        indexed_sort(case, "mixed.bam", "out.cram", "out.cram.crai", [],
-                     MIXED_REGIONS, reference=case.input("mixed.fa"))
+def test_write_index_csi_spilled(case):
+    indexed_sort(case, "bulk.bam", "out.bam", "out.bam.csi", ["-c"],
+                 BULK_REGIONS, extra=SPILL)
 
-    @test
-    def test_write_index_refused_for_stdout_and_sam(case):
-        for args, mention in ((["-o", "-"], "standard output"),
-                              (["-O", "sam", "-o", case.out("out.sam")], "SAM")):
-            result = h.run([*case.session.rocksort_cmd, "--write-index", *args,
-                            case.input("mixed.bam")], cwd=case.out_dir,
-                           env=case.session.env)
-            h.expect_error(case, result, [mention], None)
-            if result.stdout:
-                raise Failure(f"{len(result.stdout)} bytes on stdout after the error")
-        case.expect_only_files(case.out_dir, [])
 
-    @test
-    def test_write_index_name_order_warns_and_skips(case):
-        """samtools writes no index for an order it cannot index; we say so."""
-        out = case.out("out.bam")
-        result = case.rocksort_ok(["--write-index", "-n", "-T", case.temp_prefix,
-                                   "-o", out, case.input("mixed.bam")])
-        if b"--write-index" not in result.stderr:
-            raise Failure("no warning that the index was not written",
-                          h.tail(result.stderr))
-        case.expect_same(out, case.session.expected("mixed.bam", ["-n"]))
-        case.expect_only_files(case.out_dir, ["out.bam"])
+def test_write_index_bai_named(case):
+    indexed_sort(case, "bulk.bam", "out.bam", "sorted.bai", ["-b"],
+                 BULK_REGIONS, extra=["-@", "2"])
 
-    @test
-    def test_write_index_failure_leaves_nothing(case):
-        """An index whose directory does not exist: no output, no index, no
-        temp files, the old output untouched."""
-        out = case.out("out.bam")
-        h.write_bytes(out, b"old")
-        result = h.run([*case.session.rocksort_cmd, "--write-index", "-T",
-                        case.temp_prefix, "-o",
-                        f"{out}##idx##{case.out('missing/x.bai')}",
-                        case.input("mixed.bam")], cwd=case.out_dir,
-                       env=case.session.env)
-        h.expect_error(case, result, ["missing"], None)
-        with open(out, "rb") as f:
-            if f.read() != b"old":
-                raise Failure("the existing output was changed")
-        case.expect_only_files(case.out_dir, ["out.bam"])
 
-    # --max-memory ------------------------------------------------------------------
+def test_write_index_cram(case):
+    indexed_sort(case, "mixed.bam", "out.cram", "out.cram.crai", [],
+                 MIXED_REGIONS, reference=case.input("mixed.fa"))
 
-    def runs_written(stderr):
-        found = re.search(rb"runs: (\d+) written", stderr)
-        if not found:
-            raise Failure("no 'runs: N written' in the -v report", h.tail(stderr))
-        return int(found[1])
 
-    def sort_verbose(case, args, source="bulk.bam", shared=()):
-        out = case.out("out.bam")
-        result = case.rocksort_ok(["-v", *shared, *args, "-T", case.temp_prefix,
-                                   "-o", out, case.input(source)])
-        case.expect_same(out, case.session.expected(source, list(shared)))
-        case.expect_no_temp_left()
-        os.remove(out)
-        return result.stderr
+def test_write_index_refused_for_stdout_and_sam(case):
+    for args, mention in ((["-o", "-"], "standard output"),
+                          (["-O", "sam", "-o", case.out("out.sam")], "SAM")):
+        result = run([*case.session.rocksort_cmd, "--write-index", *args,
+                      case.input("mixed.bam")], cwd=case.out_dir,
+                     env=case.session.env)
+        expect_error(case, result, [mention], None)
+        if result.stdout:
+            raise Failure(f"{len(result.stdout)} bytes on stdout after the error")
+    case.expect_only_files(case.out_dir, [])
 
-    @test
-    def test_max_memory_is_a_total(case):
-        """--max-memory 4M with 4 threads spills like -m 1M with 4 threads
-        (the same total), and far more than -m 4M with 4 threads (16M)."""
-        total = runs_written(sort_verbose(case, ["--max-memory", "4M", "-@", "4"]))
-        quarter = runs_written(sort_verbose(case, ["-m", "1M", "-@", "4"]))
-        whole = runs_written(sort_verbose(case, ["-m", "4M", "-@", "4"]))
-        if total != quarter:
-            raise Failure(f"--max-memory 4M -@4 wrote {total} runs, -m 1M -@4 {quarter}")
-        if total < 3 * max(whole, 1):
-            raise Failure(f"runs: {total} with --max-memory 4M, {whole} with -m 4M: "
-                          "the total was not shared out between the threads")
 
-    @test
-    def test_max_memory_with_m_is_an_error(case):
-        result = h.run([*case.session.rocksort_cmd, "-m", "1M", "--max-memory", "4M",
-                        "-o", case.out("out.bam"), case.input("mixed.bam")],
-                       cwd=case.out_dir, env=case.session.env)
-        h.expect_error(case, result, ["--max-memory"], case.out("out.bam"))
+def test_write_index_name_order_warns_and_skips(case):
+    """samtools writes no index for an order it cannot index; we say so."""
+    out = case.out("out.bam")
+    result = case.rocksort_ok(["--write-index", "-n", "-T", case.temp_prefix,
+                               "-o", out, case.input("mixed.bam")])
+    if b"--write-index" not in result.stderr:
+        raise Failure("no warning that the index was not written",
+                      tail(result.stderr))
+    case.expect_same(out, case.session.expected("mixed.bam", ["-n"]))
+    case.expect_only_files(case.out_dir, ["out.bam"])
 
-    # Progress -------------------------------------------------------------------------
 
-    def progress_run(case, args, stderr_tty=False):
-        """Sorts bulk.bam (spilled) to stdout -> (stdout bytes, stderr text).
-        With stderr_tty, stderr is a pseudo-terminal."""
-        cmd = [*case.session.rocksort_cmd, *args, *h.SPILL, "-T", case.temp_prefix,
-               case.input("bulk.bam")]
-        env = dict(case.session.env, TMPDIR=case.tmp)
-        if not stderr_tty:
-            result = h.run(cmd, cwd=case.out_dir, env=env)
-            if result.returncode != 0:
-                raise Failure(f"exit status {result.returncode}", h.tail(result.stderr))
-            return result.stdout, result.stderr.decode(errors="replace")
-        import pty
-        import subprocess
-        leader, follower = pty.openpty()
-        with open(os.path.join(case.dir, "stdout.bam"), "wb") as out:
-            proc = subprocess.Popen(cmd, stdout=out, stderr=follower, cwd=case.out_dir,
-                                    env=env)
-        os.close(follower)
-        seen = b""
-        while True:
-            try:
-                chunk = os.read(leader, 4096)
-            except OSError:   # EIO: the terminal's last writer is gone
-                break
-            if not chunk:
-                break
-            seen += chunk
-        os.close(leader)
-        if proc.wait(timeout=h.TIMEOUT) != 0:
-            raise Failure(f"exit status {proc.returncode}", [seen.decode(errors="replace")])
-        with open(os.path.join(case.dir, "stdout.bam"), "rb") as f:
-            return f.read(), seen.decode(errors="replace")
+def test_write_index_failure_leaves_nothing(case):
+    """An index whose directory does not exist: no output, no index, no
+    temp files, the old output untouched."""
+    out = case.out("out.bam")
+    write_bytes(out, b"old")
+    result = run([*case.session.rocksort_cmd, "--write-index", "-T",
+                  case.temp_prefix, "-o",
+                  f"{out}##idx##{case.out('missing/x.bai')}",
+                  case.input("mixed.bam")], cwd=case.out_dir,
+                 env=case.session.env)
+    expect_error(case, result, ["missing"], None)
+    with open(out, "rb") as f:
+        if f.read() != b"old":
+            raise Failure("the existing output was changed")
+    case.expect_only_files(case.out_dir, ["out.bam"])
 
-    def expect_sorted_stdout(case, data):
-        path = os.path.join(case.dir, "got.bam")
-        h.write_bytes(path, data)
-        case.expect_same(path, case.session.expected("bulk.bam", [], to_stdout=True))
-        case.expect_no_temp_left()
 
-    @test
-    def test_progress_forced_plain_lines(case):
-        """--progress=SECONDS with stderr a pipe: plain lines (no carriage
-        returns) during the run, a summary last, the output untouched."""
-        out, err = progress_run(case, ["--progress=0.05", "-@", "2"])
-        expect_sorted_stdout(case, out)
-        lines = err.splitlines()
-        if "\r" in err or not lines:
-            raise Failure("expected plain lines on stderr", lines[:5])
-        if not all(l.startswith("[rocksort] ") for l in lines):
-            raise Failure("stray lines on stderr", lines[:5])
-        if not re.match(r"\[rocksort\] done: 40\.0k records", lines[-1]):
-            raise Failure("the last line is not the summary", lines[-3:])
-        phases = {l.split(":")[0][len("[rocksort] "):] for l in lines[:-1]}
-        if not phases & {"load", "readout"}:
-            raise Failure("no line during the run at a 0.05 s interval", lines)
+# --max-memory ------------------------------------------------------------------
 
-    @test
-    def test_progress_off_when_stderr_is_not_a_terminal(case):
-        out, err = progress_run(case, [])
-        expect_sorted_stdout(case, out)
-        if err:
-            raise Failure("stderr is not empty", err.splitlines()[:5])
+def runs_written(stderr):
+    found = re.search(rb"runs: (\d+) written", stderr)
+    if not found:
+        raise Failure("no 'runs: N written' in the -v report", tail(stderr))
+    return int(found[1])
 
-    @test
-    def test_progress_on_a_terminal(case):
-        """stderr a terminal: one line redrawn in place (CR, erase), ending
-        with the summary; stdout, a file, holds only the sorted BAM."""
-        out, err = progress_run(case, [], stderr_tty=True)
-        expect_sorted_stdout(case, out)
-        if "\r\x1b[K" not in err:
-            raise Failure("no line redrawn in place", [repr(err[:200])])
-        if not re.search(r"\[rocksort\] done: 40\.0k records[^\n]*\r?\n$", err):
-            raise Failure("no summary line at the end", [repr(err[-200:])])
 
-    # Sizing without -s ----------------------------------------------------------------
+def sort_verbose(case, args, source="bulk.bam", shared=()):
+    out = case.out("out.bam")
+    result = case.rocksort_ok(["-v", *shared, *args, "-T", case.temp_prefix,
+                               "-o", out, case.input(source)])
+    case.expect_same(out, case.session.expected(source, list(shared)))
+    case.expect_no_temp_left()
+    os.remove(out)
+    return result.stderr
 
-    def sizing_input(case):
-        """bulk.bam twice over (80k records, ~65 runs at -m 1M) and its
-        oracle-sorted form."""
-        big = os.path.join(case.dir, "big.bam")
-        case.session.oracle_ok("cat", ["-o", big, case.input("bulk.bam"),
-                                       case.input("bulk.bam")])
-        expected = os.path.join(case.dir, "expected.bam")
-        case.session.oracle_ok("sort", ["--no-PG", "-o", expected, big])
-        return big, expected
 
-    def sizing_report(case, big, expected, args, stdin=False):
-        """Sorts big with -v, SPILL and args, checks it against expected
-        -> the -v report."""
-        out = case.out("out.bam")
-        cmd = ["-v", *h.SPILL, *args, "-T", case.temp_prefix, "-o", out]
-        result = case.rocksort_ok(cmd + ["-"], stdin=big) if stdin else \
-            case.rocksort_ok(cmd + [big])
-        case.expect_same(out, expected)
-        case.expect_no_temp_left()
-        os.remove(out)
-        return result.stderr.decode(errors="replace")
+def test_max_memory_is_a_total(case):
+    """--max-memory 4M with 4 threads spills like -m 1M with 4 threads
+    (the same total), and far more than -m 4M with 4 threads (16M)."""
+    total = runs_written(sort_verbose(case, ["--max-memory", "4M", "-@", "4"]))
+    quarter = runs_written(sort_verbose(case, ["-m", "1M", "-@", "4"]))
+    whole = runs_written(sort_verbose(case, ["-m", "4M", "-@", "4"]))
+    if total != quarter:
+        raise Failure(f"--max-memory 4M -@4 wrote {total} runs, -m 1M -@4 {quarter}")
+    if total < 3 * max(whole, 1):
+        raise Failure(f"runs: {total} with --max-memory 4M, {whole} with -m 4M: "
+                      "the total was not shared out between the threads")
 
-    def sizing_run(case, big, expected, args, stdin=False):
+
+def test_max_memory_with_m_is_an_error(case):
+    result = run([*case.session.rocksort_cmd, "-m", "1M", "--max-memory", "4M",
+                  "-o", case.out("out.bam"), case.input("mixed.bam")],
+                 cwd=case.out_dir, env=case.session.env)
+    expect_error(case, result, ["--max-memory"], case.out("out.bam"))
+
+
+# Progress -------------------------------------------------------------------------
+
+def progress_run(case, args, stderr_tty=False):
+    """Sorts bulk.bam (spilled) to stdout -> (stdout bytes, stderr text).
+    With stderr_tty, stderr is a pseudo-terminal."""
+    cmd = [*case.session.rocksort_cmd, *args, *SPILL, "-T", case.temp_prefix,
+           case.input("bulk.bam")]
+    env = dict(case.session.env, TMPDIR=case.tmp)
+    if not stderr_tty:
+        result = run(cmd, cwd=case.out_dir, env=env)
+        if result.returncode != 0:
+            raise Failure(f"exit status {result.returncode}", tail(result.stderr))
+        return result.stdout, result.stderr.decode(errors="replace")
+    import pty
+    import subprocess
+    leader, follower = pty.openpty()
+    with open(os.path.join(case.dir, "stdout.bam"), "wb") as out:
+        proc = subprocess.Popen(cmd, stdout=out, stderr=follower, cwd=case.out_dir,
+                                env=env)
+    os.close(follower)
+    seen = b""
+    while True:
+        try:
+            chunk = os.read(leader, 4096)
+        except OSError:   # EIO: the terminal's last writer is gone
+            break
+        if not chunk:
+            break
+        seen += chunk
+    os.close(leader)
+    if proc.wait(timeout=TIMEOUT) != 0:
+        raise Failure(f"exit status {proc.returncode}", [seen.decode(errors="replace")])
+    with open(os.path.join(case.dir, "stdout.bam"), "rb") as f:
+        return f.read(), seen.decode(errors="replace")
+
+
+def expect_sorted_stdout(case, data):
+    path = os.path.join(case.dir, "got.bam")
+    write_bytes(path, data)
+    case.expect_same(path, case.session.expected("bulk.bam", [], to_stdout=True))
+    case.expect_no_temp_left()
+
+
+def test_progress_forced_plain_lines(case):
+    """--progress=SECONDS with stderr a pipe: plain lines (no carriage
+    returns) during the run, a summary last, the output untouched."""
+    out, err = progress_run(case, ["--progress=0.05", "-@", "2"])
+    expect_sorted_stdout(case, out)
+    lines = err.splitlines()
+    if "\r" in err or not lines:
+        raise Failure("expected plain lines on stderr", lines[:5])
+    if not all(l.startswith("[rocksort] ") for l in lines):
+        raise Failure("stray lines on stderr", lines[:5])
+    if not re.match(r"\[rocksort\] done: 40\.0k records", lines[-1]):
+        raise Failure("the last line is not the summary", lines[-3:])
+    phases = {l.split(":")[0][len("[rocksort] "):] for l in lines[:-1]}
+    if not phases & {"load", "readout"}:
+        raise Failure("no line during the run at a 0.05 s interval", lines)
+
+
+def test_progress_off_when_stderr_is_not_a_terminal(case):
+    out, err = progress_run(case, [])
+    expect_sorted_stdout(case, out)
+    if err:
+        raise Failure("stderr is not empty", err.splitlines()[:5])
+
+
+def test_progress_on_a_terminal(case):
+    """stderr a terminal: one line redrawn in place (CR, erase), ending
+    with the summary; stdout, a file, holds only the sorted BAM."""
+    out, err = progress_run(case, [], stderr_tty=True)
+    expect_sorted_stdout(case, out)
+    if "\r\x1b[K" not in err:
+        raise Failure("no line redrawn in place", [repr(err[:200])])
+    if not re.search(r"\[rocksort\] done: 40\.0k records[^\n]*\r?\n$", err):
+        raise Failure("no summary line at the end", [repr(err[-200:])])
+
+
+# Sizing without -s ----------------------------------------------------------------
+
+def sizing_input(case):
+    """bulk.bam twice over (80k records, ~65 runs at -m 1M) and its
+    oracle-sorted form."""
+    big = os.path.join(case.dir, "big.bam")
+    case.session.oracle_ok("cat", ["-o", big, case.input("bulk.bam"),
+                                   case.input("bulk.bam")])
+    expected = os.path.join(case.dir, "expected.bam")
+    case.session.oracle_ok("sort", ["--no-PG", "-o", expected, big])
+    return big, expected
+
+
+def sizing_report(case, big, expected, args, stdin=False):
+    """Sorts big with -v, SPILL and args, checks it against expected
+    -> the -v report."""
+    out = case.out("out.bam")
+    cmd = ["-v", *SPILL, *args, "-T", case.temp_prefix, "-o", out]
+    result = case.rocksort_ok(cmd + ["-"], stdin=big) if stdin else \
+        case.rocksort_ok(cmd + [big])
+    case.expect_same(out, expected)
+    case.expect_no_temp_left()
+    os.remove(out)
+    return result.stderr.decode(errors="replace")
+
+
+def sizing_run(case, big, expected, args, stdin=False):
+    err = sizing_report(case, big, expected, args, stdin)
+    runs = re.search(r"runs: (\d+) written, (\d+) merged", err)
+    size = re.search(r"\[rocksort\] size: (.*)", err)
+    decoded = re.search(r"([\d.]+) MB decoded", err)
+    if not (runs and size and decoded):
+        raise Failure("the -v report lacks runs, size or decoded bytes",
+                      err.splitlines()[:12])
+    return int(runs[1]), int(runs[2]), size[1], float(decoded[1])
+
+
+def test_sizing_from_input_file(case):
+    """A regular file and no -s: the size is estimated from the file
+    (close to the bytes actually decoded) and runs are merged in the
+    background, so the readout merges at most 2*sqrt(T) runs, however
+    far the background merges fell behind."""
+    big, expected = sizing_input(case)
+    written, merged, size, decoded = sizing_run(case, big, expected, [])
+    estimate = re.match(r"([\d.]+) MB estimated from the input file; "
+                        r"at least (\d+) runs per background merge", size)
+    if not estimate:
+        raise Failure(f"no estimate with merging: size: {size}")
+    if not 0.7 * decoded <= float(estimate[1]) <= 1.5 * decoded:
+        raise Failure(f"estimate {estimate[1]} MB, but {decoded} MB were decoded")
+    # On a loaded machine the background merges lag behind the input;
+    # the merges after the load make up for it, so this holds whatever
+    # the timing.
+    if written <= 32 or merged > int(2 * written ** 0.5):
+        raise Failure(f"{merged} of {written} runs merged at readout; "
+                      f"2*sqrt(T) = {2 * written ** 0.5:.1f}")
+
+
+def test_sizing_stdin_unknown_and_s_overrides(case):
+    """From a pipe there is nothing to estimate from: every run reaches
+    the readout.  -s overrides an estimate."""
+    big, expected = sizing_input(case)
+    written, merged, size, _ = sizing_run(case, big, expected, [], stdin=True)
+    if not size.startswith("unknown") or merged != written:
+        raise Failure(f"from stdin: size: {size}; {merged} of {written} runs "
+                      "merged at readout")
+    _, _, size, _ = sizing_run(case, big, expected, ["-s", "100M"])
+    if "given by -s" not in size:
+        raise Failure(f"-s did not override the estimate: size: {size}")
+
+
+def test_sizing_s_far_too_high_still_meets_the_budget(case):
+    """-s 100G for 13 MB of records plans merges that never start during
+    the load; after it, the newest runs are merged until the readout
+    has at most 2*sqrt(T) of them."""
+    big, expected = sizing_input(case)
+    written, merged, _, _ = sizing_run(case, big, expected, ["-s", "100G"])
+    if written <= 32 or merged > int(2 * written ** 0.5):
+        raise Failure(f"{merged} of {written} runs merged at readout; "
+                      f"2*sqrt(T) = {2 * written ** 0.5:.1f}")
+
+
+def test_runs_read_by_two_threads_unless_merged(case):
+    """Without background merges the runs are dealt to two parts, each
+    read by its own thread at the readout; with -s every run goes to
+    the one part the merges work on.  Both give the oracle's records."""
+    big, expected = sizing_input(case)
+    for args, stdin, want in (([], True, 2), (["-s", "100M"], False, 1)):
         err = sizing_report(case, big, expected, args, stdin)
-        runs = re.search(r"runs: (\d+) written, (\d+) merged", err)
-        size = re.search(r"\[rocksort\] size: (.*)", err)
-        decoded = re.search(r"([\d.]+) MB decoded", err)
-        if not (runs and size and decoded):
-            raise Failure("the -v report lacks runs, size or decoded bytes",
-                          err.splitlines()[:12])
-        return int(runs[1]), int(runs[2]), size[1], float(decoded[1])
+        readers = re.search(r"temp reads: .*; (\d+) reader threads?$", err, re.M)
+        if not readers or int(readers[1]) != want:
+            raise Failure(f"with {args or 'no -s'}: {readers[0] if readers else 'no -v line'}"
+                          f"; expected {want} reader thread(s)")
 
-    @test
-    def test_sizing_from_input_file(case):
-        """A regular file and no -s: the size is estimated from the file
-        (close to the bytes actually decoded) and runs are merged in the
-        background, so the readout merges at most 2*sqrt(T) runs, however
-        far the background merges fell behind."""
-        big, expected = sizing_input(case)
-        written, merged, size, decoded = sizing_run(case, big, expected, [])
-        estimate = re.match(r"([\d.]+) MB estimated from the input file; "
-                            r"at least (\d+) runs per background merge", size)
-        if not estimate:
-            raise Failure(f"no estimate with merging: size: {size}")
-        if not 0.7 * decoded <= float(estimate[1]) <= 1.5 * decoded:
-            raise Failure(f"estimate {estimate[1]} MB, but {decoded} MB were decoded")
-        # On a loaded machine the background merges lag behind the input;
-        # the merges after the load make up for it, so this holds whatever
-        # the timing.
-        if written <= 32 or merged > int(2 * written ** 0.5):
-            raise Failure(f"{merged} of {written} runs merged at readout; "
-                          f"2*sqrt(T) = {2 * written ** 0.5:.1f}")
 
-    @test
-    def test_sizing_stdin_unknown_and_s_overrides(case):
-        """From a pipe there is nothing to estimate from: every run reaches
-        the readout.  -s overrides an estimate."""
-        big, expected = sizing_input(case)
-        written, merged, size, _ = sizing_run(case, big, expected, [], stdin=True)
-        if not size.startswith("unknown") or merged != written:
-            raise Failure(f"from stdin: size: {size}; {merged} of {written} runs "
-                          "merged at readout")
-        _, _, size, _ = sizing_run(case, big, expected, ["-s", "100M"])
-        if "given by -s" not in size:
-            raise Failure(f"-s did not override the estimate: size: {size}")
+# Holding every batch in memory ------------------------------------------------------
 
-    @test
-    def test_sizing_s_far_too_high_still_meets_the_budget(case):
-        """-s 100G for 13 MB of records plans merges that never start during
-        the load; after it, the newest runs are merged until the readout
-        has at most 2*sqrt(T) of them."""
-        big, expected = sizing_input(case)
-        written, merged, _, _ = sizing_run(case, big, expected, ["-s", "100G"])
-        if written <= 32 or merged > int(2 * written ** 0.5):
-            raise Failure(f"{merged} of {written} runs merged at readout; "
-                          f"2*sqrt(T) = {2 * written ** 0.5:.1f}")
+def memory_run(case, source, order, args):
+    """Sorts source with -v, the order's flags and args, and checks the
+    output against the oracle -> (the -v memory line, runs written,
+    sorted batches merged from memory)."""
+    out = case.out("out.bam")
+    result = case.rocksort_ok(["-v", *order, *args, "-T", case.temp_prefix, "-o", out,
+                               case.input(source)])
+    case.expect_same(out, case.session.expected(source, list(order)))
+    case.expect_no_temp_left()
+    os.remove(out)
+    err = result.stderr.decode(errors="replace")
+    memory = re.search(r"\[rocksort\] memory: (.*)", err)
+    runs = re.search(r"runs: (\d+) written, \d+ merged at readout \(\+(\d+) in memory\)",
+                     err)
+    if not (memory and runs):
+        raise Failure("the -v report lacks the memory or runs line", err.splitlines()[:12])
+    return memory[1], int(runs[1]), int(runs[2])
 
-    @test
-    def test_runs_read_by_two_threads_unless_merged(case):
-        """Without background merges the runs are dealt to two parts, each
-        read by its own thread at the readout; with -s every run goes to
-        the one part the merges work on.  Both give the oracle's records."""
-        big, expected = sizing_input(case)
-        for args, stdin, want in (([], True, 2), (["-s", "100M"], False, 1)):
-            err = sizing_report(case, big, expected, args, stdin)
-            readers = re.search(r"temp reads: .*; (\d+) reader threads?$", err, re.M)
-            if not readers or int(readers[1]) != want:
-                raise Failure(f"with {args or 'no -s'}: {readers[0] if readers else 'no -v line'}"
-                              f"; expected {want} reader thread(s)")
 
-    # Holding every batch in memory ------------------------------------------------------
+def test_memory_holds_an_input_that_fits(case):
+    """bulk.bam fits in -m 16M as three batches: nothing is written to
+    temp and the sorted batches are merged from memory, in coordinate
+    and name order, and with threads sharing the same total.  Copies
+    would not fit beside the two batch arenas, so the batches themselves
+    are kept."""
+    for order, args in [([], ["-m", "16M"]), (["-n"], ["-m", "16M"]),
+                        ([], ["-m", "8M", "-@", "2"])]:
+        memory, written, in_memory = memory_run(case, "bulk.bam", order, args)
+        if written or in_memory < 3 or not memory.startswith("every batch held in memory (in place)"):
+            raise Failure(f"{' '.join(order + args)}: {written} runs written, "
+                          f"{in_memory} batches in memory; memory: {memory}")
 
-    def memory_run(case, source, order, args):
-        """Sorts source with -v, the order's flags and args, and checks the
-        output against the oracle -> (the -v memory line, runs written,
-        sorted batches merged from memory)."""
-        out = case.out("out.bam")
-        result = case.rocksort_ok(["-v", *order, *args, "-T", case.temp_prefix, "-o", out,
-                                   case.input(source)])
-        case.expect_same(out, case.session.expected(source, list(order)))
-        case.expect_no_temp_left()
-        os.remove(out)
-        err = result.stderr.decode(errors="replace")
-        memory = re.search(r"\[rocksort\] memory: (.*)", err)
-        runs = re.search(r"runs: (\d+) written, \d+ merged at readout \(\+(\d+) in memory\)",
-                         err)
-        if not (memory and runs):
-            raise Failure("the -v report lacks the memory or runs line", err.splitlines()[:12])
-        return memory[1], int(runs[1]), int(runs[2])
 
-    @test
-    def test_memory_holds_an_input_that_fits(case):
-        """bulk.bam fits in -m 16M as three batches: nothing is written to
-        temp and the sorted batches are merged from memory, in coordinate
-        and name order, and with threads sharing the same total.  Copies
-        would not fit beside the two batch arenas, so the batches themselves
-        are kept."""
-        for order, args in [([], ["-m", "16M"]), (["-n"], ["-m", "16M"]),
-                            ([], ["-m", "8M", "-@", "2"])]:
-            memory, written, in_memory = memory_run(case, "bulk.bam", order, args)
-            if written or in_memory < 3 or not memory.startswith("every batch held in memory (in place)"):
-                raise Failure(f"{' '.join(order + args)}: {written} runs written, "
-                              f"{in_memory} batches in memory; memory: {memory}")
+def test_memory_holds_packed_copies_when_the_budget_has_room(case):
+    """bulk.bam is two batches at -m 32M: the budget has room for a
+    copy of the first sorted batch beside the two batch arenas, so it is
+    held as a copy in key order and merged from there with the tail."""
+    for order, args in [([], ["-m", "32M"]), (["-n"], ["-m", "32M"]),
+                        ([], ["-m", "16M", "-@", "2"])]:
+        memory, written, in_memory = memory_run(case, "bulk.bam", order, args)
+        if written or in_memory != 2 or \
+                not memory.startswith("every batch held in memory (copied in key order)"):
+            raise Failure(f"{' '.join(order + args)}: {written} runs written, "
+                          f"{in_memory} batches in memory; memory: {memory}")
 
-    @test
-    def test_memory_holds_packed_copies_when_the_budget_has_room(case):
-        """bulk.bam is two batches at -m 32M: the budget has room for a
-        copy of the first sorted batch beside the two batch arenas, so it is
-        held as a copy in key order and merged from there with the tail."""
-        for order, args in [([], ["-m", "32M"]), (["-n"], ["-m", "32M"]),
-                            ([], ["-m", "16M", "-@", "2"])]:
-            memory, written, in_memory = memory_run(case, "bulk.bam", order, args)
-            if written or in_memory != 2 or \
-                    not memory.startswith("every batch held in memory (copied in key order)"):
-                raise Failure(f"{' '.join(order + args)}: {written} runs written, "
-                              f"{in_memory} batches in memory; memory: {memory}")
 
-    @test
-    def test_memory_spills_held_batches_when_the_input_outgrows_them(case):
-        """bulk_then_uniform.bam's start predicts about two batches at
-        -m 12M, but its end expands 100 times more: the batches held so far
-        are spilled with the rest, and the output is still the oracle's."""
-        memory, written, in_memory = memory_run(case, "bulk_then_uniform.bam", [],
-                                                ["-m", "12M"])
-        if not memory.startswith("planned to hold") or written < 3 or in_memory != 1:
-            raise Failure(f"{written} runs written, {in_memory} batches in memory; "
-                          f"memory: {memory}")
-
-    # Temp I/O bypasses the page cache ---------------------------------------------------
-
-    def direct_io_allowed(directory):
-        """What rocksort's own probe finds: may files here be opened O_DIRECT?"""
-        probe = os.path.join(directory, "direct-io-probe")
-        try:
-            os.close(os.open(probe, os.O_CREAT | os.O_WRONLY | os.O_DIRECT, 0o600))
-        except OSError:
-            return False
-        os.remove(probe)
-        return True
-
-    @test
-    def test_temp_runs_read_with_direct_io(case):
-        """A spilled sort reads its runs back with O_DIRECT when the temp file
-        system allows it (strace shows every run opened for reading that
-        way), says so under -v, and still writes the oracle's output."""
-        strace = shutil.which("strace")
-        if not strace:
-            raise Failure("strace is missing: scripts/deps.sh test installs it")
-        out, trace = case.out("out.bam"), os.path.join(case.dir, "trace")
-        direct = direct_io_allowed(case.tmp)
-        cmd = [strace, "-f", "-qq", "-e", "trace=openat", "-o", trace,
-               *case.session.rocksort_cmd, "-v", *h.SPILL, "-T", case.temp_prefix,
-               "-o", out, case.input("bulk.bam")]
-        env = dict(case.session.env, TMPDIR=case.tmp)
-        # LeakSanitizer cannot run under ptrace; other tests check leaks on this path.
-        env["ASAN_OPTIONS"] = ":".join(filter(None, [env.get("ASAN_OPTIONS"),
-                                                      "detect_leaks=0"]))
-        result = h.run(cmd, env=env)
-        if result.returncode != 0:
-            raise Failure(f"rocksort exited with {result.returncode}", h.tail(result.stderr))
-        case.expect_same(out, case.session.expected("bulk.bam", []))
-        case.expect_no_temp_left()
-        said = re.search(r"\[rocksort\] temp reads: (.*)", result.stderr.decode(errors="replace"))
-        if not said or said[1].startswith("direct") != direct:
-            raise Failure(f"temp reads: {said[1] if said else 'no -v line'}; the probe "
-                          f"says direct I/O is {'allowed' if direct else 'refused'}")
-        with open(trace) as f:
-            reads = [l for l in f if ".sst\"" in l and "O_RDONLY" in l and "= -1" not in l]
-        plain = [l.strip() for l in reads if ("O_DIRECT" in l) != direct]
-        if len(reads) < 2 or plain:
-            raise Failure(f"{len(reads)} runs opened for reading, {len(plain)} of them "
-                          f"{'without' if direct else 'with'} O_DIRECT", plain[:3])
-
-    # The temp database is never synced; the output is -------------------------------
-
-    def traced_syncs(case, extra):
-        """Sorts bulk.bam spilled (plus extra) under strace; checks the
-        output and the cleanup.  -> (lines of strace's sync calls, -v log)"""
-        strace = shutil.which("strace")
-        if not strace:
-            raise Failure("strace is missing: scripts/deps.sh test installs it")
-        out, trace = case.out("out.bam"), os.path.join(case.dir, "trace")
-        env = dict(case.session.env)
-        env["ASAN_OPTIONS"] = ":".join(filter(None, [env.get("ASAN_OPTIONS"),
-                                                      "detect_leaks=0"]))
-        cmd = [strace, "-f", "-qq", "-y", "-o", trace,
-               "-e", "trace=fsync,fdatasync,sync_file_range,syncfs,sync",
-               *case.session.rocksort_cmd, "-v", *h.SPILL, *extra, "-T", case.temp_prefix,
-               "-o", out, case.input("bulk.bam")]
-        result = h.run(cmd, env=env)
-        if result.returncode != 0:
-            raise Failure(f"rocksort exited with {result.returncode}", h.tail(result.stderr))
-        case.expect_same(out, case.session.expected("bulk.bam", []))
-        case.expect_no_temp_left()
-        os.remove(out)
-        with open(trace) as f:
-            # sync_file_range(fd, 0, 0, 0) is RocksDB probing for it: no sync.
-            return ([l.strip() for l in f
-                     if not re.search(r"sync_file_range\(\d+<[^>]*>, 0, 0, 0\b", l)],
-                    result.stderr.decode(errors="replace"))
-
-    @test
-    def test_temp_db_never_synced(case):
-        """RocksDB syncs each run, its manifest and its directory; the temp
-        database's environment (temp_env.cc) turns that off for its own
-        files only.  Under strace, a spilled sort makes no sync call on
-        anything in the temp directory, with background merges (-s) or
-        without, while htslib still syncs the output.  Built without that
-        environment, the same sorts sync the database's files many times."""
-        temp = f"<{os.path.realpath(case.tmp)}/"
-        for label, extra in (("spilled", []), ("merged in the background", ["-s", "50M"])):
-            calls, log = traced_syncs(case, extra)
-            runs = re.search(r"runs: (\d+) written, (\d+) merged at readout", log)
-            if not runs or int(runs[1]) < 8 or (extra and int(runs[2]) >= int(runs[1])):
-                raise Failure(f"{label}: test is wrong: the sort did not spill"
-                              f"{' and merge' if extra else ''}",
-                              [runs[0] if runs else "no -v runs line"])
-            synced_temp = [l for l in calls if temp in l]
-            synced_out = [l for l in calls if ".out.bam.rocksort." in l
-                          and re.match(r"\d+ +f(data)?sync\(", l)]
-            if synced_temp:
-                raise Failure(f"{label}: {len(synced_temp)} syncs in the temp directory",
-                              synced_temp[:3])
-            if not synced_out:
-                raise Failure(f"{label}: the output was never synced", calls[:3])
-
-    # The output leaves the page cache --------------------------------------------------
-
-    def cached_bytes(path):
-        """Bytes of path in the page cache, from mincore(2) over a mapping
-        that is never touched (so it faults nothing in)."""
-        libc = ctypes.CDLL(None, use_errno=True)
-        libc.mmap.restype = ctypes.c_void_p
-        libc.mmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int,
-                              ctypes.c_int, ctypes.c_int, ctypes.c_long]
-        size, page = os.path.getsize(path), os.sysconf("SC_PAGE_SIZE")
-        if size == 0:
-            return 0
-        fd = os.open(path, os.O_RDONLY)
-        try:
-            addr = libc.mmap(None, size, mmap.PROT_READ, mmap.MAP_SHARED, fd, 0)
-            if addr in (None, ctypes.c_void_p(-1).value):
-                raise Failure(f"mmap of {path} failed: {os.strerror(ctypes.get_errno())}")
-            pages = (size + page - 1) // page
-            vec = (ctypes.c_ubyte * pages)()
-            ok = libc.mincore(ctypes.c_void_p(addr), ctypes.c_size_t(size), vec) == 0
-            libc.munmap(ctypes.c_void_p(addr), ctypes.c_size_t(size))
-        finally:
-            os.close(fd)
-        if not ok:
-            raise Failure(f"mincore of {path} failed")
-        return sum(v & 1 for v in vec) * page
-
-    def cache_drops_work(directory):
-        """Does this file system drop a synced file's pages on request?
-        (tmpfs, for one, keeps them.)"""
-        probe = os.path.join(directory, "drop-probe")
-        with open(probe, "wb") as f:
-            f.write(os.urandom(1 << 20))
-            f.flush()
-            os.fdatasync(f.fileno())
-            os.posix_fadvise(f.fileno(), 0, 0, os.POSIX_FADV_DONTNEED)
-        try:
-            return cached_bytes(probe) == 0
-        finally:
-            os.remove(probe)
-
-    @test
-    def test_output_pages_dropped_from_the_cache(case):
-        """The output's written pages are handed back to the kernel
-        (fadvise DONTNEED on the output file, seen by strace), so none of
-        the finished file stays cached where the file system honours that;
-        in memory and spilled, the output is still the oracle's."""
-        strace = shutil.which("strace")
-        if not strace:
-            raise Failure("strace is missing: scripts/deps.sh test installs it")
-        drops = cache_drops_work(case.dir)
-        env = dict(case.session.env)
-        env["ASAN_OPTIONS"] = ":".join(filter(None, [env.get("ASAN_OPTIONS"),
-                                                      "detect_leaks=0"]))
-        for label, extra in (("in memory", []), ("spilled", h.SPILL)):
-            out, trace = case.out("out.bam"), os.path.join(case.dir, "trace")
-            cmd = [strace, "-f", "-qq", "-y", "-e", "trace=fadvise64", "-o", trace,
-                   *case.session.rocksort_cmd, *extra, "-T", case.temp_prefix,
-                   "-o", out, case.input("bulk.bam")]
-            result = h.run(cmd, env=env)
-            if result.returncode != 0:
-                raise Failure(f"{label}: rocksort exited with {result.returncode}",
-                              h.tail(result.stderr))
-            left = cached_bytes(out)    # before the comparison reads it back
-            case.expect_same(out, case.session.expected("bulk.bam", []))
-            with open(trace) as f:
-                dropped = [l for l in f if ".out.bam.rocksort." in l and "DONTNEED" in l]
-            if not dropped:
-                raise Failure(f"{label}: the output's pages were never dropped")
-            if drops and left:
-                raise Failure(f"{label}: {left} bytes of the output stay in the page cache")
-            os.remove(out)
-
-    @test
-    def test_output_pages_dropped_while_writing(case):
-        """Past 64 MiB of records the output's pages are dropped during the
-        readout too, not only at the end: ten copies of bulk.bam (about
-        87 MB of records) sorted to -u output get at least two DONTNEED
-        calls on the output."""
-        strace = shutil.which("strace")
-        if not strace:
-            raise Failure("strace is missing: scripts/deps.sh test installs it")
-        big = case.out("ten.bam")
-        case.session.oracle_ok("cat", ["-o", big] + [case.input("bulk.bam")] * 10)
-        out, trace = case.out("out.bam"), os.path.join(case.dir, "trace")
-        env = dict(case.session.env)
-        env["ASAN_OPTIONS"] = ":".join(filter(None, [env.get("ASAN_OPTIONS"),
-                                                      "detect_leaks=0"]))
-        cmd = [strace, "-f", "-qq", "-y", "-e", "trace=fadvise64", "-o", trace,
-               *case.session.rocksort_cmd, "-u", *h.SPILL, "-T", case.temp_prefix,
-               "-o", out, big]
-        result = h.run(cmd, env=env)
-        if result.returncode != 0:
-            raise Failure(f"rocksort exited with {result.returncode}", h.tail(result.stderr))
-        with open(trace) as f:
-            dropped = [l for l in f if ".out.bam.rocksort." in l and "DONTNEED" in l]
-        if len(dropped) < 2:
-            raise Failure(f"{len(dropped)} DONTNEED calls on the output; "
-                          "expected one per 64 MiB written and one at the end")
-        case.expect_no_temp_left()
+def test_memory_spills_held_batches_when_the_input_outgrows_them(case):
+    """bulk_then_uniform.bam's start predicts about two batches at
+    -m 12M, but its end expands 100 times more: the batches held so far
+    are spilled with the rest, and the output is still the oracle's."""
+    memory, written, in_memory = memory_run(case, "bulk_then_uniform.bam", [],
+                                            ["-m", "12M"])
+    if not memory.startswith("planned to hold") or written < 3 or in_memory != 1:
+        raise Failure(f"{written} runs written, {in_memory} batches in memory; "
+                      f"memory: {memory}")

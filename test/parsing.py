@@ -1,5 +1,4 @@
-"""Odd SAM text, parsed as samtools 1.24 parses it.  Registered by
-test/run_tests.py.
+"""Odd SAM text, parsed as samtools 1.24 parses it.
 
 rocksort must read SAM with the htslib samtools 1.24 is built on: every
 difference between htslib releases in how a file is parsed (a U base, an
@@ -14,7 +13,9 @@ To run only these:  run_tests.py -k parse_
 
 import os
 
-import robustness
+from bgzf import bgzf_compress
+from harness import (Failure, each, expect_error, expect_outcome_of, stderr_lines, tail,
+                     write_bytes, write_text)
 
 HD = "@HD\tVN:1.6\tSO:unsorted"
 SQ = "@SQ\tSN:c1\tLN:5000"
@@ -69,37 +70,28 @@ CASES = {
 CRLF = {"crlf_line_ends"}
 
 
-def register(test, h):
-    Failure = h.Failure
+def write_case(case, name):
+    path = os.path.join(case.dir, f"{name}.sam")
+    end = "\r\n" if name in CRLF else "\n"
+    write_text(path, end.join(CASES[name]) + end)
+    return path
 
-    def write_case(case, name):
-        path = os.path.join(case.dir, f"{name}.sam")
-        end = "\r\n" if name in CRLF else "\n"
-        h.write_text(path, end.join(CASES[name]) + end)
-        return path
 
-    def make(name):
-        def run(case):
-            src = write_case(case, name)
-            for order, tag in (([], "coord"), (["-n"], "name")):
-                h.expect_outcome_of(case, src, order, name=tag)
-        run.__name__ = f"test_parse_{name}"
-        return run
+@each((f"parse_{name}", name) for name in CASES)
+def test_parse_case(case, name):
+    src = write_case(case, name)
+    for order, tag in (([], "coord"), (["-n"], "name")):
+        expect_outcome_of(case, src, order, name=tag)
 
-    for name in CASES:
-        test(make(name))
 
-    @test
-    def test_parse_refusals_are_real(case):
-        """The header cases that samtools 1.24 refuses stay refused: if the
-        oracle changed its mind, the refusal tests above would prove nothing."""
-        for name in ("sq_without_ln", "sq_ln_not_a_number"):
-            src = write_case(case, name)
-            oracle = case.session.oracle("sort", ["-o", case.out("x.bam"), src])
-            if oracle.returncode == 0:
-                raise Failure(f"samtools 1.24 now accepts {name}")
-
-    register_no_newline(test, h)
+def test_parse_refusals_are_real(case):
+    """The header cases that samtools 1.24 refuses stay refused: if the
+    oracle changed its mind, the refusal tests above would prove nothing."""
+    for name in ("sq_without_ln", "sq_ln_not_a_number"):
+        src = write_case(case, name)
+        oracle = case.session.oracle("sort", ["-o", case.out("x.bam"), src])
+        if oracle.returncode == 0:
+            raise Failure(f"samtools 1.24 now accepts {name}")
 
 
 # --- a last line without a newline -----------------------------------------------
@@ -135,114 +127,109 @@ def _cut_after(text, ending):
     return text[:at]
 
 
-def register_no_newline(test, h):
-    Failure = h.Failure
+def sort_like_oracle(case, src, order, name, stdin=None):
+    """The oracle's outcome (expect_outcome_of's rules) -> rocksort's
+    stderr lines when both succeeded, else None."""
+    expected = os.path.join(case.dir, f"expected_{name}.bam")
+    oracle = case.session.oracle("sort", [*order, "--no-PG", "-o", expected, src])
+    actual = case.out(f"{name}.bam")
+    args = [*order, "-T", case.temp_prefix, "-o", actual]
+    result = case.rocksort(args + ["-"] if stdin else args + [src],
+                           stdin=src if stdin else None)
+    if oracle.returncode != 0:
+        expect_error(case, result, [os.path.basename(src)], actual)
+        return None
+    if result.returncode != 0:
+        raise Failure(f"rocksort failed ({result.returncode}) where the oracle "
+                      "succeeded", tail(result.stderr))
+    case.expect_same(actual, expected)
+    case.expect_no_temp_left()
+    return [l for l in result.stderr.decode(errors="replace").splitlines() if l.strip()]
 
-    def sort_like_oracle(case, src, order, name, stdin=None):
-        """The oracle's outcome (h.expect_outcome_of's rules) -> rocksort's
-        stderr lines when both succeeded, else None."""
-        expected = os.path.join(case.dir, f"expected_{name}.bam")
-        oracle = case.session.oracle("sort", [*order, "--no-PG", "-o", expected, src])
-        actual = case.out(f"{name}.bam")
-        args = [*order, "-T", case.temp_prefix, "-o", actual]
-        result = case.rocksort(args + ["-"] if stdin else args + [src],
-                               stdin=src if stdin else None)
-        if oracle.returncode != 0:
-            h.expect_error(case, result, [os.path.basename(src)], actual)
-            return None
-        if result.returncode != 0:
-            raise Failure(f"rocksort failed ({result.returncode}) where the oracle "
-                          "succeeded", h.tail(result.stderr))
+
+def expect_warning(lines, src):
+    name = os.path.basename(src)
+    if len(lines) != 1 or "warning" not in lines[0] or name not in lines[0] \
+            or "newline" not in lines[0]:
+        raise Failure(f"expected one warning line naming {name} and the missing "
+                      "newline", lines[:5])
+
+
+def expect_silent(lines):
+    if lines:
+        raise Failure("expected nothing on stderr", lines[:5])
+
+
+def test_parse_no_final_newline_sam(case):
+    """A whole last record without its newline: sorted as 1.24 sorts it,
+    both orders, with the one warning line."""
+    src = os.path.join(case.dir, "no_newline.sam")
+    write_text(src, NO_NEWLINE_TEXT)
+    for order, tag in (([], "coord"), (["-n"], "name")):
+        lines = sort_like_oracle(case, src, order, tag)
+        if lines is None:
+            raise Failure("samtools 1.24 refused a whole last record")
+        expect_warning(lines, src)
+
+
+def test_parse_no_final_newline_bgzipped_sam(case):
+    """Bgzipped SAM ends with the BGZF EOF marker, which tells a whole
+    file: no warning."""
+    src = os.path.join(case.dir, "no_newline.sam.gz")
+    write_bytes(src, bgzf_compress(NO_NEWLINE_TEXT.encode()))
+    for order, tag in (([], "coord"), (["-n"], "name")):
+        lines = sort_like_oracle(case, src, order, tag)
+        if lines is None:
+            raise Failure("samtools 1.24 refused a whole last record")
+        expect_silent(lines)
+
+
+def test_parse_no_final_newline_stdin(case):
+    """From a pipe the end cannot be checked: sorted, as 1.24 does."""
+    src = os.path.join(case.dir, "no_newline.sam")
+    write_text(src, NO_NEWLINE_TEXT)
+    if sort_like_oracle(case, src, ["-n"], "stdin", stdin=True) is None:
+        raise Failure("samtools 1.24 refused a whole last record")
+
+
+def test_parse_no_final_newline_spilled(case):
+    """40,000 records, the last without its newline, through many runs."""
+    with open(case.input("bulk.sam")) as f:
+        text = f.read().rstrip("\n")
+    src = os.path.join(case.dir, "bulk_no_newline.sam")
+    write_text(src, text)
+    for order, tag in (([], "coord"), (["-n"], "name")):
+        expected = os.path.join(case.dir, f"expected_{tag}.bam")
+        case.session.oracle_ok("sort", [*order, "--no-PG", "-o", expected, src])
+        actual = case.out(f"{tag}.bam")
+        result = case.rocksort_ok([*order, "-m", "1M", "-T", case.temp_prefix,
+                                   "-o", actual, src])
         case.expect_same(actual, expected)
         case.expect_no_temp_left()
-        return [l for l in result.stderr.decode(errors="replace").splitlines() if l.strip()]
+        expect_warning(stderr_lines(result.stderr), src)
 
-    def expect_warning(lines, src):
-        name = os.path.basename(src)
-        if len(lines) != 1 or "warning" not in lines[0] or name not in lines[0] \
-                or "newline" not in lines[0]:
-            raise Failure(f"expected one warning line naming {name} and the missing "
-                          "newline", lines[:5])
 
-    def expect_silent(lines):
-        if lines:
-            raise Failure("expected nothing on stderr", lines[:5])
-
-    @test
-    def test_parse_no_final_newline_sam(case):
-        """A whole last record without its newline: sorted as 1.24 sorts it,
-        both orders, with the one warning line."""
-        src = os.path.join(case.dir, "no_newline.sam")
-        h.write_text(src, NO_NEWLINE_TEXT)
-        for order, tag in (([], "coord"), (["-n"], "name")):
-            lines = sort_like_oracle(case, src, order, tag)
-            if lines is None:
-                raise Failure("samtools 1.24 refused a whole last record")
+@each((f"parse_last_line_cut_in_{cut_name}", cut_name, ending)
+      for cut_name, ending in LAST_LINE_CUTS)
+def test_parse_last_line_cut(case, cut_name, ending):
+    src = os.path.join(case.dir, f"cut_{cut_name}.sam")
+    write_text(src, _cut_after(NO_NEWLINE_TEXT, ending))
+    for order, tag in (([], "coord"), (["-n"], "name")):
+        lines = sort_like_oracle(case, src, order, tag)
+        if lines is not None:
             expect_warning(lines, src)
 
-    @test
-    def test_parse_no_final_newline_bgzipped_sam(case):
-        """Bgzipped SAM ends with the BGZF EOF marker, which tells a whole
-        file: no warning."""
-        src = os.path.join(case.dir, "no_newline.sam.gz")
-        h.write_bytes(src, robustness.bgzf_compress(NO_NEWLINE_TEXT.encode()))
-        for order, tag in (([], "coord"), (["-n"], "name")):
-            lines = sort_like_oracle(case, src, order, tag)
-            if lines is None:
-                raise Failure("samtools 1.24 refused a whole last record")
-            expect_silent(lines)
 
-    @test
-    def test_parse_no_final_newline_stdin(case):
-        """From a pipe the end cannot be checked: sorted, as 1.24 does."""
-        src = os.path.join(case.dir, "no_newline.sam")
-        h.write_text(src, NO_NEWLINE_TEXT)
-        if sort_like_oracle(case, src, ["-n"], "stdin", stdin=True) is None:
-            raise Failure("samtools 1.24 refused a whole last record")
-
-    @test
-    def test_parse_no_final_newline_spilled(case):
-        """40,000 records, the last without its newline, through many runs."""
-        with open(case.input("bulk.sam")) as f:
-            text = f.read().rstrip("\n")
-        src = os.path.join(case.dir, "bulk_no_newline.sam")
-        h.write_text(src, text)
-        for order, tag in (([], "coord"), (["-n"], "name")):
-            expected = os.path.join(case.dir, f"expected_{tag}.bam")
-            case.session.oracle_ok("sort", [*order, "--no-PG", "-o", expected, src])
-            actual = case.out(f"{tag}.bam")
-            result = case.rocksort_ok([*order, "-m", "1M", "-T", case.temp_prefix,
-                                       "-o", actual, src])
-            case.expect_same(actual, expected)
-            case.expect_no_temp_left()
-            expect_warning(robustness.stderr_lines(result.stderr), src)
-
-    def make_cut(cut_name, ending):
-        def run(case):
-            src = os.path.join(case.dir, f"cut_{cut_name}.sam")
-            h.write_text(src, _cut_after(NO_NEWLINE_TEXT, ending))
-            for order, tag in (([], "coord"), (["-n"], "name")):
-                lines = sort_like_oracle(case, src, order, tag)
-                if lines is not None:
-                    expect_warning(lines, src)
-        run.__name__ = f"test_parse_last_line_cut_in_{cut_name}"
-        return run
-
+def test_parse_last_line_cuts_are_real(case):
+    """The cuts above give both outcomes with samtools 1.24: some are
+    refused, some parse.  If 1.24 changed its mind, the tests above would
+    cover one side only."""
+    outcomes = {}
     for cut_name, ending in LAST_LINE_CUTS:
-        test(make_cut(cut_name, ending))
-
-    @test
-    def test_parse_last_line_cuts_are_real(case):
-        """The cuts above give both outcomes with samtools 1.24: some are
-        refused, some parse.  If 1.24 changed its mind, the tests above would
-        cover one side only."""
-        outcomes = {}
-        for cut_name, ending in LAST_LINE_CUTS:
-            src = os.path.join(case.dir, f"cut_{cut_name}.sam")
-            h.write_text(src, _cut_after(NO_NEWLINE_TEXT, ending))
-            oracle = case.session.oracle("sort", ["-o", case.out(f"{cut_name}.bam"), src])
-            outcomes[cut_name] = oracle.returncode == 0
-        refused = {n for n, ok in outcomes.items() if not ok}
-        if refused != {"qname", "cigar", "seq", "qual", "tag_type"}:
-            raise Failure("samtools 1.24 refuses other cuts than expected", sorted(refused))
-
+        src = os.path.join(case.dir, f"cut_{cut_name}.sam")
+        write_text(src, _cut_after(NO_NEWLINE_TEXT, ending))
+        oracle = case.session.oracle("sort", ["-o", case.out(f"{cut_name}.bam"), src])
+        outcomes[cut_name] = oracle.returncode == 0
+    refused = {n for n, ok in outcomes.items() if not ok}
+    if refused != {"qname", "cigar", "seq", "qual", "tag_type"}:
+        raise Failure("samtools 1.24 refuses other cuts than expected", sorted(refused))

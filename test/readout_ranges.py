@@ -1,5 +1,4 @@
-"""Tests of the range-partitioned readout (issue #27), registered by
-test/run_tests.py.
+"""Tests of the range-partitioned readout (issue #27).
 
 After the load the key space is cut into N pieces, K threads each merge
 and compress a piece at a time into BGZF blocks of its own (in memory),
@@ -35,12 +34,14 @@ Every test but readout_default_k_* passes --merge-threads, so until the
 option exists they fail on it (rocksort refuses an unknown option), and
 that one on the missing -v line.  None is skipped.
 
-As in robustness.py, register(test, harness) defines the tests with the
-harness's decorator; `harness` is the run_tests module.  To run only these:
+The tests are in two modules: this one (the K matrix, the output formats,
+one BGZF stream; and the helpers) and test/readout_extras.py
+(--write-index, --verify, -v's report, limits, failures).  To run only
+these:
     run_tests.py -k 'readout_*'
 (the disk-full tests exist only when running as root: they mount a tmpfs
-inside the test's own directory).  The module takes some 25 s on two idle
-cores.  Under valgrind (Makefile VALGRIND_TESTS) only two run, one sort
+inside the test's own directory).  The two modules take some 25 s on two
+idle cores.  Under valgrind (Makefile VALGRIND_TESTS) only two run, one sort
 each with K = 4: readout_verify_in_memory_k4 and readout_verify_spilled_k4.
 """
 
@@ -48,7 +49,6 @@ import gzip
 import os
 import random
 import re
-import shutil
 import struct
 import tempfile
 import threading
@@ -56,10 +56,9 @@ import zlib
 
 import alignments
 import samdata
-import tmpfs
-from robustness import BGZF_EOF, bgzf_blocks
+from bgzf import BGZF_EOF, bgzf_blocks
+from harness import Failure, each, tail, write_bytes
 
-Failure = Exception  # the harness's Failure, once register() has run
 OPTION = "--merge-threads"
 KS = tuple(range(1, 9))
 SPILL = ["-m", "1M"]                 # bulk.bam at -m 1M: some 40 sorted runs
@@ -244,519 +243,257 @@ SPARSE_MATRIX = {
 }
 
 
-def register(test, h):
-    global Failure
-    Failure = h.Failure
-    expected_cache, cache_lock = {}, threading.Lock()
+# The oracle's outputs for INPUTS' own inputs: (session, input, options,
+# output name, to stdout) -> path.
+EXPECTED_CACHE, CACHE_LOCK = {}, threading.Lock()
 
-    def source(case, name):
-        return INPUTS.path(case.session, name) if INPUTS.own(name) else case.input(name)
 
-    def expected(case, name, shared, out_name="out", to_stdout=False):
-        """The oracle's output for input `name` sorted with `shared`,
-        computed once per session (through the harness's own cache for its
-        inputs, so the rest of the suite shares it)."""
-        if not INPUTS.own(name):
-            return case.session.expected(name, list(shared), out_name, to_stdout)
-        key = (case.session.root, name, tuple(shared), out_name, to_stdout)
-        with case.session.lock_for(("readout-expected", key)):
-            with cache_lock:
-                if key in expected_cache:
-                    return expected_cache[key]
-            out_dir = tempfile.mkdtemp(prefix="readout-", dir=case.session.expected_dir)
-            path = os.path.join(out_dir, out_name)
-            args = [*shared, "--no-PG", source(case, name)]
-            if to_stdout:
-                h.write_bytes(path, case.session.oracle_ok("sort", args, cwd=out_dir).stdout)
-            else:
-                case.session.oracle_ok("sort", ["-o", path, *args], cwd=out_dir)
-            with cache_lock:
-                expected_cache[key] = path
-            return path
+def source(case, name):
+    return INPUTS.path(case.session, name) if INPUTS.own(name) else case.input(name)
 
-    def load(case, path, reference=None):
-        """Like case.load, and BGZF-compressed SAM too (format "SAM.gz")."""
-        with open(path, "rb") as f:
-            data = f.read()
-        if data.startswith(b"\x1f\x8b") and first_bytes_of_gzip(data, 4) != b"BAM\x01":
-            try:
-                return alignments.parse_sam(gzip.decompress(data).decode(), fmt="SAM.gz")
-            except (OSError, EOFError, zlib.error, UnicodeDecodeError) as error:
-                raise Failure(f"cannot read {os.path.basename(path)}: {error}")
-        return case.load(path, reference)
 
-    def expect_well_formed(path, what):
-        with open(path, "rb") as f:
-            data = f.read()
-        if data.startswith(b"\x1f\x8b"):
-            problems = bgzf_problems(data)
-            if problems:
-                raise Failure(f"{what}: {problems[0]}", problems[1:])
+def expected(case, name, shared, out_name="out", to_stdout=False):
+    """The oracle's output for input `name` sorted with `shared`,
+    computed once per session (through the harness's own cache for its
+    inputs, so the rest of the suite shares it)."""
+    if not INPUTS.own(name):
+        return case.session.expected(name, list(shared), out_name, to_stdout)
+    key = (case.session.root, name, tuple(shared), out_name, to_stdout)
+    with case.session.lock_for(("readout-expected", key)):
+        with CACHE_LOCK:
+            if key in EXPECTED_CACHE:
+                return EXPECTED_CACHE[key]
+        out_dir = tempfile.mkdtemp(prefix="readout-", dir=case.session.expected_dir)
+        path = os.path.join(out_dir, out_name)
+        args = [*shared, "--no-PG", source(case, name)]
+        if to_stdout:
+            write_bytes(path, case.session.oracle_ok("sort", args, cwd=out_dir).stdout)
+        else:
+            case.session.oracle_ok("sort", ["-o", path, *args], cwd=out_dir)
+        with CACHE_LOCK:
+            EXPECTED_CACHE[key] = path
+        return path
 
-    def expect_same(case, actual, want, what, reference=None):
-        """actual (a path) has want's records and header (want: loaded);
-        a BGZF output is one well-formed stream."""
-        problems = alignments.differences(load(case, actual, reference), want)
+
+def load(case, path, reference=None):
+    """Like case.load, and BGZF-compressed SAM too (format "SAM.gz")."""
+    with open(path, "rb") as f:
+        data = f.read()
+    if data.startswith(b"\x1f\x8b") and first_bytes_of_gzip(data, 4) != b"BAM\x01":
+        try:
+            return alignments.parse_sam(gzip.decompress(data).decode(), fmt="SAM.gz")
+        except (OSError, EOFError, zlib.error, UnicodeDecodeError) as error:
+            raise Failure(f"cannot read {os.path.basename(path)}: {error}")
+    return case.load(path, reference)
+
+
+def expect_well_formed(path, what):
+    with open(path, "rb") as f:
+        data = f.read()
+    if data.startswith(b"\x1f\x8b"):
+        problems = bgzf_problems(data)
         if problems:
             raise Failure(f"{what}: {problems[0]}", problems[1:])
-        expect_well_formed(actual, what)
 
-    def oracle_expected(case, name, shared, out_name="out", to_stdout=False,
-                        reference=None):
-        """The oracle's output, loaded; a test whose oracle output is not
-        itself a well-formed stream is wrong."""
-        path = expected(case, name, shared, out_name, to_stdout)
-        expect_well_formed(path, "test is wrong: the oracle's own output")
-        return load(case, path, reference)
 
-    def quickcheck(case, paths):
-        """The oracle's `samtools quickcheck` accepts every file (one call)."""
-        result = case.session.oracle("quickcheck", ["-v", *paths])
-        if result.returncode != 0:
-            bad = result.stdout.decode(errors="replace").split()
-            raise Failure(f"samtools quickcheck refuses {len(bad) or 'some'} of "
-                          f"{len(paths)} outputs", [os.path.basename(p) for p in bad]
-                          + h.tail(result.stderr))
+def expect_same(case, actual, want, what, reference=None):
+    """actual (a path) has want's records and header (want: loaded);
+    a BGZF output is one well-formed stream."""
+    problems = alignments.differences(load(case, actual, reference), want)
+    if problems:
+        raise Failure(f"{what}: {problems[0]}", problems[1:])
+    expect_well_formed(actual, what)
 
-    def rocksort_k(case, k, args, src, out=None):
-        """rocksort ARGS --merge-threads K -T ... [-o OUT] SRC; must succeed."""
-        cmd = [*args, *merge_threads(k), "-T", case.temp_prefix]
-        if out:
-            cmd += ["-o", out]
-        result = case.rocksort(cmd + [src])
-        if result.returncode != 0:
-            raise Failure(f"{OPTION} {k}: rocksort exited with {result.returncode}",
-                          h.tail(result.stderr))
-        return result
 
-    # 1. K = 1..8, every order, inputs small to spilled ----------------------------
+def oracle_expected(case, name, shared, out_name="out", to_stdout=False,
+                    reference=None):
+    """The oracle's output, loaded; a test whose oracle output is not
+    itself a well-formed stream is wrong."""
+    path = expected(case, name, shared, out_name, to_stdout)
+    expect_well_formed(path, "test is wrong: the oracle's own output")
+    return load(case, path, reference)
 
-    def k_matrix(case, name, shared, extra, ks):
-        src = source(case, name)
-        want = oracle_expected(case, name, shared)
+
+def quickcheck(case, paths):
+    """The oracle's `samtools quickcheck` accepts every file (one call)."""
+    result = case.session.oracle("quickcheck", ["-v", *paths])
+    if result.returncode != 0:
+        bad = result.stdout.decode(errors="replace").split()
+        raise Failure(f"samtools quickcheck refuses {len(bad) or 'some'} of "
+                      f"{len(paths)} outputs", [os.path.basename(p) for p in bad]
+                      + tail(result.stderr))
+
+
+def rocksort_k(case, k, args, src, out=None):
+    """rocksort ARGS --merge-threads K -T ... [-o OUT] SRC; must succeed."""
+    cmd = [*args, *merge_threads(k), "-T", case.temp_prefix]
+    if out:
+        cmd += ["-o", out]
+    result = case.rocksort(cmd + [src])
+    if result.returncode != 0:
+        raise Failure(f"{OPTION} {k}: rocksort exited with {result.returncode}",
+                      tail(result.stderr))
+    return result
+
+
+# 1. K = 1..8, every order, inputs small to spilled ----------------------------
+
+@each((f"readout_{prefix}_{label}", name, shared, extra, ks)
+      for matrix, ks, prefix in ((MATRIX, KS, "k1to8"), (SPARSE_MATRIX, SPARSE_KS, "k2_5_8"))
+      for label, (name, shared, extra) in matrix.items())
+def test_readout_k_matrix(case, name, shared, extra, ks):
+    """Input `name` sorted with shared + extra: for each K in ks, the
+    oracle's output."""
+    src = source(case, name)
+    want = oracle_expected(case, name, shared)
+    outs = []
+    for k in ks:
+        out = case.out(f"k{k}.bam")
+        rocksort_k(case, k, [*shared, *extra], src, out)
+        expect_same(case, out, want, f"{OPTION} {k}")
+        case.expect_no_temp_left()
+        outs.append(out)
+    case.expect_only_files(case.out_dir, [os.path.basename(p) for p in outs])
+    quickcheck(case, outs)
+
+
+# 2. Output formats ------------------------------------------------------------
+
+def format_case(case, shared, out_name, ks=(2, 8), to_stdout=False, name="bulk.bam",
+                extra=SPILL, reference=None):
+    """Input `name` (default: bulk.bam spilled) sorted with `shared`
+    into out_name (its extension picks the format, as for the oracle)
+    or to stdout, for each K: the oracle's records; BGZF outputs well
+    formed; the oracle's quickcheck accepts them all."""
+    want = oracle_expected(case, name, shared, out_name, to_stdout, reference)
+    stem, ext = out_name.split(".", 1) if "." in out_name else (out_name, "")
+    outs = []
+    for k in ks:
+        out = case.out(f"{stem}_k{k}" + (f".{ext}" if ext else ""))
+        result = rocksort_k(case, k, [*shared, *extra], source(case, name),
+                            None if to_stdout else out)
+        if to_stdout:
+            write_bytes(out, result.stdout)
+        expect_same(case, out, want, f"{OPTION} {k}", reference)
+        case.expect_no_temp_left()
+        outs.append(out)
+    case.expect_only_files(case.out_dir, [os.path.basename(p) for p in outs])
+    quickcheck(case, outs)
+    return outs
+
+
+def test_readout_format_bam_file(case):
+    format_case(case, [], "out.bam", ks=(2, 4, 8))
+
+
+def test_readout_format_bam_stdout(case):
+    """-o absent: the joined stream goes down a pipe, which cannot seek."""
+    format_case(case, [], "out", to_stdout=True)
+
+
+# SAM text: mixed.bam (some 1600 records) in memory.
+def test_readout_format_sam(case):
+    format_case(case, ["-O", "sam"], "out.sam", ks=(2, 4, 8), name="mixed.bam", extra=[])
+
+
+def test_readout_format_sam_stdout_name(case):
+    format_case(case, ["-O", "sam", "-n"], "out", to_stdout=True, name="mixed.bam",
+                extra=[])
+
+
+def test_readout_format_sam_gz_from_name(case):
+    """-o out.sam.gz: BGZF-compressed SAM, as samtools 1.24 writes it;
+    spilled, so each range has several blocks."""
+    outs = format_case(case, [], "out.sam.gz", ks=(4,))
+    with open(outs[0], "rb") as f:
+        if first_bytes_of_gzip(f.read(), 1) != b"@":
+            raise Failure("out.sam.gz does not hold SAM text")
+
+
+def test_readout_format_sam_gz_option(case):
+    """-O sam.gz, to a name that says nothing of the format."""
+    format_case(case, ["-O", "sam.gz", "-n"], "out.x", name="mixed.bam", extra=[])
+
+
+def test_readout_format_uncompressed(case):
+    outs = format_case(case, ["-u"], "out.bam")
+    with open(outs[-1], "rb") as f:
+        data = f.read()
+    if len(data) < len(gzip.decompress(data)):
+        raise Failure("-u output is smaller than its content: it is compressed")
+
+
+def test_readout_format_uncompressed_name(case):
+    format_case(case, ["-u", "-n"], "out.bam", ks=(3,))
+
+
+def test_readout_format_level1(case):
+    format_case(case, ["-l", "1"], "out.bam")
+
+
+def test_readout_format_level1_threads_name(case):
+    format_case(case, ["-l", "1", "-n"], "out.bam", ks=(4,), extra=[*SPILL, "-@", "2"])
+
+
+def test_readout_format_cram(case):
+    """CRAM stays one stream: still the oracle's records, and under -v
+    the readout reports one range if it reports any."""
+    fa = case.input("mixed.fa")
+    for name, shared, extra, reference in (
+            ("mixed.bam", ["-O", "cram", "--reference", fa], [], fa),
+            ("mixed.bam", ["-O", "cram", "--reference", fa, "-n"], ["-@", "2"], fa)):
+        want = oracle_expected(case, name, shared, "out.cram", reference=reference)
+        for k in (2, 4):
+            out = case.out(f"out_k{k}.cram")
+            result = rocksort_k(case, k, ["-v", *shared, *extra], source(case, name), out)
+            expect_same(case, out, want, f"{name} {OPTION} {k}", reference)
+            said = READOUT_LINE.findall(result.stderr.decode(errors="replace"))
+            if said and int(said[0][0]) != 1:
+                raise Failure(f"{name} {OPTION} {k}: CRAM output read out by "
+                              f"{said[0][0]} merge threads, not one stream")
+            quickcheck(case, [out])
+            os.remove(out)
+            case.expect_no_temp_left()
+    case.expect_only_files(case.out_dir, [])
+
+
+# 3. One BGZF stream: one EOF block, at the end ------------------------------------
+
+def test_readout_bgzf_one_eof_block_spilled(case):
+    """K = 2, 3, 8 at -l 1 and 2, 5 at -u on a spilled sort (many
+    blocks per range): the stream ends with the EOF block and has no
+    other, nor any empty block."""
+    for shared, ks in ((["-l", "1"], (2, 3, 8)), (["-u"], (2, 5))):
+        want = oracle_expected(case, "bulk.bam", shared)
         outs = []
         for k in ks:
             out = case.out(f"k{k}.bam")
-            rocksort_k(case, k, [*shared, *extra], src, out)
-            expect_same(case, out, want, f"{OPTION} {k}")
-            case.expect_no_temp_left()
+            rocksort_k(case, k, [*shared, *SPILL], case.input("bulk.bam"), out)
+            expect_same(case, out, want, f"{' '.join(shared)} {OPTION} {k}")
             outs.append(out)
-        case.expect_only_files(case.out_dir, [os.path.basename(p) for p in outs])
         quickcheck(case, outs)
-
-    for matrix, ks, prefix in ((MATRIX, KS, "k1to8"), (SPARSE_MATRIX, SPARSE_KS, "k2_5_8")):
-        for label, (name, shared, extra) in matrix.items():
-            def matrix_test(case, name=name, shared=shared, extra=extra, ks=ks):
-                k_matrix(case, name, shared, extra, ks)
-            matrix_test.__name__ = f"test_readout_{prefix}_{label}"
-            matrix_test.__doc__ = (f"{name} {' '.join(shared + extra)}: for K in {ks}, "
-                                   "the oracle's output.")
-            test(matrix_test)
-
-    # 2. Output formats ------------------------------------------------------------
-
-    def format_case(case, shared, out_name, ks=(2, 8), to_stdout=False, name="bulk.bam",
-                    extra=SPILL, reference=None):
-        """Input `name` (default: bulk.bam spilled) sorted with `shared`
-        into out_name (its extension picks the format, as for the oracle)
-        or to stdout, for each K: the oracle's records; BGZF outputs well
-        formed; the oracle's quickcheck accepts them all."""
-        want = oracle_expected(case, name, shared, out_name, to_stdout, reference)
-        stem, ext = out_name.split(".", 1) if "." in out_name else (out_name, "")
-        outs = []
-        for k in ks:
-            out = case.out(f"{stem}_k{k}" + (f".{ext}" if ext else ""))
-            result = rocksort_k(case, k, [*shared, *extra], source(case, name),
-                                None if to_stdout else out)
-            if to_stdout:
-                h.write_bytes(out, result.stdout)
-            expect_same(case, out, want, f"{OPTION} {k}", reference)
-            case.expect_no_temp_left()
-            outs.append(out)
-        case.expect_only_files(case.out_dir, [os.path.basename(p) for p in outs])
-        quickcheck(case, outs)
-        return outs
-
-    @test
-    def test_readout_format_bam_file(case):
-        format_case(case, [], "out.bam", ks=(2, 4, 8))
-
-    @test
-    def test_readout_format_bam_stdout(case):
-        """-o absent: the joined stream goes down a pipe, which cannot seek."""
-        format_case(case, [], "out", to_stdout=True)
-
-    # SAM text: mixed.bam (some 1600 records) in memory.
-    @test
-    def test_readout_format_sam(case):
-        format_case(case, ["-O", "sam"], "out.sam", ks=(2, 4, 8), name="mixed.bam", extra=[])
-
-    @test
-    def test_readout_format_sam_stdout_name(case):
-        format_case(case, ["-O", "sam", "-n"], "out", to_stdout=True, name="mixed.bam",
-                    extra=[])
-
-    @test
-    def test_readout_format_sam_gz_from_name(case):
-        """-o out.sam.gz: BGZF-compressed SAM, as samtools 1.24 writes it;
-        spilled, so each range has several blocks."""
-        outs = format_case(case, [], "out.sam.gz", ks=(4,))
-        with open(outs[0], "rb") as f:
-            if first_bytes_of_gzip(f.read(), 1) != b"@":
-                raise Failure("out.sam.gz does not hold SAM text")
-
-    @test
-    def test_readout_format_sam_gz_option(case):
-        """-O sam.gz, to a name that says nothing of the format."""
-        format_case(case, ["-O", "sam.gz", "-n"], "out.x", name="mixed.bam", extra=[])
-
-    @test
-    def test_readout_format_uncompressed(case):
-        outs = format_case(case, ["-u"], "out.bam")
-        with open(outs[-1], "rb") as f:
-            data = f.read()
-        if len(data) < len(gzip.decompress(data)):
-            raise Failure("-u output is smaller than its content: it is compressed")
-
-    @test
-    def test_readout_format_uncompressed_name(case):
-        format_case(case, ["-u", "-n"], "out.bam", ks=(3,))
-
-    @test
-    def test_readout_format_level1(case):
-        format_case(case, ["-l", "1"], "out.bam")
-
-    @test
-    def test_readout_format_level1_threads_name(case):
-        format_case(case, ["-l", "1", "-n"], "out.bam", ks=(4,), extra=[*SPILL, "-@", "2"])
-
-    @test
-    def test_readout_format_cram(case):
-        """CRAM stays one stream: still the oracle's records, and under -v
-        the readout reports one range if it reports any."""
-        fa = case.input("mixed.fa")
-        for name, shared, extra, reference in (
-                ("mixed.bam", ["-O", "cram", "--reference", fa], [], fa),
-                ("mixed.bam", ["-O", "cram", "--reference", fa, "-n"], ["-@", "2"], fa)):
-            want = oracle_expected(case, name, shared, "out.cram", reference=reference)
-            for k in (2, 4):
-                out = case.out(f"out_k{k}.cram")
-                result = rocksort_k(case, k, ["-v", *shared, *extra], source(case, name), out)
-                expect_same(case, out, want, f"{name} {OPTION} {k}", reference)
-                said = READOUT_LINE.findall(result.stderr.decode(errors="replace"))
-                if said and int(said[0][0]) != 1:
-                    raise Failure(f"{name} {OPTION} {k}: CRAM output read out by "
-                                  f"{said[0][0]} merge threads, not one stream")
-                quickcheck(case, [out])
-                os.remove(out)
-                case.expect_no_temp_left()
-        case.expect_only_files(case.out_dir, [])
-
-    # 3. One BGZF stream: one EOF block, at the end ------------------------------------
-
-    @test
-    def test_readout_bgzf_one_eof_block_spilled(case):
-        """K = 2, 3, 8 at -l 1 and 2, 5 at -u on a spilled sort (many
-        blocks per range): the stream ends with the EOF block and has no
-        other, nor any empty block."""
-        for shared, ks in ((["-l", "1"], (2, 3, 8)), (["-u"], (2, 5))):
-            want = oracle_expected(case, "bulk.bam", shared)
-            outs = []
-            for k in ks:
-                out = case.out(f"k{k}.bam")
-                rocksort_k(case, k, [*shared, *SPILL], case.input("bulk.bam"), out)
-                expect_same(case, out, want, f"{' '.join(shared)} {OPTION} {k}")
-                outs.append(out)
-            quickcheck(case, outs)
-            for out in outs:
-                os.remove(out)
-        case.expect_no_temp_left()
-        case.expect_only_files(case.out_dir, [])
-
-    @test
-    def test_readout_bgzf_one_eof_block_empty_ranges(case):
-        """K = 8 with 0, 1 and 3 records: the empty ranges add no block,
-        to a file or to stdout."""
-        outs = []
-        for name in ("header_only.bam", "one_record.bam", "three_records.bam"):
-            for shared in ([], ["-u"], ["-n"]):
-                want = oracle_expected(case, name, shared)
-                stem = f"{name.split('.')[0]}{''.join(shared).replace('-', '_')}"
-                out = case.out(f"{stem}.bam")
-                rocksort_k(case, 8, shared, source(case, name), out)
-                expect_same(case, out, want, f"{name} {' '.join(shared)} {OPTION} 8")
-                piped = case.out(f"{stem}_stdout.bam")
-                h.write_bytes(piped, rocksort_k(case, 8, shared, source(case, name)).stdout)
-                expect_same(case, piped, want, f"{name} {' '.join(shared)} {OPTION} 8, "
-                            "to stdout")
-                outs += [out, piped]
-        quickcheck(case, outs)
-        case.expect_no_temp_left()
-        case.expect_only_files(case.out_dir, [os.path.basename(p) for p in outs])
-
-    # 4. --write-index: built after the join, the same as samtools index's ----------------
-
-    def indexed(case, k, kind, extra):
-        """--write-index with K: the output is the oracle's, and its index
-        equals what the oracle's samtools index (-b or -c) builds for the
-        same file, compared decompressed."""
-        out = case.out("out.bam")
-        if kind == "bai":
-            index, spec, flags = out + ".bai", f"{out}##idx##{out}.bai", ["-b"]
-        else:
-            index, spec, flags = out + ".csi", out, ["-c"]
-        rocksort_k(case, k, ["--write-index", *extra], case.input("bulk.bam"), spec)
-        expect_same(case, out, oracle_expected(case, "bulk.bam", []), f"{OPTION} {k}")
-        case.expect_only_files(case.out_dir, ["out.bam", os.path.basename(index)])
-        case.expect_no_temp_left()
-        theirs = os.path.join(case.dir, "theirs.bam")
-        shutil.copy(out, theirs)
-        their_index = f"{theirs}.{kind}"
-        case.session.oracle_ok("index", [*flags, "-o", their_index, theirs])
-        ours, want = index_bytes(index), index_bytes(their_index)
-        if ours != want:
-            at = next((i for i, (a, b) in enumerate(zip(ours, want)) if a != b),
-                      min(len(ours), len(want)))
-            raise Failure(f"{OPTION} {k}: the {kind.upper()} index differs from samtools "
-                          f"index's for the same file: {len(ours)} bytes against "
-                          f"{len(want)}, first difference at byte {at}")
-
-    @test
-    def test_readout_index_bai_k2_in_memory(case):
-        indexed(case, 2, "bai", ["-@", "2"])
-
-    @test
-    def test_readout_index_bai_k4_spilled_uncompressed(case):
-        indexed(case, 4, "bai", ["-u", *SPILL])
-
-    @test
-    def test_readout_index_csi_k2_spilled(case):
-        indexed(case, 2, "csi", SPILL)
-
-    @test
-    def test_readout_index_csi_k4_merged_threads(case):
-        indexed(case, 4, "csi", [*MERGING, "-@", "2"])
-
-    # 5. --verify ---------------------------------------------------------------------
-
-    def record_count(case, src):
-        count_file = os.path.join(case.dir, "count")
-        case.session.oracle_ok("view", ["-c", "-o", count_file, src])
-        with open(count_file) as f:
-            return int(f.read().strip())
-
-    def verified(case, k, shared, extra):
-        """--verify with K: one '[rocksort] verify:' line giving the count
-        read and written, saying OK; the oracle's output."""
-        src = case.input("bulk.bam")
-        out = case.out("out.bam")
-        result = rocksort_k(case, k, ["--verify", *shared, *extra], src, out)
-        expect_same(case, out, oracle_expected(case, "bulk.bam", shared), f"{OPTION} {k}")
-        count = record_count(case, src)
-        lines = [l for l in result.stderr.decode(errors="replace").splitlines()
-                 if l.startswith("[rocksort] verify:")]
-        if len(lines) != 1:
-            raise Failure(f"{len(lines)} '[rocksort] verify:' lines on stderr, expected 1",
-                          h.tail(result.stderr))
-        numbers = re.findall(r"(?<![0-9A-Fa-f])\d+(?![0-9A-Fa-f])", lines[0])
-        if numbers.count(str(count)) < 2:
-            raise Failure(f"the verify line does not give {count} records both in and out",
-                          lines)
-        if not re.search(r"\bOK\b", lines[0]) or "MISMATCH" in lines[0]:
-            raise Failure("the verify line does not say OK", lines)
-        case.expect_no_temp_left()
-        case.expect_only_files(case.out_dir, ["out.bam"])
-
-    @test
-    def test_readout_verify_in_memory_k4(case):
-        verified(case, 4, [], IN_MEMORY)
-
-    @test
-    def test_readout_verify_in_memory_presized_name_k3(case):
-        verified(case, 3, ["-n"], [*IN_MEMORY, "-s", "50M"])
-
-    @test
-    def test_readout_verify_spilled_k4(case):
-        verified(case, 4, [], SPILL)
-
-    @test
-    def test_readout_verify_spilled_merged_name_k5(case):
-        verified(case, 5, ["-n"], MERGING)
-
-    # 6. -v reports the K used ----------------------------------------------------------
-
-    def readout_report(result):
-        text = result.stderr.decode(errors="replace")
-        said = READOUT_LINE.findall(text)
-        if len(said) != 1:
-            raise Failure(f"{len(said)} {READOUT_LINE_TEXT} lines under -v, expected 1",
-                          h.tail(text, 12))
-        return int(said[0][0]), int(said[0][1])
-
-    @test
-    def test_readout_verbose_reports_k(case):
-        """-v --merge-threads 4 on a spilled sort: one readout line, with
-        1 <= K <= 4 ranges; the output is still the oracle's."""
-        out = case.out("out.bam")
-        result = rocksort_k(case, 4, ["-v", *SPILL], case.input("bulk.bam"), out)
-        expect_same(case, out, oracle_expected(case, "bulk.bam", []), f"-v {OPTION} 4")
-        k, _ = readout_report(result)
-        if not 1 <= k <= 4:
-            raise Failure(f"-v says {k} merge threads ran with {OPTION} 4")
-        case.expect_no_temp_left()
-
-    @test
-    def test_readout_compact_runs_one_stream(case):
-        """Compact runs (the default) hold records in groups that a piece
-        could not start in the middle of: with --merge-threads 4 the spilled
-        sort reads out in one stream, by coordinate, by -n and with
-        background merges (-s, groups of many runs in one file), and gives
-        the oracle's records.  Held in memory, the same option still splits."""
-        for shared, extra in (([], SPILL), (["-n"], SPILL), ([], MERGING), (["-n"], MERGING)):
-            out = case.out("out.bam")
-            result = case.rocksort(["-v", *shared, *extra, OPTION, "4", "-T", case.temp_prefix,
-                                    "-o", out, case.input("bulk.bam")])
-            if result.returncode != 0:
-                raise Failure(f"{' '.join(shared + extra)} {OPTION} 4: exit {result.returncode}",
-                              h.tail(result.stderr))
-            expect_same(case, out, oracle_expected(case, "bulk.bam", shared),
-                        f"compact runs, {' '.join(shared + extra)} {OPTION} 4")
-            text = result.stderr.decode(errors="replace")
-            if "temp runs: compact" not in text:
-                raise Failure("the runs were not compact by default", h.tail(result.stderr))
-            if readout_report(result) != (1, 1):
-                raise Failure(f"compact runs read out by {readout_report(result)} (threads, pieces)")
+        for out in outs:
             os.remove(out)
-        out = case.out("out.bam")
-        result = case.rocksort(["-v", *IN_MEMORY, OPTION, "4", "-o", out, case.input("bulk.bam")])
-        expect_same(case, out, oracle_expected(case, "bulk.bam", []), f"in memory {OPTION} 4")
-        if readout_report(result)[0] < 2:
-            raise Failure("held in memory, --merge-threads 4 read out in one stream")
-        case.expect_no_temp_left()
+    case.expect_no_temp_left()
+    case.expect_only_files(case.out_dir, [])
 
-    @test
-    def test_readout_slots_reused_many_pieces(case):
-        """Some 30 MB of records cut into 4 MiB pieces: with K = 2 and 3,
-        more pieces than the K + 2 in flight, so every in-memory slot is
-        overwritten by later pieces (a stale tail of a longer piece must
-        not leak into the output).  In memory and spilled, by coordinate
-        and -n, to a file and down a pipe: the oracle's records, one
-        well-formed stream, and -v counts more pieces than K + 2."""
-        src = source(case, "many_pieces.bam")
-        for k, shared, extra in ((2, [], ["-m", "64M"]), (3, ["-n"], ["-m", "4M", "-@", "2"]),
-                                 (2, ["-u"], ["-m", "4M"])):
-            want = oracle_expected(case, "many_pieces.bam", shared)
-            out = case.out("out.bam")
-            result = rocksort_k(case, k, ["-v", *shared, *extra], src, out)
-            expect_same(case, out, want, f"{' '.join(shared + extra)} {OPTION} {k}")
-            threads, pieces = readout_report(result)
-            if threads != k or pieces <= k + 2:
-                raise Failure(f"{OPTION} {k} {' '.join(extra)}: -v says {threads} threads over "
-                              f"{pieces} pieces; expected {k} threads over more than {k + 2}")
-            os.remove(out)
-        want = oracle_expected(case, "many_pieces.bam", [], "out", to_stdout=True)
-        result = rocksort_k(case, 2, ["-m", "64M"], src)
-        piped = case.out("piped.bam")
-        h.write_bytes(piped, result.stdout)
-        expect_same(case, piped, want, f"{OPTION} 2 to stdout")
-        case.expect_no_temp_left()
 
-    @test
-    def test_readout_low_ulimit_k8(case):
-        """--merge-threads 8 on some 40 spilled runs under `ulimit -n` 32
-        and 40 (soft and hard): each merge thread needs two descriptors, so
-        the readout takes fewer threads rather than run out; exit 0, the
-        oracle's records, and -v reports 1 to 8 threads."""
-        want = oracle_expected(case, "bulk.bam", [])
-        limit_files = ("import resource, os, sys; n = int(sys.argv[1]); "
-                       "resource.setrlimit(resource.RLIMIT_NOFILE, (n, n)); "
-                       "os.execvp(sys.argv[2], sys.argv[2:])")
-        for limit in (32, 40):
-            out = case.out("out.bam")
-            result = h.run([h.PYTHON, "-c", limit_files, str(limit), *case.session.rocksort_cmd,
-                            "-v", *SPILL, *merge_threads(8), "-T", case.temp_prefix, "-o", out,
-                            case.input("bulk.bam")],
-                           cwd=case.out_dir, env=dict(case.session.env, TMPDIR=case.tmp))
-            if result.returncode != 0:
-                raise Failure(f"{OPTION} 8 under ulimit -n {limit}: exit {result.returncode}",
-                              h.tail(result.stderr))
-            expect_same(case, out, want, f"{OPTION} 8 under ulimit -n {limit}")
-            k, _ = readout_report(result)
-            if not 1 <= k <= 8:
-                raise Failure(f"-v says {k} merge threads under ulimit -n {limit}")
-            os.remove(out)
-            case.expect_no_temp_left()
-
-    @test
-    def test_readout_default_k_small_input_one_range(case):
-        """Without the option, the rule (readout_model.h, unit-tested in
-        test_readout_model) keeps a small input in one range even at -u
-        with -@ 8: ranges under 32 MiB of records are not worth a thread.
-        The output is the oracle's either way."""
-        out = case.out("out.bam")
-        result = case.rocksort_ok(["-v", "-u", "-@", "8", *SPILL, "-T", case.temp_prefix,
-                                   "-o", out, case.input("bulk.bam")])
-        expect_same(case, out, oracle_expected(case, "bulk.bam", ["-u"]), "-u -@ 8")
-        k, _ = readout_report(result)
-        if k != 1:
-            raise Failure(f"-u -@ 8 on a small input read out by {k} merge threads")
-        case.expect_no_temp_left()
-
-    # 7. Failures keep the rules ------------------------------------------------------
-
-    @test
-    def test_readout_bad_merge_threads_refused(case):
-        """0, -1, x and 3x are refused: exit status 1, one line naming the
-        option (plus the usage hint every bad option value gets, as in
-        samtools), no output, nothing in the temp dir.  2 is taken."""
-        out = case.out("out.bam")
-        for value in ("0", "-1", "x", "3x"):
-            result = case.rocksort([OPTION, value, "-T", case.temp_prefix, "-o", out,
-                                    case.input("mixed.bam")])
-            hint = b"\nTry 'samtools rocksort --help'."
-            result.stderr = result.stderr.replace(hint, b"")
-            try:
-                h.expect_error(case, result, ["merge-threads"], out)
-            except Failure as failure:
-                raise Failure(f"{OPTION} {value}: {failure.reason}", failure.details)
-        case.expect_only_files(case.out_dir, [])
-        rocksort_k(case, 2, [], case.input("mixed.bam"), out)
-        expect_same(case, out, oracle_expected(case, "mixed.bam", []), f"{OPTION} 2")
-
-    def expect_disk_full(case, result, mentions):
-        try:
-            line = h.expect_error(case, result, mentions, None)
-        except Failure as failure:
-            raise Failure(f"disk full with {OPTION} 4: {failure.reason}", failure.details)
-        if "No space left" not in line:
-            raise Failure("the message does not say 'No space left'", [line])
-
-    if os.geteuid() == 0:  # mount needs root
-        @test
-        def test_readout_disk_full_output_k4(case):
-            """A spilled -u sort (some 9 MB of output) into a 4 MB tmpfs, read
-            out in 4 ranges: exit 1, one line, and no output, part or temp
-            file anywhere (the tmpfs, the output dir, the temp dir)."""
-            def body(mount_point):
-                out = os.path.join(mount_point, "out.bam")
-                result = case.rocksort(["-u", *SPILL, "-@", "2", *merge_threads(4),
-                                        "-T", case.temp_prefix, "-o", out,
-                                        case.input("bulk.bam")])
-                expect_disk_full(case, result, ["out.bam", mount_point])
-            tmpfs.with_tmpfs(case.dir, "4M", body, Failure, name="tmpfs4m")
-            case.expect_no_temp_left()
-            case.expect_only_files(case.out_dir, [])
-
-        @test
-        def test_readout_disk_full_temp_and_output_k4(case):
-            """The same sort held in memory, with -T and -o on one 4 MB tmpfs:
-            only the readout writes there, wherever it puts its parts."""
-            def body(mount_point):
-                out = os.path.join(mount_point, "out.bam")
-                result = case.rocksort(["-u", *IN_MEMORY, *merge_threads(4),
-                                        "-T", os.path.join(mount_point, "rs"), "-o", out,
-                                        case.input("bulk.bam")])
-                expect_disk_full(case, result, ["out.bam", mount_point])
-            tmpfs.with_tmpfs(case.dir, "4M", body, Failure, name="tmpfs4m")
-            case.expect_no_temp_left()
-            case.expect_only_files(case.out_dir, [])
+def test_readout_bgzf_one_eof_block_empty_ranges(case):
+    """K = 8 with 0, 1 and 3 records: the empty ranges add no block,
+    to a file or to stdout."""
+    outs = []
+    for name in ("header_only.bam", "one_record.bam", "three_records.bam"):
+        for shared in ([], ["-u"], ["-n"]):
+            want = oracle_expected(case, name, shared)
+            stem = f"{name.split('.')[0]}{''.join(shared).replace('-', '_')}"
+            out = case.out(f"{stem}.bam")
+            rocksort_k(case, 8, shared, source(case, name), out)
+            expect_same(case, out, want, f"{name} {' '.join(shared)} {OPTION} 8")
+            piped = case.out(f"{stem}_stdout.bam")
+            write_bytes(piped, rocksort_k(case, 8, shared, source(case, name)).stdout)
+            expect_same(case, piped, want, f"{name} {' '.join(shared)} {OPTION} 8, "
+                        "to stdout")
+            outs += [out, piped]
+    quickcheck(case, outs)
+    case.expect_no_temp_left()
+    case.expect_only_files(case.out_dir, [os.path.basename(p) for p in outs])

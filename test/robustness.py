@@ -1,128 +1,34 @@
-"""Robustness tests of `samtools rocksort`, registered by test/run_tests.py.
+"""Robustness tests of `samtools rocksort`: what goes wrong around a sort
+rather than its order.
 
-They cover what goes wrong around a sort rather than its order: output that
-is all or nothing, record accounting (--verify), signals, a closed output
-pipe, a full disk, damaged input, the safety of the temporary database and
-a low open-file limit.  Every test still runs the command under test through
+They cover output that is all or nothing, record accounting (--verify), a
+closed output pipe, a full disk, the safety of the temporary database and
+a low open-file limit; signals are in test/signals.py and damaged input in
+test/bad_input.py.  Every test still runs the command under test through
 the harness (ROCKSORT_CMD is honoured) and, where an input is odd, asks the
-oracle what it makes of it first.
-
-run_tests.py calls register(test, harness) once its own tests are defined;
-`harness` is the run_tests module, whose Session, Case, run(), Failure,
-expect_error(), tail() and write_bytes() the tests use.  To run only these:
-    run_tests.py -k atomic_ -k verify_ -k signal_ -k pipe_closed -k disk_full \
-        -k bad_input_ -k temp_database -k temp_prefix_dir -k temp_concurrent -k nofile
+oracle what it makes of it first.  To run only these:
+    run_tests.py -k atomic_ -k verify_ -k pipe_closed -k disk_full \
+        -k temp_database -k temp_prefix_dir -k temp_concurrent -k nofile
 (the disk_full tests exist only when running as root: they mount a tmpfs).
 """
 
-import fcntl
-import gzip
 import os
 import random
 import re
 import shutil
-import signal
 import stat
-import struct
 import subprocess
-import termios
-import threading
 import time
-import zlib
 
 import samdata
 import tmpfs
-
-Failure = Exception  # the harness's Failure, once register() has run
-WAIT = 20  # seconds: the longest any test waits for rocksort to do a thing
-BGZF_EOF = bytes.fromhex(
-    "1f8b08040000000000ff0600424302001b0003000000000000000000")
-# A BGZF block header up to BSIZE: gzip magic, deflate, FEXTRA, mtime 0,
-# XFL 0, OS 255, XLEN 6, subfield "BC" of length 2.
-BGZF_HEAD = bytes.fromhex("1f8b08040000000000ff060042430200")
-STORE_PREFIX = "rs.rocksort."  # what `-T case.temp_prefix` makes: tmp/rs.rocksort.XXXXXX
+from background import WAIT, Background, listing, store_dirs, wait_until
+from bgzf import BGZF_EOF
+from harness import (ORACLE_SCRIPT, PYTHON, SAM_OUT, SPILL, TIMEOUT, Failure, expect_error,
+                     run, stderr_lines, tail, write_bytes, write_text)
 
 
-# --- BGZF and BAM bytes ------------------------------------------------------
-
-def bgzf_blocks(data):
-    """[(offset, size)] of the BGZF blocks that make up data."""
-    blocks, offset = [], 0
-    while offset < len(data):
-        if data[offset:offset + 4] != BGZF_HEAD[:4] \
-                or data[offset + 12:offset + 16] != b"BC\x02\x00":
-            raise ValueError(f"no BGZF block at offset {offset}")
-        (bsize,) = struct.unpack_from("<H", data, offset + 16)
-        blocks.append((offset, bsize + 1))
-        offset += bsize + 1
-    return blocks
-
-
-def bgzf_compress(raw, level=6):
-    """raw bytes as BGZF blocks (level 0: stored, so the bytes show as they
-    are inside the file), ended by the EOF block."""
-    out = bytearray()
-    for start in range(0, len(raw), 0xff00):
-        chunk = raw[start:start + 0xff00]
-        z = zlib.compressobj(level, zlib.DEFLATED, -15)
-        body = z.compress(chunk) + z.flush()
-        out += BGZF_HEAD + struct.pack("<H", len(body) + 25) + body
-        out += struct.pack("<II", zlib.crc32(chunk), len(chunk))
-    return bytes(out + BGZF_EOF)
-
-
-def bam_layout(raw):
-    """Uncompressed BAM -> (header text, [raw @SQ entries], offset of the
-    first record)."""
-    if raw[:4] != b"BAM\x01":
-        raise ValueError("not BAM")
-    (l_text,) = struct.unpack_from("<i", raw, 4)
-    text = raw[8:8 + l_text]
-    offset = 8 + l_text
-    (n_ref,) = struct.unpack_from("<i", raw, offset)
-    offset += 4
-    entries = []
-    for _ in range(n_ref):
-        (l_name,) = struct.unpack_from("<i", raw, offset)
-        entries.append(raw[offset:offset + 8 + l_name])
-        offset += 8 + l_name
-    return text, entries, offset
-
-
-def bam_with_refs(raw, keep):
-    """The same records under a header that keeps only the first `keep`
-    references, so records on the others point past the header's end."""
-    text, entries, first = bam_layout(raw)
-    kept = {e[4:4 + struct.unpack_from("<i", e)[0] - 1] for e in entries[:keep]}
-    lines = [l for l in text.rstrip(b"\0").split(b"\n") if l]
-    lines = [l for l in lines if not l.startswith(b"@SQ")
-             or any(f == b"SN:" + name for f in l.split(b"\t") for name in kept)]
-    new_text = b"".join(l + b"\n" for l in lines)
-    return (b"BAM\x01" + struct.pack("<i", len(new_text)) + new_text
-            + struct.pack("<i", keep) + b"".join(entries[:keep]) + raw[first:])
-
-
-# Offsets inside a BAM record, counted from its block_size field.
-REC_BLOCK_SIZE, REC_L_SEQ = 0, 20
-
-
-def patched(raw, offset, fmt, value):
-    data = bytearray(raw)
-    struct.pack_into(fmt, data, offset, value)
-    return bytes(data)
-
-
-def flip_byte_in_block(data, index, mask=0x55):
-    """data with one byte in the middle of block `index`'s compressed data
-    changed: the block no longer matches its CRC32."""
-    offset, size = bgzf_blocks(data)[index]
-    body_start, body_end = offset + 18, offset + size - 8
-    data = bytearray(data)
-    data[(body_start + body_end) // 2] ^= mask
-    return bytes(data)
-
-
-# --- inputs only these tests use ------------------------------------------------
+# --- inputs made for these tests (bad_input.py and destinations.py use some) ---
 
 def late_failure_sam(rng):
     """Valid SAM whose coordinate-sorted output cannot be BAM: one record on
@@ -176,724 +82,342 @@ class Inputs:
         return path
 
 
-# --- running rocksort in the background ----------------------------------------
+INPUTS = Inputs()
 
-class Background:
-    """rocksort started with Popen: stdin and stdout may be pipes, stderr
-    goes to a file (nothing can block on it).  Always use with `with`: the
-    process is killed if the test leaves early."""
 
-    def __init__(self, case, args, stdin=False, stdout_pipe=False, name="rs"):
-        self.stderr_path = os.path.join(case.dir, f"{name}.stderr")
-        env = dict(case.session.env, TMPDIR=case.tmp)
-        with open(self.stderr_path, "wb") as err:
-            self.proc = subprocess.Popen(
-                [*case.session.rocksort_cmd, *args],
-                stdin=subprocess.PIPE if stdin else subprocess.DEVNULL,
-                stdout=subprocess.PIPE if stdout_pipe else subprocess.DEVNULL,
-                stderr=err, cwd=case.out_dir, env=env, bufsize=0)
-        self.feeder = None
+def robust_input(case, name):
+    return INPUTS.path(case.session, name)
 
-    def __enter__(self):
-        return self
 
-    def __exit__(self, *exc):
-        if self.proc.poll() is None:
-            self.proc.kill()
-            self.proc.wait()
-        for pipe in (self.proc.stdin, self.proc.stdout):
-            if pipe:
-                try:
-                    pipe.close()
-                except OSError:
-                    pass
-        return False
+# --- what these tests expect -----------------------------------------------------
 
-    def feed(self, data):
-        """Writes data to stdin from a thread (the write blocks while
-        rocksort does not read, and must not stall the test)."""
-        def write():
-            view = memoryview(data)
-            try:
-                while view:
-                    view = view[self.proc.stdin.write(view):]
-            except (OSError, ValueError):
-                pass  # rocksort is gone: the test says why
-        if self.feeder:
-            self.feeder.join(WAIT)
-        self.feeder = threading.Thread(target=write, daemon=True)
-        self.feeder.start()
+def expect_one_line(case, result, mentions, what="error"):
+    """Exit status 1 (exactly: not a signal), one line on stderr naming
+    one of mentions, nothing left in the temp dir.  -> the line"""
+    if result.returncode != 1:
+        raise Failure(f"exit status {result.returncode}, expected 1",
+                      tail(result.stderr))
+    lines = stderr_lines(result.stderr)
+    if len(lines) != 1:
+        raise Failure(f"{len(lines)} lines on stderr, expected 1", lines[:5])
+    if mentions and not any(m in lines[0] for m in mentions):
+        raise Failure(f"{what} message names none of {mentions}", lines)
+    case.expect_no_temp_left()
+    return lines[0]
 
-    def end_input(self):
-        if self.feeder:
-            self.feeder.join(WAIT)
-            if self.feeder.is_alive():
-                raise Failure("rocksort stopped reading its input",
-                              self.stderr_tail())
-        self.proc.stdin.close()
 
-    def stderr(self):
-        with open(self.stderr_path, "rb") as f:
-            return f.read()
+def expect_unchanged(path, before):
+    with open(path, "rb") as f:
+        after = f.read()
+    if after != before:
+        raise Failure(f"{os.path.basename(path)} was changed by a failed run "
+                      f"({len(before)} bytes before, {len(after)} after)")
 
-    def stderr_tail(self):
-        text = self.stderr().decode(errors="replace").strip().splitlines()
-        return [line[:200] for line in text[-5:]]
 
-    def wait(self, what="rocksort"):
+def expect_no_eof_block(stdout):
+    if stdout.endswith(BGZF_EOF):
+        raise Failure(f"a failed run's standard output ({len(stdout)} bytes) "
+                      "ends with the BGZF EOF block: it looks complete")
+
+
+def oracle_must_fail(case, src, args=(), env=None):
+    out = os.path.join(case.dir, "oracle_out.bam")
+    result = run([PYTHON, "-c", ORACLE_SCRIPT, "sort", "-o", out,
+                  *args, src], env=env or case.session.env)
+    if result.returncode == 0:
+        raise Failure("test is wrong: the oracle accepted this input")
+
+
+# 1. All or nothing --------------------------------------------------------
+
+PRECIOUS = b"an older file that a failed sort must leave alone\n" * 500
+
+
+def keeps_existing_output(case, src, mention, extra=()):
+    out = case.out("out.bam")
+    write_bytes(out, PRECIOUS)
+    result = case.rocksort([*extra, "-T", case.temp_prefix, "-o", out, src])
+    line = expect_one_line(case, result, [mention])
+    expect_unchanged(out, PRECIOUS)
+    case.expect_only_files(case.out_dir, ["out.bam"])
+    return line
+
+
+def test_atomic_existing_output_kept_truncated_bam(case):
+    """Input cut mid-records, failing after sorted runs were written."""
+    keeps_existing_output(case, case.input("truncated.bam"), "truncated.bam",
+                          SPILL)
+
+
+def test_atomic_existing_output_kept_bad_sam_line(case):
+    src = os.path.join(case.dir, "bad_line.sam")
+    with open(case.input("mixed.sam")) as f:
+        write_text(src, f.read() + "garbage line\n")
+    keeps_existing_output(case, src, "bad_line.sam")
+
+
+def test_atomic_existing_output_kept_readout_failure(case):
+    """The failure comes while the output is being written (a position
+    BAM cannot hold): the file at -o must still be the old one."""
+    src = robust_input(case, "late_failure.sam")
+    oracle_must_fail(case, src)
+    keeps_existing_output(case, src, "out.bam")
+
+
+def test_atomic_readout_failure_message_gives_cause(case):
+    """The one line about a failed write must not blame 'Success'
+    (errno 0): it should say what went wrong."""
+    src = robust_input(case, "late_failure.sam")
+    result = case.rocksort(["-T", case.temp_prefix, "-o", case.out("out.bam"), src])
+    line = expect_one_line(case, result, ["out.bam"])
+    if re.search(r":\s*Success\s*$", line):
+        raise Failure("the error message gives 'Success' as the cause", [line])
+    case.expect_only_files(case.out_dir, [])
+
+
+def test_atomic_stdout_failure_during_load_no_eof(case):
+    result = case.rocksort(["-T", case.temp_prefix, case.input("truncated.bam")])
+    expect_one_line(case, result, ["truncated.bam"])
+    expect_no_eof_block(result.stdout)
+    case.expect_only_files(case.out_dir, [])
+
+
+def test_atomic_stdout_failure_during_readout_no_eof(case):
+    """Part of the output is already on stdout when the write fails; it
+    must not end like a complete BGZF file."""
+    src = robust_input(case, "late_failure.sam")
+    result = case.rocksort(["-T", case.temp_prefix, src])
+    expect_one_line(case, result, [])
+    expect_no_eof_block(result.stdout)
+    case.expect_only_files(case.out_dir, [])
+
+
+# 2. Record accounting ---------------------------------------------------------
+
+def record_count(case, src):
+    count_file = os.path.join(case.dir, "count")
+    case.session.oracle_ok("view", ["-c", "-o", count_file, src])
+    with open(count_file) as f:
+        return int(f.read().strip())
+
+
+def expect_verify_ok(case, stderr, count):
+    lines = [l for l in stderr_lines(stderr) if l.startswith("[rocksort] verify:")]
+    if len(lines) != 1:
+        raise Failure(f"{len(lines)} '[rocksort] verify:' lines on stderr, "
+                      "expected 1", tail(stderr))
+    numbers = re.findall(r"(?<![0-9A-Fa-f])\d+(?![0-9A-Fa-f])", lines[0])
+    if numbers.count(str(count)) < 2:
+        raise Failure(f"the verify line does not give {count} records both "
+                      "in and out", lines)
+    if not re.search(r"\bOK\b", lines[0]) or "MISMATCH" in lines[0]:
+        raise Failure("the verify line does not say OK", lines)
+
+
+def test_verify_in_memory(case):
+    src = case.input("mixed.bam")
+    expected = case.session.expected("mixed.bam", [])
+    result = case.rocksort_ok(["--verify", "-T", case.temp_prefix,
+                               "-o", case.out("out"), src])
+    expect_verify_ok(case, result.stderr, record_count(case, src))
+    case.expect_same(case.out("out"), expected)
+    case.expect_no_temp_left()
+
+
+def test_verify_spilled_name_order(case):
+    """Sorted runs in RocksDB merged with the last batch from memory."""
+    src = case.input("bulk.bam")
+    expected = case.session.expected("bulk.bam", ["-n"])
+    result = case.rocksort_ok(["--verify", "-n", *SPILL, "-T",
+                               case.temp_prefix, "-o", case.out("out"), src])
+    expect_verify_ok(case, result.stderr, record_count(case, src))
+    case.expect_same(case.out("out"), expected)
+    case.expect_no_temp_left()
+
+
+def test_verify_sam_from_stdin_to_stdout(case):
+    """SAM out unpacks each record (no zero-copy path)."""
+    src = case.input("mixed.sam")
+    expected = case.session.expected("mixed.sam", SAM_OUT)
+    result = case.rocksort_ok(["--verify", *SAM_OUT, "-T", case.temp_prefix],
+                              stdin=src)
+    write_bytes(os.path.join(case.dir, "stdout.sam"), result.stdout)
+    expect_verify_ok(case, result.stderr, record_count(case, src))
+    case.expect_same(os.path.join(case.dir, "stdout.sam"), expected)
+    case.expect_no_temp_left()
+
+
+# 3. A closed output pipe --------------------------------------------------------
+
+def reader_goes_away(case, args):
+    """`rocksort ... | head -c 100`: read 100 bytes, close the pipe."""
+    with Background(case, [*args, "-T", case.temp_prefix], stdout_pipe=True) as bg:
+        got = b""
+        deadline = time.monotonic() + WAIT
+        while len(got) < 100 and time.monotonic() < deadline:
+            chunk = bg.proc.stdout.read(100 - len(got))
+            if not chunk:
+                break
+            got += chunk
+        if len(got) < 100:
+            raise Failure(f"only {len(got)} bytes on stdout", bg.stderr_tail())
+        bg.proc.stdout.close()
+        status = bg.wait("rocksort writing to a closed pipe")
+        if status == 0:
+            raise Failure("exit status 0 although the output could not be "
+                          "written", bg.stderr_tail())
+        if status < 0:
+            raise Failure(f"killed by signal {-status}, expected an exit "
+                          "status", bg.stderr_tail())
+    case.expect_no_temp_left()
+    case.expect_only_files(case.out_dir, [])
+
+
+def test_pipe_closed_bam_uncompressed(case):
+    reader_goes_away(case, ["-u", *SPILL, case.input("mixed.bam")])
+
+
+def test_pipe_closed_sam_spilled(case):
+    reader_goes_away(case, [*SAM_OUT, *SPILL, case.input("bulk.bam")])
+
+
+# 4. A full disk (tmpfs needs root) ----------------------------------------------
+
+def with_small_tmpfs(case, body):
+    tmpfs.with_tmpfs(case.dir, "4M", body, Failure, name="tmpfs4m")
+
+
+def expect_no_space(case, result, place):
+    line = expect_one_line(case, result, [place], "disk-full")
+    if "No space left" not in line:
+        raise Failure("the message does not say 'No space left'", [line])
+
+
+if os.geteuid() == 0:
+    def test_disk_full_temp(case):
+        """Temp data (some 6 MB of compact runs) cannot fit a 4 MB -T
+        location.  On a pipe the size is unknown, so the sort starts."""
+        def body(mount_point):
+            out = case.out("out.bam")
+            result = case.rocksort([*SPILL, "-T", os.path.join(mount_point, "rs"),
+                                    "-o", out, "-"], stdin=case.input("bulk.bam"))
+            expect_no_space(case, result, mount_point)
+            case.expect_only_files(case.out_dir, [])
+        with_small_tmpfs(case, body)
+
+    def test_disk_full_output(case):
+        """An uncompressed output of some 10 MB into a 4 MB directory."""
+        def body(mount_point):
+            out = os.path.join(mount_point, "out.bam")
+            result = case.rocksort(["-u", "-T", case.temp_prefix, "-o", out,
+                                    case.input("bulk.bam")])
+            expect_no_space(case, result, out)
+        with_small_tmpfs(case, body)
+
+
+# 5. The temporary database ------------------------------------------------------
+
+def kept_database(case, prefix):
+    """Sorts with -k under umask 0 -> the kept database's path."""
+    result = subprocess.run(
+        [*case.session.rocksort_cmd, "-k", "-T", prefix, "-o",
+         case.out("out.bam"), case.input("mixed.bam")],
+        stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        cwd=case.out_dir, env=dict(case.session.env, TMPDIR=case.tmp),
+        umask=0, timeout=TIMEOUT)
+    if result.returncode != 0:
+        raise Failure(f"rocksort -k exited with {result.returncode}",
+                      tail(result.stderr))
+    found = re.search(rb"\[rocksort\] kept the temporary database: (.+)",
+                      result.stderr)
+    if not found:
+        raise Failure("-k did not print the kept database's path",
+                      tail(result.stderr))
+    return os.path.join(case.out_dir, found[1].decode().strip())
+
+
+def test_temp_database_mode_0700(case):
+    """Even under umask 0 the database directory is private (0700), both
+    for a -T prefix and for a -T directory."""
+    for prefix in (case.temp_prefix, case.tmp):
+        path = kept_database(case, prefix)
         try:
-            return self.proc.wait(timeout=WAIT)
-        except subprocess.TimeoutExpired:
-            raise Failure(f"{what} did not end within {WAIT} s",
-                          self.stderr_tail())
-
-    def running(self):
-        return self.proc.poll() is None
-
-
-def wait_until(condition, what, background=None):
-    """Polls condition() for up to WAIT seconds; fails if rocksort ends
-    first or time runs out."""
-    deadline = time.monotonic() + WAIT
-    while time.monotonic() < deadline:
-        if condition():
-            return
-        if background and not background.running():
-            raise Failure(f"rocksort ended (exit status "
-                          f"{background.proc.returncode}) before {what}",
-                          background.stderr_tail())
-        time.sleep(0.02)
-    raise Failure(f"gave up after {WAIT} s waiting for {what}",
-                  background.stderr_tail() if background else [])
+            if os.path.realpath(os.path.dirname(path)) != os.path.realpath(case.tmp):
+                raise Failure(f"the kept database {path} is not in the -T "
+                              "location")
+            mode = stat.S_IMODE(os.stat(path).st_mode)
+            if mode != 0o700:
+                raise Failure(f"the temporary database {os.path.basename(path)}"
+                              f" has mode {mode:04o}, expected 0700 "
+                              f"(-T {os.path.basename(prefix)})")
+        finally:
+            shutil.rmtree(path, ignore_errors=True)
+        os.remove(case.out("out.bam"))
+    case.expect_no_temp_left()
 
 
-def store_dirs(case):
-    """The temporary databases under the -T prefix (tmp/rs.rocksort.*)."""
-    return [os.path.join(case.tmp, n) for n in os.listdir(case.tmp)
-            if n.startswith(STORE_PREFIX)
-            and os.path.isdir(os.path.join(case.tmp, n))]
+def test_temp_prefix_directory_missing(case):
+    prefix = os.path.join(case.dir, "no_such_dir", "rs")
+    out = case.out("out.bam")
+    result = case.rocksort(["-T", prefix, "-o", out, case.input("mixed.bam")])
+    expect_error(case, result, ["no_such_dir"], out)
+    case.expect_only_files(case.out_dir, [])
 
 
-def listing(directory):
-    try:
-        return os.listdir(directory)
-    except FileNotFoundError:
-        return []
-
-
-def has_sorted_run(case):
-    """A sorted run (RocksDB writes each as an .sst file) is on disk."""
-    return any(n.endswith(".sst") for d in store_dirs(case) for n in listing(d))
-
-
-def pipe_bytes_waiting(fd):
-    buf = bytearray(4)
-    fcntl.ioctl(fd, termios.FIONREAD, buf)
-    return struct.unpack("i", buf)[0]
-
-
-def stderr_lines(stderr):
-    text = stderr.decode(errors="replace") if isinstance(stderr, bytes) else stderr
-    return [l for l in text.splitlines() if l.strip()]
-
-
-# --- the tests ---------------------------------------------------------------------
-
-def register(test, h):
-    """Defines the tests with the harness's `test` decorator; h is the
-    run_tests module."""
-    global Failure
-    Failure = h.Failure
-    inputs = Inputs()
-
-    def robust_input(case, name):
-        return inputs.path(case.session, name)
-
-    def expect_one_line(case, result, mentions, what="error"):
-        """Exit status 1 (exactly: not a signal), one line on stderr naming
-        one of mentions, nothing left in the temp dir.  -> the line"""
-        if result.returncode != 1:
-            raise Failure(f"exit status {result.returncode}, expected 1",
-                          h.tail(result.stderr))
-        lines = stderr_lines(result.stderr)
-        if len(lines) != 1:
-            raise Failure(f"{len(lines)} lines on stderr, expected 1", lines[:5])
-        if mentions and not any(m in lines[0] for m in mentions):
-            raise Failure(f"{what} message names none of {mentions}", lines)
-        case.expect_no_temp_left()
-        return lines[0]
-
-    def expect_unchanged(path, before):
-        with open(path, "rb") as f:
-            after = f.read()
-        if after != before:
-            raise Failure(f"{os.path.basename(path)} was changed by a failed run "
-                          f"({len(before)} bytes before, {len(after)} after)")
-
-    def expect_no_eof_block(stdout):
-        if stdout.endswith(BGZF_EOF):
-            raise Failure(f"a failed run's standard output ({len(stdout)} bytes) "
-                          "ends with the BGZF EOF block: it looks complete")
-
-    def oracle_must_fail(case, src, args=(), env=None):
-        out = os.path.join(case.dir, "oracle_out.bam")
-        result = h.run([h.PYTHON, "-c", h.ORACLE_SCRIPT, "sort", "-o", out,
-                        *args, src], env=env or case.session.env)
-        if result.returncode == 0:
-            raise Failure("test is wrong: the oracle accepted this input")
-
-    def bad_input(case, name, data):
-        """A damaged input the oracle rejects: rocksort must say so in one
-        line naming it, exit 1, and leave no output and no temp data."""
-        src = os.path.join(case.dir, name)
-        h.write_bytes(src, data)
-        h.expect_failure_like_oracle(case, src, case.out("out.bam"), name)
-        case.expect_only_files(case.out_dir, [])
-
-    def mixed_bam_bytes(case):
-        with open(case.input("mixed.bam"), "rb") as f:
-            return f.read()
-
-    # 1. All or nothing --------------------------------------------------------
-
-    precious = b"an older file that a failed sort must leave alone\n" * 500
-
-    def keeps_existing_output(case, src, mention, extra=()):
-        out = case.out("out.bam")
-        h.write_bytes(out, precious)
-        result = case.rocksort([*extra, "-T", case.temp_prefix, "-o", out, src])
-        line = expect_one_line(case, result, [mention])
-        expect_unchanged(out, precious)
-        case.expect_only_files(case.out_dir, ["out.bam"])
-        return line
-
-    @test
-    def test_atomic_existing_output_kept_truncated_bam(case):
-        """Input cut mid-records, failing after sorted runs were written."""
-        keeps_existing_output(case, case.input("truncated.bam"), "truncated.bam",
-                              h.SPILL)
-
-    @test
-    def test_atomic_existing_output_kept_bad_sam_line(case):
-        src = os.path.join(case.dir, "bad_line.sam")
-        with open(case.input("mixed.sam")) as f:
-            h.write_text(src, f.read() + "garbage line\n")
-        keeps_existing_output(case, src, "bad_line.sam")
-
-    @test
-    def test_atomic_existing_output_kept_readout_failure(case):
-        """The failure comes while the output is being written (a position
-        BAM cannot hold): the file at -o must still be the old one."""
-        src = robust_input(case, "late_failure.sam")
-        oracle_must_fail(case, src)
-        keeps_existing_output(case, src, "out.bam")
-
-    @test
-    def test_atomic_readout_failure_message_gives_cause(case):
-        """The one line about a failed write must not blame 'Success'
-        (errno 0): it should say what went wrong."""
-        src = robust_input(case, "late_failure.sam")
-        result = case.rocksort(["-T", case.temp_prefix, "-o", case.out("out.bam"), src])
-        line = expect_one_line(case, result, ["out.bam"])
-        if re.search(r":\s*Success\s*$", line):
-            raise Failure("the error message gives 'Success' as the cause", [line])
-        case.expect_only_files(case.out_dir, [])
-
-    @test
-    def test_atomic_stdout_failure_during_load_no_eof(case):
-        result = case.rocksort(["-T", case.temp_prefix, case.input("truncated.bam")])
-        expect_one_line(case, result, ["truncated.bam"])
-        expect_no_eof_block(result.stdout)
-        case.expect_only_files(case.out_dir, [])
-
-    @test
-    def test_atomic_stdout_failure_during_readout_no_eof(case):
-        """Part of the output is already on stdout when the write fails; it
-        must not end like a complete BGZF file."""
-        src = robust_input(case, "late_failure.sam")
-        result = case.rocksort(["-T", case.temp_prefix, src])
-        expect_one_line(case, result, [])
-        expect_no_eof_block(result.stdout)
-        case.expect_only_files(case.out_dir, [])
-
-    # 2. Record accounting ---------------------------------------------------------
-
-    def record_count(case, src):
-        count_file = os.path.join(case.dir, "count")
-        case.session.oracle_ok("view", ["-c", "-o", count_file, src])
-        with open(count_file) as f:
-            return int(f.read().strip())
-
-    def expect_verify_ok(case, stderr, count):
-        lines = [l for l in stderr_lines(stderr) if l.startswith("[rocksort] verify:")]
-        if len(lines) != 1:
-            raise Failure(f"{len(lines)} '[rocksort] verify:' lines on stderr, "
-                          "expected 1", h.tail(stderr))
-        numbers = re.findall(r"(?<![0-9A-Fa-f])\d+(?![0-9A-Fa-f])", lines[0])
-        if numbers.count(str(count)) < 2:
-            raise Failure(f"the verify line does not give {count} records both "
-                          "in and out", lines)
-        if not re.search(r"\bOK\b", lines[0]) or "MISMATCH" in lines[0]:
-            raise Failure("the verify line does not say OK", lines)
-
-    @test
-    def test_verify_in_memory(case):
-        src = case.input("mixed.bam")
-        expected = case.session.expected("mixed.bam", [])
-        result = case.rocksort_ok(["--verify", "-T", case.temp_prefix,
-                                   "-o", case.out("out"), src])
-        expect_verify_ok(case, result.stderr, record_count(case, src))
-        case.expect_same(case.out("out"), expected)
-        case.expect_no_temp_left()
-
-    @test
-    def test_verify_spilled_name_order(case):
-        """Sorted runs in RocksDB merged with the last batch from memory."""
-        src = case.input("bulk.bam")
-        expected = case.session.expected("bulk.bam", ["-n"])
-        result = case.rocksort_ok(["--verify", "-n", *h.SPILL, "-T",
-                                   case.temp_prefix, "-o", case.out("out"), src])
-        expect_verify_ok(case, result.stderr, record_count(case, src))
-        case.expect_same(case.out("out"), expected)
-        case.expect_no_temp_left()
-
-    @test
-    def test_verify_sam_from_stdin_to_stdout(case):
-        """SAM out unpacks each record (no zero-copy path)."""
-        src = case.input("mixed.sam")
-        expected = case.session.expected("mixed.sam", h.SAM_OUT)
-        result = case.rocksort_ok(["--verify", *h.SAM_OUT, "-T", case.temp_prefix],
-                                  stdin=src)
-        h.write_bytes(os.path.join(case.dir, "stdout.sam"), result.stdout)
-        expect_verify_ok(case, result.stderr, record_count(case, src))
-        case.expect_same(os.path.join(case.dir, "stdout.sam"), expected)
-        case.expect_no_temp_left()
-
-    # 3. Signals -------------------------------------------------------------------
-
-    def interrupted_while_loading(case, sig, data, cut, extra, spilled):
-        """Feeds data[:cut] on stdin, waits until the temp database exists
-        (and holds a sorted run if spilled), sends sig: rocksort must exit
-        with 128+sig and leave neither temp data nor output."""
-        args = [*extra, "-T", case.temp_prefix, "-o", case.out("out.bam"), "-"]
-        with Background(case, args, stdin=True) as bg:
+def test_temp_concurrent_sorts_same_prefix(case):
+    """Two sorts share a -T prefix and are both held mid-load (each with
+    its database made and a run written) before either may finish."""
+    with open(case.input("mixed.sam"), "rb") as f:
+        data = f.read()  # SAM: all but the last few records get read
+    expected = case.session.expected("mixed.sam", [])
+    outs = [case.out("one.bam"), case.out("two.bam")]
+    with Background(case, [*SPILL, "-T", case.temp_prefix, "-o", outs[0], "-"],
+                    stdin=True, name="one") as one, \
+            Background(case, [*SPILL, "-T", case.temp_prefix, "-o", outs[1], "-"],
+                       stdin=True, name="two") as two:
+        cut = len(data) - 1000
+        for bg in (one, two):
             bg.feed(data[:cut])
-            wait_until(lambda: store_dirs(case), "the temporary database appeared",
-                       bg)
-            if spilled:
-                wait_until(lambda: has_sorted_run(case), "a sorted run was written",
-                           bg)
-            if not bg.running():
-                raise Failure("rocksort ended before the signal", bg.stderr_tail())
-            bg.proc.send_signal(sig)
-            status = bg.wait()
-            if status != 128 + sig:
-                raise Failure(f"exit status {status} after {signal.Signals(sig).name},"
-                              f" expected {128 + sig}", bg.stderr_tail())
-        case.expect_no_temp_left()
-        case.expect_only_files(case.out_dir, [])
 
-    @test
-    def test_signal_int_during_load_bam_spilled(case):
-        with open(case.input("bulk.bam"), "rb") as f:
-            data = f.read()
-        interrupted_while_loading(case, signal.SIGINT, data, len(data) // 2,
-                                  h.SPILL, spilled=True)
-
-    @test
-    def test_signal_term_during_load_sam_spilled(case):
-        with open(case.input("bulk.sam"), "rb") as f:
-            data = f.read()
-        interrupted_while_loading(case, signal.SIGTERM, data, len(data) // 3,
-                                  h.SPILL, spilled=True)
-
-    @test
-    def test_signal_hup_during_load_in_memory(case):
-        with open(case.input("mixed.sam"), "rb") as f:
-            data = f.read()
-        interrupted_while_loading(case, signal.SIGHUP, data, len(data) // 2, [],
-                                  spilled=False)
-
-    @test
-    def test_signal_term_during_readout(case):
-        """rocksort blocks writing to a pipe nobody reads (so it is in the
-        readout, runs open in RocksDB); SIGTERM must still clean up."""
-        args = ["-u", *h.SPILL, "-T", case.temp_prefix, case.input("mixed.bam")]
-        with Background(case, args, stdout_pipe=True) as bg:
-            fd = bg.proc.stdout.fileno()
-            seen = []
-
-            def pipe_stays_full():
-                seen.append(pipe_bytes_waiting(fd))
-                return len(seen) > 10 and seen[-1] > 0 and seen[-1] == seen[-11]
-            wait_until(pipe_stays_full, "the output pipe filled up", bg)
-            if not store_dirs(case):
-                raise Failure("no temporary database during the readout")
-            bg.proc.send_signal(signal.SIGTERM)
-            status = bg.wait()
-            if status != 128 + signal.SIGTERM:
-                raise Failure(f"exit status {status} after SIGTERM in the readout,"
-                              f" expected {128 + signal.SIGTERM}", bg.stderr_tail())
-        case.expect_no_temp_left()
-        case.expect_only_files(case.out_dir, [])
-
-    @test
-    def test_signal_any_moment_all_or_nothing(case):
-        """SIGTERM in each phase a run can be seen in: the temporary database
-        made, a sorted run written, the output begun, the output nearly
-        written, the output renamed into place (the commit).  Every run must
-        end either with status 0 and the complete output, or with 143 and
-        nothing at all.  A finished output with status 143 is the bug this
-        catches.  The moments are observed, not timed, so a slow or loaded
-        machine (or ASan) aims at the same phases."""
-        src = case.input("bulk.bam")
-        expected = case.session.expected("bulk.bam", [])
-        out = case.out("out.bam")
-        args = [*case.session.rocksort_cmd, *h.SPILL, "-T", case.temp_prefix,
-                "-o", out, src]
-        env = dict(case.session.env, TMPDIR=case.tmp)
-        full = os.path.getsize(expected)
-
-        def output_written():
-            """Bytes in the hidden file the output is written to, -1 if none."""
-            sizes = [-1]
-            for name in listing(case.out_dir):
-                if name.startswith(".out.bam.rocksort."):
-                    try:
-                        sizes.append(os.path.getsize(os.path.join(case.out_dir, name)))
-                    except OSError:
-                        pass
-            return max(sizes)
-        phases = [("database made", lambda: store_dirs(case)),
-                  ("run written", lambda: has_sorted_run(case)),
-                  ("output begun", lambda: output_written() > 0),
-                  ("output nearly written", lambda: output_written() >= full * 9 // 10),
-                  ("output renamed", lambda: os.path.exists(out))]
-        outcomes = {0: 0, 128 + signal.SIGTERM: 0}
-        for attempt in range(len(phases) * 4):
-            phase, reached = phases[attempt % len(phases)]
-            if os.path.exists(out):
-                os.unlink(out)
-            proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                                    env=env, cwd=case.out_dir)
-            deadline = time.monotonic() + WAIT
-            while proc.poll() is None and not reached() and time.monotonic() < deadline:
-                time.sleep(0.001)
-            proc.send_signal(signal.SIGTERM)    # nothing if it has ended
-            _, err = proc.communicate(timeout=WAIT)
-            status = proc.returncode
-            case.expect_no_temp_left()
-            if status == 0:
-                case.expect_same(out, expected)
-            elif status == 128 + signal.SIGTERM or status == -signal.SIGTERM:
-                case.expect_only_files(case.out_dir, [])
-            else:
-                raise Failure(f"exit status {status} after SIGTERM ({phase})", h.tail(err))
-            if phase == "output renamed" and status != 0:
-                raise Failure(f"exit status {status} after SIGTERM past the commit",
-                              h.tail(err))
-            outcomes[max(status, 128 + signal.SIGTERM) if status else 0] += 1
-        if not all(outcomes.values()):
-            raise Failure(f"the signals never hit both sides of the commit: {outcomes}")
-
-    # 4. A closed output pipe --------------------------------------------------------
-
-    def reader_goes_away(case, args):
-        """`rocksort ... | head -c 100`: read 100 bytes, close the pipe."""
-        with Background(case, [*args, "-T", case.temp_prefix], stdout_pipe=True) as bg:
-            got = b""
-            deadline = time.monotonic() + WAIT
-            while len(got) < 100 and time.monotonic() < deadline:
-                chunk = bg.proc.stdout.read(100 - len(got))
-                if not chunk:
-                    break
-                got += chunk
-            if len(got) < 100:
-                raise Failure(f"only {len(got)} bytes on stdout", bg.stderr_tail())
-            bg.proc.stdout.close()
-            status = bg.wait("rocksort writing to a closed pipe")
-            if status == 0:
-                raise Failure("exit status 0 although the output could not be "
-                              "written", bg.stderr_tail())
-            if status < 0:
-                raise Failure(f"killed by signal {-status}, expected an exit "
-                              "status", bg.stderr_tail())
-        case.expect_no_temp_left()
-        case.expect_only_files(case.out_dir, [])
-
-    @test
-    def test_pipe_closed_bam_uncompressed(case):
-        reader_goes_away(case, ["-u", *h.SPILL, case.input("mixed.bam")])
-
-    @test
-    def test_pipe_closed_sam_spilled(case):
-        reader_goes_away(case, [*h.SAM_OUT, *h.SPILL, case.input("bulk.bam")])
-
-    # 5. A full disk (tmpfs needs root) ----------------------------------------------
-
-    def with_small_tmpfs(case, body):
-        tmpfs.with_tmpfs(case.dir, "4M", body, Failure, name="tmpfs4m")
-
-    def expect_no_space(case, result, place):
-        line = expect_one_line(case, result, [place], "disk-full")
-        if "No space left" not in line:
-            raise Failure("the message does not say 'No space left'", [line])
-
-    if os.geteuid() == 0:
-        @test
-        def test_disk_full_temp(case):
-            """Temp data (some 6 MB of compact runs) cannot fit a 4 MB -T
-            location.  On a pipe the size is unknown, so the sort starts."""
-            def body(mount_point):
-                out = case.out("out.bam")
-                result = case.rocksort([*h.SPILL, "-T", os.path.join(mount_point, "rs"),
-                                        "-o", out, "-"], stdin=case.input("bulk.bam"))
-                expect_no_space(case, result, mount_point)
-                case.expect_only_files(case.out_dir, [])
-            with_small_tmpfs(case, body)
-
-        @test
-        def test_disk_full_output(case):
-            """An uncompressed output of some 10 MB into a 4 MB directory."""
-            def body(mount_point):
-                out = os.path.join(mount_point, "out.bam")
-                result = case.rocksort(["-u", "-T", case.temp_prefix, "-o", out,
-                                        case.input("bulk.bam")])
-                expect_no_space(case, result, out)
-            with_small_tmpfs(case, body)
-
-    # 6. Damaged input ----------------------------------------------------------------
-
-    def like_oracle(case, src):
-        """An input the oracle may accept: then the same output, else the
-        same one-line error naming the input; nothing else left behind."""
-        h.expect_outcome_of(case, src, [], name="out", mentions=[os.path.basename(src)])
-        made = ["out.bam"] if os.path.exists(case.out("out.bam")) else []
-        case.expect_only_files(case.out_dir, made)
-
-    @test
-    def test_bad_input_plain_gzip_sam(case):
-        """`gzip -c in.sam`: not BGZF, yet htslib (the oracle) reads it."""
-        src = os.path.join(case.dir, "plain.sam.gz")
-        with open(case.input("mixed.sam"), "rb") as f:
-            h.write_bytes(src, gzip.compress(f.read()))
-        like_oracle(case, src)
-
-    @test
-    def test_bad_input_plain_gzip_bam(case):
-        """A BAM stream gzipped as one member: the oracle reads it too."""
-        src = os.path.join(case.dir, "plain_gzip.bam")
-        h.write_bytes(src, gzip.compress(gzip.decompress(mixed_bam_bytes(case))))
-        like_oracle(case, src)
-
-    @test
-    def test_bad_input_bam_cut_inside_header_block(case):
-        data = mixed_bam_bytes(case)
-        first_size = bgzf_blocks(data)[0][1]  # the header's only block
-        bad_input(case, "cut_in_header.bam", data[:first_size // 2])
-
-    @test
-    def test_bad_input_bam_cut_between_header_blocks(case):
-        """A header of several BGZF blocks, cut after its first block: the
-        file ends cleanly at a block boundary, in the middle of the header."""
-        with open(robust_input(case, "big_header.bam"), "rb") as f:
-            data = f.read()
-        blocks = bgzf_blocks(data)
-        if len(blocks) < 4:
-            raise Failure("test is wrong: the big header fits one BGZF block")
-        bad_input(case, "cut_between_header_blocks.bam", data[:blocks[1][0]])
-
-    @test
-    def test_bad_input_bam_corrupt_deflated_byte(case):
-        data = mixed_bam_bytes(case)
-        bad_input(case, "corrupt_byte.bam",
-                  flip_byte_in_block(data, len(bgzf_blocks(data)) // 2))
-
-    @test
-    def test_bad_input_bam_corrupt_stored_byte(case):
-        """Stored (level 0) blocks: the damage only shows as a CRC32 mismatch."""
-        data = bgzf_compress(gzip.decompress(mixed_bam_bytes(case)), level=0)
-        bad_input(case, "corrupt_crc.bam",
-                  flip_byte_in_block(data, len(bgzf_blocks(data)) // 2, mask=0x01))
-
-    @test
-    def test_bad_input_bam_tid_beyond_header(case):
-        """mixed.bam's records on c2 and c3 under a header that lists c1 only."""
-        raw = gzip.decompress(mixed_bam_bytes(case))
-        bad_input(case, "tid_beyond.bam", bgzf_compress(bam_with_refs(raw, 1)))
-
-    def bad_first_record(case, name, field, fmt, value):
-        raw = gzip.decompress(mixed_bam_bytes(case))
-        first = bam_layout(raw)[2]
-        bad_input(case, name, bgzf_compress(patched(raw, first + field, fmt, value)))
-
-    @test
-    def test_bad_input_bam_l_seq_huge(case):
-        bad_first_record(case, "l_seq_huge.bam", REC_L_SEQ, "<i", 0x7fffffff)
-
-    @test
-    def test_bad_input_bam_l_seq_negative(case):
-        bad_first_record(case, "l_seq_negative.bam", REC_L_SEQ, "<i", -5)
-
-    @test
-    def test_bad_input_bam_block_size_negative(case):
-        bad_first_record(case, "block_size_negative.bam", REC_BLOCK_SIZE, "<i", -1)
-
-    @test
-    def test_bad_input_cram_reference_missing(case):
-        """A CRAM whose reference was moved away (its @SQ UR: names a path
-        that no longer exists), no --reference, REF_PATH an empty dir."""
-        ref_dir = os.path.join(case.dir, "ref")
-        os.mkdir(ref_dir)
-        ref = os.path.join(ref_dir, "ref.fa")
-        shutil.copy(case.input("mixed.fa"), ref)
-        shutil.copy(case.input("mixed.fa") + ".fai", ref + ".fai")
-        src = os.path.join(case.dir, "no_ref.cram")
-        case.session.oracle_ok("view", ["-C", "--no-PG", "--reference", ref,
-                                        "-o", src, case.input("mixed.sam")])
-        shutil.rmtree(ref_dir)
-        empty = os.path.join(case.dir, "empty_ref_path")
-        os.mkdir(empty)
-        env = {k: v for k, v in case.session.env.items() if k != "REF_CACHE"}
-        env["REF_PATH"] = empty
-        oracle_must_fail(case, src, env=env)
-        out = case.out("out.bam")
-        result = h.run([*case.session.rocksort_cmd, "-T", case.temp_prefix, "-o", out,
-                        src], cwd=case.out_dir, env=dict(env, TMPDIR=case.tmp))
-        line = h.expect_error(case, result, ["no_ref.cram"], out)
-        if "reference" not in line:
-            raise Failure("the error does not say the reference is missing", [line])
-        case.expect_only_files(case.out_dir, [])
-
-    # Fuzzing: seeds, the corpus kept from fuzz runs, and every reproducer of a
-    # past finding go through the fuzz targets again (fuzz/replay.c, any compiler).
-
-    def replay(case, target):
-        binary = os.path.join(h.REPO, "fuzz", f"replay_{target}")
-        dirs = [os.path.join(h.REPO, "fuzz", d, target) for d in ("corpus", "regressions")]
-        files = sum(len(os.listdir(d)) for d in dirs if os.path.isdir(d))
-        if files == 0:
-            raise Failure(f"no fuzz inputs for {target}: fuzz/corpus/{target} is empty")
-        result = h.run([binary, *dirs], env=dict(case.session.env, TMPDIR=case.tmp))
-        if result.returncode != 0:
-            raise Failure(f"replay_{target} failed with status {result.returncode}",
-                          h.tail(result.stderr))
-        replayed = re.search(rb"replayed (\d+) inputs", result.stdout)
-        if not replayed or int(replayed[1]) != files:
-            raise Failure(f"replayed {replayed and int(replayed[1])} of {files} inputs")
-        case.expect_no_temp_left()
-
-    @test
-    def test_fuzz_replay_record(case):
-        replay(case, "record")
-
-    @test
-    def test_fuzz_replay_input(case):
-        replay(case, "input")
-
-    # 7. The temporary database ------------------------------------------------------
-
-    def kept_database(case, prefix):
-        """Sorts with -k under umask 0 -> the kept database's path."""
-        result = subprocess.run(
-            [*case.session.rocksort_cmd, "-k", "-T", prefix, "-o",
-             case.out("out.bam"), case.input("mixed.bam")],
-            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-            cwd=case.out_dir, env=dict(case.session.env, TMPDIR=case.tmp),
-            umask=0, timeout=h.TIMEOUT)
-        if result.returncode != 0:
-            raise Failure(f"rocksort -k exited with {result.returncode}",
-                          h.tail(result.stderr))
-        found = re.search(rb"\[rocksort\] kept the temporary database: (.+)",
-                          result.stderr)
-        if not found:
-            raise Failure("-k did not print the kept database's path",
-                          h.tail(result.stderr))
-        return os.path.join(case.out_dir, found[1].decode().strip())
-
-    @test
-    def test_temp_database_mode_0700(case):
-        """Even under umask 0 the database directory is private (0700), both
-        for a -T prefix and for a -T directory."""
-        for prefix in (case.temp_prefix, case.tmp):
-            path = kept_database(case, prefix)
-            try:
-                if os.path.realpath(os.path.dirname(path)) != os.path.realpath(case.tmp):
-                    raise Failure(f"the kept database {path} is not in the -T "
-                                  "location")
-                mode = stat.S_IMODE(os.stat(path).st_mode)
-                if mode != 0o700:
-                    raise Failure(f"the temporary database {os.path.basename(path)}"
-                                  f" has mode {mode:04o}, expected 0700 "
-                                  f"(-T {os.path.basename(prefix)})")
-            finally:
-                shutil.rmtree(path, ignore_errors=True)
-            os.remove(case.out("out.bam"))
-        case.expect_no_temp_left()
-
-    @test
-    def test_temp_prefix_directory_missing(case):
-        prefix = os.path.join(case.dir, "no_such_dir", "rs")
-        out = case.out("out.bam")
-        result = case.rocksort(["-T", prefix, "-o", out, case.input("mixed.bam")])
-        h.expect_error(case, result, ["no_such_dir"], out)
-        case.expect_only_files(case.out_dir, [])
-
-    @test
-    def test_temp_concurrent_sorts_same_prefix(case):
-        """Two sorts share a -T prefix and are both held mid-load (each with
-        its database made and a run written) before either may finish."""
-        with open(case.input("mixed.sam"), "rb") as f:
-            data = f.read()  # SAM: all but the last few records get read
-        expected = case.session.expected("mixed.sam", [])
-        outs = [case.out("one.bam"), case.out("two.bam")]
-        with Background(case, [*h.SPILL, "-T", case.temp_prefix, "-o", outs[0], "-"],
-                        stdin=True, name="one") as one, \
-                Background(case, [*h.SPILL, "-T", case.temp_prefix, "-o", outs[1], "-"],
-                           stdin=True, name="two") as two:
-            cut = len(data) - 1000
-            for bg in (one, two):
-                bg.feed(data[:cut])
-
-            def both_spilled():
-                dirs = store_dirs(case)
-                return len(dirs) == 2 and all(
-                    any(n.endswith(".sst") for n in listing(d)) for d in dirs)
-            wait_until(both_spilled, "both sorts had written a sorted run")
-            for bg in (one, two):
-                bg.feed(data[cut:])
-                bg.end_input()
-            for bg, name in ((one, "first"), (two, "second")):
-                if bg.wait() != 0:
-                    raise Failure(f"the {name} sort exited with "
-                                  f"{bg.proc.returncode}", bg.stderr_tail())
-        for out in outs:
-            case.expect_same(out, expected)
-        case.expect_no_temp_left()
-        case.expect_only_files(case.out_dir, ["one.bam", "two.bam"])
-
-    # 8. Few open files --------------------------------------------------------------
-
-    @test
-    def test_nofile_limit_64_many_runs(case):
-        """ulimit -n 64 (soft and hard) and 50+ sorted runs to merge."""
-        src = robust_input(case, "bulk60k.bam")
-        expected = os.path.join(case.dir, "expected.bam")
-        case.session.oracle_ok("sort", ["--no-PG", "-o", expected, src])
-        out = case.out("out.bam")
-        limit = ("import resource, os, sys; "
-                 "resource.setrlimit(resource.RLIMIT_NOFILE, (64, 64)); "
-                 "os.execvp(sys.argv[1], sys.argv[1:])")
-        result = h.run([h.PYTHON, "-c", limit, *case.session.rocksort_cmd, "-v",
-                        *h.SPILL, "-T", case.temp_prefix, "-o", out, src],
-                       cwd=case.out_dir, env=dict(case.session.env, TMPDIR=case.tmp))
-        if result.returncode != 0:
-            raise Failure(f"exit status {result.returncode} under ulimit -n 64",
-                          h.tail(result.stderr))
-        runs = re.search(rb"runs: (\d+) written", result.stderr)
-        if runs and int(runs[1]) < 50:
-            raise Failure(f"test is wrong: only {int(runs[1])} sorted runs, "
-                          "it needs 50 or more")
+        def both_spilled():
+            dirs = store_dirs(case)
+            return len(dirs) == 2 and all(
+                any(n.endswith(".sst") for n in listing(d)) for d in dirs)
+        wait_until(both_spilled, "both sorts had written a sorted run")
+        for bg in (one, two):
+            bg.feed(data[cut:])
+            bg.end_input()
+        for bg, name in ((one, "first"), (two, "second")):
+            if bg.wait() != 0:
+                raise Failure(f"the {name} sort exited with "
+                              f"{bg.proc.returncode}", bg.stderr_tail())
+    for out in outs:
         case.expect_same(out, expected)
-        case.expect_no_temp_left()
-        case.expect_only_files(case.out_dir, ["out.bam"])
+    case.expect_no_temp_left()
+    case.expect_only_files(case.out_dir, ["one.bam", "two.bam"])
+
+
+# 6. Few open files --------------------------------------------------------------
+
+def test_nofile_limit_64_many_runs(case):
+    """ulimit -n 64 (soft and hard) and 50+ sorted runs to merge."""
+    src = robust_input(case, "bulk60k.bam")
+    expected = os.path.join(case.dir, "expected.bam")
+    case.session.oracle_ok("sort", ["--no-PG", "-o", expected, src])
+    out = case.out("out.bam")
+    limit = ("import resource, os, sys; "
+             "resource.setrlimit(resource.RLIMIT_NOFILE, (64, 64)); "
+             "os.execvp(sys.argv[1], sys.argv[1:])")
+    result = run([PYTHON, "-c", limit, *case.session.rocksort_cmd, "-v",
+                  *SPILL, "-T", case.temp_prefix, "-o", out, src],
+                 cwd=case.out_dir, env=dict(case.session.env, TMPDIR=case.tmp))
+    if result.returncode != 0:
+        raise Failure(f"exit status {result.returncode} under ulimit -n 64",
+                      tail(result.stderr))
+    runs = re.search(rb"runs: (\d+) written", result.stderr)
+    if runs and int(runs[1]) < 50:
+        raise Failure(f"test is wrong: only {int(runs[1])} sorted runs, "
+                      "it needs 50 or more")
+    case.expect_same(out, expected)
+    case.expect_no_temp_left()
+    case.expect_only_files(case.out_dir, ["out.bam"])

@@ -1,7 +1,6 @@
-"""Temp space tests of `samtools rocksort`, registered by test/run_tests.py:
-the runs' format is chosen before reading from the free space under -T, a
-sort whose runs cannot fit is refused at once, and --temp-compression still
-forces a format.
+"""Temp space tests of `samtools rocksort`: the runs' format is chosen
+before reading from the free space under -T, a sort whose runs cannot fit
+is refused at once, and --temp-compression still forces a format.
 
 The space tests mount a tmpfs inside the case's own directory (root only,
 like robustness.py's disk_full tests) and unmount it afterwards.  Their
@@ -21,8 +20,8 @@ import subprocess
 import time
 
 import tmpfs
+from harness import Failure, expect_error, tail, write_text
 
-Failure = Exception  # the harness's Failure, once register() has run
 WAIT = 20           # seconds: the longest a mount or a refusal may take
 MEM = ["-m", "4M"]  # some 10 runs of the input below, no background merges
 # tmpfs sizes (KiB) around the measured sizes above, with 1 MB or more of
@@ -56,133 +55,129 @@ def reads_text(count=30000, ref_len=60000, seed=26):
     return "\n".join(lines) + "\n"
 
 
-def register(test, h):
-    """Defines the tests with the harness's `test` decorator; h is the
-    run_tests module."""
-    global Failure
-    Failure = h.Failure
+def make_input(case):
+    sam = os.path.join(case.dir, "reads.sam")
+    bam = os.path.join(case.dir, "reads.bam")
+    write_text(sam, reads_text())
+    case.session.oracle_ok("view", ["-b", "--no-PG", "-o", bam, sam])
+    return bam
 
-    def make_input(case):
-        sam = os.path.join(case.dir, "reads.sam")
-        bam = os.path.join(case.dir, "reads.bam")
-        h.write_text(sam, reads_text())
-        case.session.oracle_ok("view", ["-b", "--no-PG", "-o", bam, sam])
-        return bam
 
-    def with_tmpfs(case, kib, body):
-        tmpfs.with_tmpfs(case.dir, f"{kib}k", body, Failure)
+def with_tmpfs(case, kib, body):
+    tmpfs.with_tmpfs(case.dir, f"{kib}k", body, Failure)
 
-    def report_line(result, what):
-        text = result.stderr.decode(errors="replace")
-        match = re.search(rf"^\[rocksort\] {what}.*$", text, re.M)
-        if not match:
-            raise Failure(f"no '{what}' line in the -v report", h.tail(text))
-        return match.group(0)
 
-    def temp_bytes(result):
-        line = report_line(result, "runs:")
-        return int(re.search(r"temp bytes written: (\d+)", line).group(1))
+def report_line(result, what):
+    text = result.stderr.decode(errors="replace")
+    match = re.search(rf"^\[rocksort\] {what}.*$", text, re.M)
+    if not match:
+        raise Failure(f"no '{what}' line in the -v report", tail(text))
+    return match.group(0)
 
-    def sort_ok(case, src, args):
-        """Sorts src (-v) into out.bam and compares with the oracle."""
-        expected = os.path.join(case.dir, "expected.bam")
-        case.session.oracle_ok("sort", [*MEM, "--no-PG", "-o", expected, src])
-        out = case.out("out.bam")
-        result = case.rocksort_ok(["-v", *MEM, *args, "-o", out, src])
-        case.expect_same(out, expected)
-        return result
 
-    def expect_refusal(case, result, place, started):
-        """Exit 1 at once, one line naming the place, the space needed and
-        free, and -T; no output, nothing in the temp dir."""
-        seconds = time.monotonic() - started
-        line = h.expect_error(case, result, [place], case.out("out.bam"))
-        for word in ("needed", "free", "-T"):
-            if word not in line:
-                raise Failure(f"the refusal does not say '{word}'", [line])
-        if len(re.findall(r"\d+(\.\d+)? [MG]B", line)) < 2:
-            raise Failure("the refusal does not give the space needed and free", [line])
-        if seconds > 5:
-            raise Failure(f"the refusal took {seconds:.1f} s: not at once", [line])
-        return line
+def temp_bytes(result):
+    line = report_line(result, "runs:")
+    return int(re.search(r"temp bytes written: (\d+)", line).group(1))
 
-    if os.geteuid() == 0:
-        @test
-        def test_temp_space_compact_when_uncompressed_cannot_fit(case):
-            """7 MiB of temp room: uncompressed runs (~10 MB) would fill it,
-            compact ones (~2 MB) fit.  Unforced, the sort picks compact."""
-            src = make_input(case)
 
-            def body(mount_point):
-                result = sort_ok(case, src, ["-T", mount_point])
-                line = report_line(result, "temp runs:")
-                if "compact" not in line.split(";")[0]:
-                    raise Failure("compact runs were not chosen", [line])
-            with_tmpfs(case, ROOM_FOR_COMPACT_ONLY, body)
+def sort_ok(case, src, args):
+    """Sorts src (-v) into out.bam and compares with the oracle."""
+    expected = os.path.join(case.dir, "expected.bam")
+    case.session.oracle_ok("sort", [*MEM, "--no-PG", "-o", expected, src])
+    out = case.out("out.bam")
+    result = case.rocksort_ok(["-v", *MEM, *args, "-o", out, src])
+    case.expect_same(out, expected)
+    return result
 
-        @test
-        def test_temp_space_refused_file_input(case):
-            """1 MiB of temp room: not even compact runs fit.  Refused before
-            sorting, with the one-line message; nothing left behind."""
-            src = make_input(case)
 
-            def body(mount_point):
-                started = time.monotonic()
-                result = case.rocksort([*MEM, "-T", mount_point, "-o",
-                                        case.out("out.bam"), src])
-                expect_refusal(case, result, mount_point, started)
-            with_tmpfs(case, ROOM_FOR_NEITHER, body)
+def expect_refusal(case, result, place, started):
+    """Exit 1 at once, one line naming the place, the space needed and
+    free, and -T; no output, nothing in the temp dir."""
+    seconds = time.monotonic() - started
+    line = expect_error(case, result, [place], case.out("out.bam"))
+    for word in ("needed", "free", "-T"):
+        if word not in line:
+            raise Failure(f"the refusal does not say '{word}'", [line])
+    if len(re.findall(r"\d+(\.\d+)? [MG]B", line)) < 2:
+        raise Failure("the refusal does not give the space needed and free", [line])
+    if seconds > 5:
+        raise Failure(f"the refusal took {seconds:.1f} s: not at once", [line])
+    return line
 
-        @test
-        def test_temp_space_refused_before_reading_stdin(case):
-            """-s 1G with the input on a pipe nobody writes to: the refusal
-            must come before the first read, or it would wait forever."""
-            def body(mount_point):
-                read_end, write_end = os.pipe()
-                try:
-                    started = time.monotonic()
-                    proc = subprocess.run(
-                        [*case.session.rocksort_cmd, *MEM, "-s", "1G", "-T", mount_point,
-                         "-o", case.out("out.bam"), "-"], stdin=read_end,
-                        stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                        env=dict(case.session.env, TMPDIR=case.tmp), timeout=WAIT)
-                finally:
-                    os.close(read_end)
-                    os.close(write_end)
-                line = expect_refusal(case, proc, mount_point, started)
-                if "-s" not in line:
-                    raise Failure("the refusal does not say the estimate came from -s",
-                                  [line])
-            with_tmpfs(case, ROOM_FOR_NEITHER, body)
 
-        @test
-        def test_temp_forced_none_refused_where_only_compact_fits(case):
-            """--temp-compression none is obeyed: where its runs cannot fit,
-            the sort is refused rather than switched to compact runs."""
-            src = make_input(case)
-
-            def body(mount_point):
-                started = time.monotonic()
-                result = case.rocksort([*MEM, "--temp-compression", "none", "-T",
-                                        mount_point, "-o", case.out("out.bam"), src])
-                line = expect_refusal(case, result, mount_point, started)
-                if "none" not in line:
-                    raise Failure("the refusal does not name the forced format", [line])
-            with_tmpfs(case, ROOM_FOR_COMPACT_ONLY, body)
-
-    @test
-    def test_temp_forced_none_writes_uncompressed_runs(case):
-        """With room to spare either way, the forced formats are kept: none
-        writes at least the records' own bytes, compact far fewer."""
+if os.geteuid() == 0:
+    def test_temp_space_compact_when_uncompressed_cannot_fit(case):
+        """7 MiB of temp room: uncompressed runs (~10 MB) would fill it,
+        compact ones (~2 MB) fit.  Unforced, the sort picks compact."""
         src = make_input(case)
-        raw = sum(len(line) for line in reads_text().splitlines()[3:])
-        none = sort_ok(case, src, ["-T", case.temp_prefix, "--temp-compression", "none"])
-        line = report_line(none, "temp runs:")
-        if not line.startswith("[rocksort] temp runs: none,") or "--temp-compression" not in line:
-            raise Failure("-v does not report forced uncompressed runs", [line])
-        compact = sort_ok(case, src, ["-T", case.temp_prefix, "--temp-compression",
-                                      "compact"])
-        if temp_bytes(none) < raw * 0.6 or temp_bytes(compact) * 2 > temp_bytes(none):
-            raise Failure(f"temp bytes: none {temp_bytes(none)}, compact "
-                          f"{temp_bytes(compact)}, SAM records {raw}")
-        case.expect_no_temp_left()
+
+        def body(mount_point):
+            result = sort_ok(case, src, ["-T", mount_point])
+            line = report_line(result, "temp runs:")
+            if "compact" not in line.split(";")[0]:
+                raise Failure("compact runs were not chosen", [line])
+        with_tmpfs(case, ROOM_FOR_COMPACT_ONLY, body)
+
+    def test_temp_space_refused_file_input(case):
+        """1 MiB of temp room: not even compact runs fit.  Refused before
+        sorting, with the one-line message; nothing left behind."""
+        src = make_input(case)
+
+        def body(mount_point):
+            started = time.monotonic()
+            result = case.rocksort([*MEM, "-T", mount_point, "-o",
+                                    case.out("out.bam"), src])
+            expect_refusal(case, result, mount_point, started)
+        with_tmpfs(case, ROOM_FOR_NEITHER, body)
+
+    def test_temp_space_refused_before_reading_stdin(case):
+        """-s 1G with the input on a pipe nobody writes to: the refusal
+        must come before the first read, or it would wait forever."""
+        def body(mount_point):
+            read_end, write_end = os.pipe()
+            try:
+                started = time.monotonic()
+                proc = subprocess.run(
+                    [*case.session.rocksort_cmd, *MEM, "-s", "1G", "-T", mount_point,
+                     "-o", case.out("out.bam"), "-"], stdin=read_end,
+                    stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                    env=dict(case.session.env, TMPDIR=case.tmp), timeout=WAIT)
+            finally:
+                os.close(read_end)
+                os.close(write_end)
+            line = expect_refusal(case, proc, mount_point, started)
+            if "-s" not in line:
+                raise Failure("the refusal does not say the estimate came from -s",
+                              [line])
+        with_tmpfs(case, ROOM_FOR_NEITHER, body)
+
+    def test_temp_forced_none_refused_where_only_compact_fits(case):
+        """--temp-compression none is obeyed: where its runs cannot fit,
+        the sort is refused rather than switched to compact runs."""
+        src = make_input(case)
+
+        def body(mount_point):
+            started = time.monotonic()
+            result = case.rocksort([*MEM, "--temp-compression", "none", "-T",
+                                    mount_point, "-o", case.out("out.bam"), src])
+            line = expect_refusal(case, result, mount_point, started)
+            if "none" not in line:
+                raise Failure("the refusal does not name the forced format", [line])
+        with_tmpfs(case, ROOM_FOR_COMPACT_ONLY, body)
+
+
+def test_temp_forced_none_writes_uncompressed_runs(case):
+    """With room to spare either way, the forced formats are kept: none
+    writes at least the records' own bytes, compact far fewer."""
+    src = make_input(case)
+    raw = sum(len(line) for line in reads_text().splitlines()[3:])
+    none = sort_ok(case, src, ["-T", case.temp_prefix, "--temp-compression", "none"])
+    line = report_line(none, "temp runs:")
+    if not line.startswith("[rocksort] temp runs: none,") or "--temp-compression" not in line:
+        raise Failure("-v does not report forced uncompressed runs", [line])
+    compact = sort_ok(case, src, ["-T", case.temp_prefix, "--temp-compression",
+                                  "compact"])
+    if temp_bytes(none) < raw * 0.6 or temp_bytes(compact) * 2 > temp_bytes(none):
+        raise Failure(f"temp bytes: none {temp_bytes(none)}, compact "
+                      f"{temp_bytes(compact)}, SAM records {raw}")
+    case.expect_no_temp_left()
