@@ -14,7 +14,13 @@ CXXFLAGS ?= -O2 -g
 CXXFLAGS += -std=c++17 -Wall -Wextra -pthread
 # For links by the C driver, where C sources are compiled on the same line.
 CXX_RUNTIME = -lstdc++
-VERSION   = 0.2.0
+# The version is the samtools release whose output rocksort matches, then
+# rocksort's own: 1.24+rocksort.0.3.0.  Pipelines that parse `samtools
+# --version` (nf-core: the first line's last word) get a number that sorts
+# with samtools' own, and the name says which sort this is.
+SAMTOOLS_MATCHED = 1.24
+VERSION   = 0.3.0
+FULL_VERSION = $(SAMTOOLS_MATCHED)+rocksort.$(VERSION)
 HTSLIB   ?= bundled
 HTSLIB_MIN = 1.24
 
@@ -47,7 +53,7 @@ else
   $(error HTSLIB must be 'bundled' (the default) or 'system', not '$(HTSLIB)')
 endif
 
-CPPFLAGS += $(HTS_CPPFLAGS) $(shell pkg-config --cflags rocksdb) -DROCKSORT_VERSION='"$(VERSION)"' \
+CPPFLAGS += $(HTS_CPPFLAGS) $(shell pkg-config --cflags rocksdb) -DROCKSORT_VERSION='"$(FULL_VERSION)"' \
             -DROCKSDB_VERSION_STR='"$(shell pkg-config --modversion rocksdb)"'
 LDLIBS   += $(HTS_LIBS) $(shell pkg-config --libs rocksdb) -lzstd -lm -lpthread -ldl
 PREFIX   ?= /usr/local
@@ -63,7 +69,7 @@ LIB_OBJS = bam_rocksort.o rocksort_usage.o legacy_form.o \
        sort_batch.o batch_sort.o record_codec.o rocks_store.o rocks_merge.o output_file.o \
        output_target.o cleanup.o progress.o temp_env.o store_stream.o temp_space.o \
        merge_sources.o merge_writer.o readout_plan.o range_readout.o key_ranges.o output_parts.o \
-       readout_model.o group_codec.o group_iter.o group_writer.o
+       readout_model.o group_codec.o group_feed.o group_writer.o run_index.o rocks_read.o
 OBJS = bamtk.o $(LIB_OBJS)
 ENGINE_LIB = librocksort.a
 # The C unit tests: every test/test_*.c is one program, linked with the

@@ -44,15 +44,19 @@ static void usage(FILE *fp)
 "     --version    versions of this program, htslib and RocksDB\n\n");
 }
 
-/* Tools that record versions (nf-core, MultiQC) take the first line's last
- * word.  It names rocksort's own version, marked as such, so that it is never
- * mistaken for an upstream samtools release.  htslib's is the one linked. */
+/* Tools that record versions take the first line's last word: nf-core's
+ * modules run `echo $(samtools --version) | sed 's/^.*samtools //;
+ * s/Using.*$//'`, on all lines joined.  So the first line ends with
+ * ROCKSORT_VERSION (1.24+rocksort.X.Y.Z: the samtools release whose sort
+ * it matches, which compares right against a minimum samtools version,
+ * then rocksort's own), and no later line holds "samtools " for that sed
+ * to stop at.  htslib's version is the one linked. */
 static void print_version(void)
 {
-    printf("samtools rocksort-%s\n"
+    printf("samtools %s\n"
            "Using htslib %s\n"
            "Using RocksDB %s\n"
-           "Sorts as samtools 1.24 does; other subcommands run the upstream samtools\n",
+           "The rocksort subcommand is built in; the others run the upstream SAMtools.\n",
            ROCKSORT_VERSION, hts_version(), ROCKSDB_VERSION_STR);
 }
 

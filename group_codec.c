@@ -55,6 +55,7 @@ struct group_encoder {
     byte_buf col[N_COLUMNS];
     byte_buf blob, core_planes, key_planes;
     size_t count, raw_bytes, key_len;   /* key_len: SIZE_MAX once lengths differ */
+    size_t last_key_at, last_key_len;   /* the last key added, in col[COL_KEY] */
     ZSTD_CCtx *zstd;
 };
 
@@ -133,6 +134,12 @@ const uint8_t *group_first_key(const group_encoder *e, size_t *klen)
     return e->col[COL_KEY].p;
 }
 
+const uint8_t *group_last_key(const group_encoder *e, size_t *klen)
+{
+    *klen = e->last_key_len;
+    return e->col[COL_KEY].p + e->last_key_at;
+}
+
 int group_add(group_encoder *e, const uint8_t *key, size_t klen,
               const uint8_t *val, size_t vlen)
 {
@@ -145,6 +152,7 @@ int group_add(group_encoder *e, const uint8_t *key, size_t klen,
     size_t qual = c.l_qseq > 0 ? (size_t)c.l_qseq : 0;
     if (c.l_qseq < 0 || (size_t)c.l_qname + cig + seq + qual > l_data) return -1;
     size_t aux = l_data - c.l_qname - cig - seq - qual;
+    size_t key_at = e->col[COL_KEY].n;
     if (buf_varint(&e->col[COL_KEY_LEN], klen) < 0 || buf_put(&e->col[COL_KEY], key, klen) < 0 ||
         buf_put(&e->col[COL_CORE], val, CORE_BYTES) < 0 || buf_varint(&e->col[COL_AUX_LEN], aux) < 0 ||
         buf_put(&e->col[COL_NAME], d, c.l_qname) < 0 ||
@@ -154,6 +162,8 @@ int group_add(group_encoder *e, const uint8_t *key, size_t klen,
         buf_put(&e->col[COL_AUX], d + l_data - aux, aux) < 0)
         return -1;
     e->key_len = !e->count ? klen : e->key_len == klen ? klen : SIZE_MAX;
+    e->last_key_at = key_at;
+    e->last_key_len = klen;
     e->count++;
     e->raw_bytes += klen + vlen;
     return 0;

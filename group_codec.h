@@ -36,9 +36,10 @@ int group_add(group_encoder *e, const uint8_t *key, size_t klen,
 size_t group_count(const group_encoder *e);
 size_t group_raw_bytes(const group_encoder *e);
 
-/* The first key added before the last encode, or since it if any were:
- * valid until the next add. */
+/* The first and the last key added before the last encode, or since it if
+ * any were: valid until the next add.  They bound the group's keys. */
 const uint8_t *group_first_key(const group_encoder *e, size_t *klen);
+const uint8_t *group_last_key(const group_encoder *e, size_t *klen);
 
 /* Encodes the pairs added so far; *blob stays valid until the next call on
  * e.  Returns 0, or -1 when out of memory or if the codecs fail. */

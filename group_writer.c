@@ -36,9 +36,10 @@ static int store_group(group_writer *gw, encode_job *j, errmsg *err)
     if (j->status < 0) {
         rc = errmsg_set(err, "out of memory while compressing a run");
     } else {
-        size_t klen;
-        const uint8_t *key = group_first_key(j->enc, &klen);   /* still there after encoding */
-        rc = gw->put(gw->ctx, key, klen, j->blob, j->len, err);
+        group_span span;    /* the keys are still there after encoding */
+        span.first = group_first_key(j->enc, &span.first_len);
+        span.last = group_last_key(j->enc, &span.last_len);
+        rc = gw->put(gw->ctx, &span, j->blob, j->len, err);
     }
     gw->idle[gw->n_idle++] = j->enc;
     free(j);

@@ -3,8 +3,8 @@
  * Contract: group_writer_add() takes a run's (key, value) pairs in key order
  * and fills groups of about group_bytes of them; each full group is encoded
  * (group_codec.h) on an htslib thread pool of its own, and the blobs are
- * handed to put(), under their first keys, in the order of the groups, on
- * the caller's thread.  group_writer_finish() ends the run: it encodes the
+ * handed to put(), with the first and the last key of their records, in
+ * the order of the groups, on the caller's thread.  group_writer_finish() ends the run: it encodes the
  * last group and waits for every blob to be put.  After a failure the
  * writer must only be destroyed.  With threads <= 1 it encodes on the
  * caller's thread.  Failures return -1 with the cause in err (errmsg.h).
@@ -19,8 +19,13 @@
 #include <stdint.h>
 #include "errmsg.h"
 
-typedef int (*group_put_fn)(void *ctx, const uint8_t *key, size_t klen,
-                            const uint8_t *blob, size_t len, errmsg *err);
+typedef struct {
+    const uint8_t *first, *last;
+    size_t first_len, last_len;
+} group_span;
+
+typedef int (*group_put_fn)(void *ctx, const group_span *span, const uint8_t *blob, size_t len,
+                            errmsg *err);
 
 typedef struct group_writer group_writer;
 

@@ -12,6 +12,18 @@
 /* Each part of the store is read by a stream of its own: one iterator
  * over all runs kept a single thread busy with RocksDB's merge and its
  * synchronous reads for the whole -u readout. */
+/* Compact runs: a feed of decoded groups per part. */
+static int open_feeds(merge_sources *s, const readout_input *in, const key_sample *lo,
+                      const key_sample *hi, size_t readahead, errmsg *err)
+{
+    int parts = store_parts(in->store);
+    for (s->n_feeds = 0; s->n_feeds < parts; s->n_feeds++) {
+        s->feed[s->n_feeds] = group_feed_open(in->store, s->n_feeds, lo, hi, readahead, in->pool, err);
+        if (!s->feed[s->n_feeds]) return -1;
+    }
+    return 0;
+}
+
 static int open_streams(merge_sources *s, rocks_store *st, const key_sample *lo,
                         const key_sample *hi, size_t readahead)
 {
@@ -69,10 +81,14 @@ int sources_open(merge_sources *s, const readout_input *in, const key_sample *lo
                  const key_sample *hi, size_t readahead, errmsg *err)
 {
     memset(s, 0, sizeof *s);
-    if (open_streams(s, in->store, lo, hi, readahead) < 0 || slice_held(s, in, lo, hi) < 0)
+    if (in->store && store_grouped(in->store)) {
+        if (open_feeds(s, in, lo, hi, readahead, err) < 0) return -1;
+    } else if (open_streams(s, in->store, lo, hi, readahead) < 0) {
         return errmsg_set(err, "out of memory for the final merge");
-    s->merge = merge_open(s->stream, s->n_streams, s->batches, s->n_batches,
-                          s->packed, s->n_packed);
+    }
+    if (slice_held(s, in, lo, hi) < 0) return errmsg_set(err, "out of memory for the final merge");
+    s->merge = merge_open(s->stream, s->n_streams, s->feed, s->n_feeds, s->batches,
+                          s->n_batches, s->packed, s->n_packed);
     return s->merge ? 0 : errmsg_set(err, "out of memory for the final merge");
 }
 
@@ -80,12 +96,15 @@ int sources_status(const merge_sources *s, errmsg *err)
 {
     for (int i = 0; i < s->n_streams; i++)
         if (stream_status(s->stream[i], err) < 0) return -1;
+    for (int i = 0; i < s->n_feeds; i++)
+        if (group_feed_status(s->feed[i], err) < 0) return -1;
     return 0;
 }
 
 void sources_close(merge_sources *s)
 {
     merge_close(s->merge);
+    for (int i = 0; i < s->n_feeds; i++) group_feed_close(s->feed[i]);
     for (int i = 0; i < s->n_streams; i++) {
         stream_close(s->stream[i]);
         store_iter_close(s->it[i]);

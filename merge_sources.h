@@ -5,8 +5,10 @@
  * key order) and the last batch.  sources_open() gathers, for the keys
  * from lo (inclusive) to hi (exclusive), a NULL bound being open: a reader
  * thread over each part of the store (store_stream.h, with RocksDB
- * iterators bounded to the range), and slices of the held batches and of
- * the last batch (run_merge.h); then it opens the merge of them all.  The
+ * iterators bounded to the range; for compact runs a feed of decoded
+ * groups, group_feed.h, decoding on the input's pool), and slices of the
+ * held batches and of the last batch (run_merge.h); then it opens the
+ * merge of them all.  The
  * whole key space (both bounds open) is the readout in one stream.  After
  * the merge has ended, sources_status() gives 0, or -1 with a reader's
  * error.  sources_close() stops the readers and frees what sources_open()
@@ -27,12 +29,15 @@ typedef struct {
     packed_run *const *packed;  /* n_held batches packed in key order, or NULL */
     int n_held;
     const sort_batch *tail;     /* the last batch, sorted */
+    hts_tpool *pool;            /* decodes compact runs' groups; NULL: a thread per feed */
 } readout_input;
 
 typedef struct {
     int n_streams;
     store_iter *it[STORE_MAX_PARTS];
     store_stream *stream[STORE_MAX_PARTS];
+    group_feed *feed[STORE_MAX_PARTS];
+    int n_feeds;
     batch_slice *batches;
     packed_slice *packed;
     int n_batches, n_packed;

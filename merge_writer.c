@@ -63,6 +63,8 @@ int merge_write(merge_writer *w, run_merge *m, errmsg *err)
         }
     }
     bam_destroy1(owned);
+    if (ret == 0 && merge_failed(m))
+        ret = errmsg_set(err, "out of memory opening a group of the temporary runs");
     return ret;
 }
 

@@ -135,10 +135,6 @@ int ranges_plan(const readout_request *rq, range_plan *p, errmsg *err)
     memset(p, 0, sizeof *p);
     p->n = p->threads = 1;
     int k = within_descriptors(readout_width(rq));
-    /* A piece of compact runs would have to read every group before its
-     * start (group_iter.h): one stream reads each group once. */
-    rocks_store *st = rq->in->store;
-    if (st && store_grouped(st) && store_runs_ingested(st)) k = 1;
     uint64_t piece = k < 2 ? 0 : piece_bytes(rq, k);
     if (!piece) return 0;
     int want = pieces_for(rq, piece, k);

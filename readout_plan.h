@@ -4,10 +4,9 @@
  * uses: rq->merge_threads (--merge-threads), else readout_ranges_for()'s
  * rule from -@ and the output's compression level (readout_model.h); 1 for
  * CRAM output (a CRAM file cannot be joined from pieces written on their
- * own), for an index whose output is not a regular file, when runs were
- * spilled in compact form (a piece's records may start in any earlier
- * group, group_iter.h), when the keys sampled have too few distinct
- * values, and where the system has no in-memory files (memfd); fewer where
+ * own), for an index whose output is not a regular file, when the keys
+ * sampled have too few distinct values, and where the system has no
+ * in-memory files (memfd); fewer where
  * `ulimit -n` leaves too few descriptors (two per thread).  With K > 1 it
  * cuts the key space into many pieces of about equal data, from the
  * samples taken as runs were written (store_samples()) and from the

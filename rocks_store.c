@@ -11,7 +11,6 @@
 #include "rocks_store_internal.h"
 #include "cleanup.h"
 #include "temp_env.h"
-#include "group_iter.h"
 
 /* RocksDB's InfoLogLevel FATAL_LEVEL (c.h has no names for the levels). */
 #define STORE_LOG_FATAL 4
@@ -161,8 +160,8 @@ static void open_parts(rocks_store *st, int parts, char **rerr)
                                           per_part, st->part, rerr);
 }
 
-static int put_pair(void *store, const uint8_t *key, size_t klen,
-                    const uint8_t *val, size_t vlen, errmsg *err);
+static int put_group(void *store, const group_span *span, const uint8_t *blob, size_t len,
+                     errmsg *err);
 
 rocks_store *store_open(const char *tmp_prefix, const store_options *o, errmsg *err)
 {
@@ -182,7 +181,8 @@ rocks_store *store_open(const char *tmp_prefix, const store_options *o, errmsg *
     configure_direct_io(st);
     /* Groups go in under their first record's keys (see group_iter.h). */
     if (o->compression == STORE_CODEC_COLUMNS &&
-        !(st->groups = group_writer_create(o->compression_threads, GROUP_BYTES, put_pair, st))) {
+        (!(st->groups = group_writer_create(o->compression_threads, GROUP_BYTES, put_group, st))
+         || !(st->index = run_index_create()))) {
         cleanup_release_signals();
         errmsg_set(err, "out of memory");
         store_close(st, 0);
@@ -247,14 +247,25 @@ static void sample_record(rocks_store *st, const uint8_t *key, size_t klen, size
 size_t store_samples(const rocks_store *st) { return st->n_samples; }
 const key_sample *store_sample_at(const rocks_store *st, size_t i) { return &st->samples[i]; }
 
-static int put_pair(void *store, const uint8_t *key, size_t klen,
+static int put_pair(rocks_store *st, const uint8_t *key, size_t klen,
                     const uint8_t *val, size_t vlen, errmsg *err)
 {
-    rocks_store *st = store;
     char *rerr = NULL;
     rocksdb_sstfilewriter_put(st->writer, (const char *)key, klen,
                               (const char *)val, vlen, &rerr);
     return rerr ? rocks_fail(err, st->run_path, rerr) : 0;
+}
+
+/* A group goes in under its first key, and into the run index. */
+static int put_group(void *store, const group_span *span, const uint8_t *blob, size_t len,
+                     errmsg *err)
+{
+    rocks_store *st = store;
+    if (put_pair(st, span->first, span->first_len, blob, len, err) < 0) return -1;
+    if (run_index_add_group(st->index, span->first, span->first_len, span->last,
+                            span->last_len) < 0)
+        return errmsg_set(err, "out of memory indexing a run");
+    return 0;
 }
 
 int store_run_put(rocks_store *st, const uint8_t *key, size_t klen,
@@ -274,20 +285,31 @@ static int next_part(const rocks_store *st)
     return st->merges_planned ? 0 : (int)(st->runs % (uint64_t)st->n_parts);
 }
 
-int store_run_end(rocks_store *st, errmsg *err)
+/* Writes the SST and moves it into the database as part `part`. */
+static int ingest_run(rocks_store *st, int part, uint64_t *size, errmsg *err)
 {
     char *rerr = NULL;
-    uint64_t size = 0;
     if (st->groups && group_writer_finish(st->groups, err) < 0) return -1;
     rocksdb_sstfilewriter_finish(st->writer, &rerr);
-    if (!rerr) rocksdb_sstfilewriter_file_size(st->writer, &size);
+    if (!rerr) rocksdb_sstfilewriter_file_size(st->writer, size);
     rocksdb_sstfilewriter_destroy(st->writer);
     st->writer = NULL;
     if (rerr) return rocks_fail(err, st->run_path, rerr);
     const char *files[1] = { st->run_path };
-    int part = next_part(st);
     rocksdb_ingest_external_file_cf(st->db, st->part[part], files, 1, st->ingest, &rerr);
-    if (rerr) return rocks_fail(err, st->run_path, rerr);
+    return rerr ? rocks_fail(err, st->run_path, rerr) : 0;
+}
+
+int store_run_end(rocks_store *st, errmsg *err)
+{
+    uint64_t size = 0;
+    int part = next_part(st);
+    if (ingest_run(st, part, &size, err) < 0) {
+        if (st->index) run_index_drop_run(st->index);
+        return -1;
+    }
+    if (st->index && run_index_end_run(st->index, part) < 0)
+        return errmsg_set(err, "out of memory indexing a run");
     st->runs++;
     if (part >= st->parts_used) st->parts_used = part + 1;
     st->bytes_written += size;
@@ -303,118 +325,12 @@ int store_grouped(const rocks_store *st) { return st->groups != NULL; }
 
 int store_parts(const rocks_store *st) { return st->parts_used; }
 
-/* The read options hold pointers to the bounds, which the iterator owns. */
-struct store_iter {
-    rocksdb_iterator_t *it;
-    group_iter *groups;         /* compact runs: the records within the groups */
-    rocksdb_readoptions_t *read;
-    uint8_t *lo, *hi;
-    size_t lo_len, hi_len;
-};
-
-static int copy_bound(uint8_t **dst, size_t *dst_len, const uint8_t *key, size_t len)
-{
-    *dst_len = len;
-    if (!key) return 0;
-    *dst = malloc(len ? len : 1);
-    if (!*dst) return -1;
-    memcpy(*dst, key, len);
-    return 0;
-}
-
-store_iter *store_iter_open_range(rocks_store *st, int part, size_t readahead,
-                                  const uint8_t *lo, size_t lo_len,
-                                  const uint8_t *hi, size_t hi_len)
-{
-    store_iter *si = calloc(1, sizeof *si);
-    if (!si) return NULL;
-    if (copy_bound(&si->lo, &si->lo_len, lo, lo_len) < 0
-        || copy_bound(&si->hi, &si->hi_len, hi, hi_len) < 0
-        || !(si->read = rocksdb_readoptions_create())) {
-        store_iter_close(si);
-        return NULL;
-    }
-    rocksdb_readoptions_set_fill_cache(si->read, 0);
-    rocksdb_readoptions_set_readahead_size(si->read, readahead);
-    /* A group under a key below lo may hold records from lo on: group_iter
-     * skips those below instead.  No group at or above hi holds any below. */
-    if (si->lo && !st->groups)
-        rocksdb_readoptions_set_iterate_lower_bound(si->read, (const char *)si->lo, si->lo_len);
-    if (si->hi) rocksdb_readoptions_set_iterate_upper_bound(si->read, (const char *)si->hi, si->hi_len);
-    si->it = rocksdb_create_iterator_cf(st->db, si->read, st->part[part]);
-    if (st->groups && !(si->groups = group_iter_create(si->it, si->lo, si->lo_len, si->hi, si->hi_len))) {
-        store_iter_close(si);
-        return NULL;
-    }
-    return si;
-}
-
-store_iter *store_iter_open(rocks_store *st, int part, size_t readahead)
-{
-    return store_iter_open_range(st, part, readahead, NULL, 0, NULL, 0);
-}
-
-void store_iter_first(store_iter *si)
-{
-    rocksdb_set_perf_level(rocksdb_disable);
-    if (si->groups) group_iter_first(si->groups);
-    else if (si->lo) rocksdb_iter_seek(si->it, (const char *)si->lo, si->lo_len);
-    else rocksdb_iter_seek_to_first(si->it);
-}
-
-int store_iter_valid(const store_iter *si)
-{
-    return si->groups ? group_iter_valid(si->groups) : rocksdb_iter_valid(si->it);
-}
-
-void store_iter_next(store_iter *si)
-{
-    if (si->groups) group_iter_next(si->groups);
-    else rocksdb_iter_next(si->it);
-}
-
-const uint8_t *store_iter_key(const store_iter *si, size_t *len)
-{
-    if (si->groups) return group_iter_key(si->groups, len);
-    return (const uint8_t *)rocksdb_iter_key(si->it, len);
-}
-
-const uint8_t *store_iter_value(const store_iter *si, size_t *len)
-{
-    if (si->groups) return group_iter_value(si->groups, len);
-    return (const uint8_t *)rocksdb_iter_value(si->it, len);
-}
-
-/* RocksDB's error first: a group cut short by a failed read may also fail
- * to decode. */
-int store_iter_status(const store_iter *si, errmsg *err)
-{
-    char *rerr = NULL;
-    rocksdb_iter_get_error(si->it, &rerr);
-    if (rerr) {
-        errmsg_set(err, "%s", rerr);
-        free(rerr);
-        return -1;
-    }
-    return si->groups ? group_iter_status(si->groups, err) : 0;
-}
-
-void store_iter_close(store_iter *si)
-{
-    if (!si) return;
-    group_iter_destroy(si->groups);
-    if (si->it) rocksdb_iter_destroy(si->it);
-    if (si->read) rocksdb_readoptions_destroy(si->read);
-    free(si->lo);
-    free(si->hi);
-    free(si);
-}
-
 void store_close(rocks_store *st, int keep)
 {
     if (!st) return;
     if (st->writer) rocksdb_sstfilewriter_destroy(st->writer);
     group_writer_destroy(st->groups);
+    run_index_destroy(st->index);
     for (int i = 0; i < st->n_parts; i++)
         if (st->part[i]) rocksdb_column_family_handle_destroy(st->part[i]);
     if (st->db) rocksdb_close(st->db);

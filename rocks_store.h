@@ -104,12 +104,13 @@ const key_sample *store_sample_at(const rocks_store *st, size_t i);
 /* Parts holding runs: the readout merges store_iter_open(st, 0..n-1, ...). */
 int store_parts(const rocks_store *st);
 
-/* One part's runs in key order.  store_iter_first() positions the iterator
- * at the first key, on the thread that will read (it also turns off
- * RocksDB's per-thread perf counting there, see store_run_begin()).  Key and
- * value stay valid until store_iter_next().  After the end,
- * store_iter_status() returns 0, or -1 with the iterator's error in err.
- * Close every iterator before store_close(). */
+/* One part's entries in key order: records, or in compact runs the groups
+ * under their first keys.  store_iter_first() positions the iterator at the
+ * first key, on the thread that will read (it also turns off RocksDB's
+ * per-thread perf counting there, see store_run_begin()).  Key and value
+ * stay valid until store_iter_next().  After the end, store_iter_status()
+ * returns 0, or -1 with the iterator's error in err.  Close every iterator
+ * before store_close(). */
 typedef struct store_iter store_iter;
 /* NULL if out of memory.  store_iter_open_range() sees only the keys from
  * lo (inclusive) to hi (exclusive); a NULL bound is open. */
@@ -125,9 +126,18 @@ void store_iter_next(store_iter *it);
 int store_iter_status(const store_iter *it, errmsg *err);
 void store_iter_close(store_iter *it);
 
-/* True when runs hold groups of records in columns (compact runs): then
- * an iterator with a lower bound reads from the first group on. */
+/* True when runs hold groups of records in columns (compact runs).  An
+ * iterator with a lower bound lo then misses, in each run, the group that
+ * begins below lo and holds records from lo on: store_straddlers() names
+ * those (run_index.h), with room in out for store_indexed_runs() keys, and
+ * store_get() reads one.  store_get() returns 0 with a malloc'd value, or
+ * -1 with the cause in err. */
 int store_grouped(const rocks_store *st);
+size_t store_indexed_runs(const rocks_store *st);
+size_t store_straddlers(const rocks_store *st, int part, const uint8_t *lo, size_t lo_len,
+                        key_sample *out);
+int store_get(rocks_store *st, int part, const uint8_t *key, size_t klen, size_t readahead,
+              uint8_t **val, size_t *vlen, errmsg *err);
 
 /* True when runs are read with direct I/O (the temp file system allows it). */
 int store_direct_io(const rocks_store *st);

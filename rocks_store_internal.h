@@ -1,10 +1,11 @@
-/* rocks_store_internal.h -- the store's state, for rocks_store.c and
- * rocks_merge.c only.
+/* rocks_store_internal.h -- the store's state, for rocks_store.c,
+ * rocks_read.c and rocks_merge.c only.
  *
- * Contract: rocks_store.c opens the database, writes runs into it, reads
- * them back and closes it; rocks_merge.c decides when RocksDB merges runs
- * (universal compaction) and waits for those merges.  Nothing outside the
- * two files includes this header: the rest of the program sees rocks_store.h.
+ * Contract: rocks_store.c opens the database, writes runs into it and
+ * closes it; rocks_read.c reads them back; rocks_merge.c decides when
+ * RocksDB merges runs (universal compaction) and waits for those merges.
+ * Nothing outside the three files includes this header: the rest of the
+ * program sees rocks_store.h.
  */
 #ifndef ROCKS_STORE_INTERNAL_H
 #define ROCKS_STORE_INTERNAL_H
@@ -13,6 +14,7 @@
 #include "rocks_store.h"
 #include "merge_plan.h"
 #include "group_writer.h"
+#include "run_index.h"
 
 /* For RocksDB's triggers and percentages: a value never reached. */
 #define ROCKS_NEVER (1 << 30)
@@ -41,6 +43,7 @@ struct rocks_store {
     size_t n_samples, samples_cap;
     uint64_t unsampled;         /* record bytes of this run since its last sample */
     group_writer *groups;       /* compact runs: records go in groups (group_codec.h) */
+    run_index *index;           /* compact runs: each run's groups (run_index.h) */
 };
 
 /* rocks_merge.c: the compaction options at open, and after each run the

@@ -5,6 +5,13 @@
  * keeps at hand so that a comparison touches no source-specific code.  The
  * source whose value was handed out last is advanced only on the next
  * call, because a stream's value lives only until the stream moves.
+ *
+ * A feed of groups (group_feed.h) stands in the heap as a sentinel keyed
+ * by the first key of its next group.  When the sentinel comes first, no
+ * record of that group or a later one can come before the group's first
+ * record, so the group is opened there: a cursor over its records joins
+ * the heap, and the sentinel moves on to the next group.  A group is given
+ * back to its feed when its cursor is done.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -12,13 +19,15 @@
 #include "run_merge.h"
 #include "key_bytes.h"
 
-typedef enum { FROM_STORE, FROM_BATCH, FROM_PACKED } source_kind;
+typedef enum { FROM_STORE, FROM_BATCH, FROM_PACKED, FROM_FEED, FROM_GROUP } source_kind;
 
 typedef struct {
     source_kind kind;
     const uint8_t *key;         /* the current key; NULL once the source is done */
     size_t klen;
     store_stream *stream;
+    group_feed *feed;           /* FROM_FEED, and the feed a FROM_GROUP goes back to */
+    fed_group *group;           /* FROM_GROUP: records [pos, end) of it are left */
     const sort_batch *batch;
     size_t pos, end;
     const packed_run *packed;
@@ -34,9 +43,12 @@ KSORT_INIT_STATIC(merge, source_ptr, later)
 
 struct run_merge {
     source *src;
-    source **heap;  /* heap[0] holds the smallest key */
-    size_t n_heap;
-    source *last;   /* the source handed out by the previous call, or NULL */
+    source **heap;      /* heap[0] holds the smallest key */
+    size_t n_heap, heap_cap;
+    source *last;       /* the source handed out by the previous call, or NULL */
+    source **cursors;   /* FROM_GROUP sources, made as groups open */
+    size_t n_cursors;
+    int failed;         /* out of memory opening a group */
 };
 
 /* Loads the source's current key, or NULL at its end. */
@@ -49,8 +61,14 @@ static void source_load(source *x)
     case FROM_BATCH:
         x->key = x->pos < x->end ? batch_key(x->batch, x->pos, &x->klen) : NULL;
         break;
-    default:
+    case FROM_PACKED:
         x->key = x->rec ? packed_key(x->rec, &x->klen) : NULL;
+        break;
+    case FROM_FEED:
+        x->key = group_feed_peek(x->feed, &x->klen);
+        break;
+    case FROM_GROUP:
+        x->key = x->pos < x->end ? group_key(&x->group->rec, x->pos, &x->klen) : NULL;
     }
 }
 
@@ -59,6 +77,7 @@ static const uint8_t *source_value(const source *x, size_t *len)
     switch (x->kind) {
     case FROM_STORE: return stream_value(x->stream, len);
     case FROM_BATCH: return batch_value(x->batch, x->pos, len);
+    case FROM_GROUP: return group_value(&x->group->rec, x->pos, len);
     default: return packed_value(x->rec, len);
     }
 }
@@ -74,11 +93,70 @@ static void source_advance(source *x)
         /* Sorted order visits the arena at random: fetch ahead. */
         batch_prefetch(x->batch, x->pos + BATCH_PREFETCH_DISTANCE);
         break;
-    default:
+    case FROM_PACKED:
         x->rec = packed_next(x->packed, x->rec);
         if (x->rec == x->rec_end) x->rec = NULL;
+        break;
+    case FROM_GROUP:
+        x->pos++;
+        break;
+    case FROM_FEED:
+        break;
     }
     source_load(x);
+    if (!x->key && x->kind == FROM_GROUP) {
+        group_feed_release(x->feed, x->group);
+        x->group = NULL;
+    }
+}
+
+/* A cursor for a group: a spare one, or a new one; NULL if out of memory. */
+static source *new_cursor(run_merge *m)
+{
+    for (size_t i = 0; i < m->n_cursors; i++)
+        if (!m->cursors[i]->group) return m->cursors[i];
+    source **v = realloc(m->cursors, (m->n_cursors + 1) * sizeof *v);
+    if (!v) return NULL;
+    m->cursors = v;
+    return m->cursors[m->n_cursors++] = calloc(1, sizeof(source));
+}
+
+static int heap_push(run_merge *m, source *x)
+{
+    if (m->n_heap == m->heap_cap) {
+        size_t cap = m->heap_cap ? 2 * m->heap_cap : 16;
+        source **h = realloc(m->heap, cap * sizeof *h);
+        if (!h) return -1;
+        m->heap = h;
+        m->heap_cap = cap;
+    }
+    m->heap[m->n_heap++] = x;
+    /* Groups open once per many records: rebuilding the heap is cheap. */
+    ks_heapmake(merge, m->n_heap, m->heap);
+    return 0;
+}
+
+/* The sentinel on top: its group opens, and it moves on to the next. */
+static int open_group(run_merge *m)
+{
+    source *s = m->heap[0];
+    fed_group *g = group_feed_take(s->feed);
+    source_load(s);
+    if (!s->key) m->heap[0] = m->heap[--m->n_heap];
+    if (m->n_heap) ks_heapadjust(merge, 0, m->n_heap, m->heap);
+    if (g->begin == g->end) {
+        group_feed_release(s->feed, g);
+        return 0;
+    }
+    source *c = new_cursor(m);
+    if (!c) {
+        group_feed_release(s->feed, g);
+        return -1;
+    }
+    *c = (source){ .kind = FROM_GROUP, .feed = s->feed, .group = g, .pos = g->begin,
+                   .end = g->end };
+    source_load(c);
+    return heap_push(m, c);
 }
 
 batch_slice batch_whole(const sort_batch *sb)
@@ -92,13 +170,15 @@ packed_slice packed_whole(const packed_run *pr)
 }
 
 run_merge *merge_open(store_stream *const *streams, int n_streams,
+                      group_feed *const *feeds, int n_feeds,
                       const batch_slice *batches, int n_batches,
                       const packed_slice *packed, int n_packed)
 {
     run_merge *m = calloc(1, sizeof *m);
-    int n = n_streams + n_batches + n_packed;
+    int n = n_streams + n_feeds + n_batches + n_packed;
+    if (m) m->heap_cap = (size_t)n + 1;
     if (!m || !(m->src = calloc((size_t)n, sizeof *m->src))
-           || !(m->heap = malloc((size_t)n * sizeof *m->heap))) {
+           || !(m->heap = malloc(m->heap_cap * sizeof *m->heap))) {
         merge_close(m);
         return NULL;
     }
@@ -106,6 +186,11 @@ run_merge *merge_open(store_stream *const *streams, int n_streams,
         m->src[i].kind = FROM_STORE;
         m->src[i].stream = streams[i];
     }
+    for (int i = 0; i < n_feeds; i++) {
+        m->src[n_streams + i].kind = FROM_FEED;
+        m->src[n_streams + i].feed = feeds[i];
+    }
+    n_streams += n_feeds;   /* the slots before the batches */
     for (int i = 0; i < n_batches; i++) {
         source *x = &m->src[n_streams + i];
         x->kind = FROM_BATCH;
@@ -137,14 +222,26 @@ const uint8_t *merge_next(run_merge *m, size_t *vlen)
         if (m->n_heap) ks_heapadjust(merge, 0, m->n_heap, m->heap);
         m->last = NULL;
     }
+    while (m->n_heap && m->heap[0]->kind == FROM_FEED)
+        if (open_group(m) < 0) {
+            m->failed = 1;
+            return NULL;
+        }
     if (m->n_heap == 0) return NULL;
     m->last = m->heap[0];
     return source_value(m->last, vlen);
 }
 
+int merge_failed(const run_merge *m)
+{
+    return m->failed;
+}
+
 void merge_close(run_merge *m)
 {
     if (!m) return;
+    for (size_t i = 0; i < m->n_cursors; i++) free(m->cursors[i]);
+    free(m->cursors);
     free(m->src);
     free(m->heap);
     free(m);

@@ -1,13 +1,18 @@
 /* run_merge.h -- merge sorted sources into one stream in key order.
  *
  * Contract: the sources are streams of the spilled runs (store_stream.h,
- * one per part of the store), slices of sorted in-memory batches
- * (batch_sort()) and of packed runs (batch_pack()): a whole source, or the
- * part of it in one key range (range_readout.h).  merge_next() returns the values of
- * all sources by ascending key; equal keys cannot occur, since every key
- * ends with the record's input sequence number.  A value stays valid until
- * the next merge_next() call.  The merge borrows the streams, the batches and
- * the packed runs: the caller keeps and frees them.
+ * one per part of the store), or for compact runs feeds of their decoded
+ * groups (group_feed.h, one per part), and slices of sorted in-memory
+ * batches (batch_sort()) and of packed runs (batch_pack()): a whole source,
+ * or the part of it in one key range (range_readout.h).  merge_next()
+ * returns the values of all sources by ascending key; equal keys cannot
+ * occur, since every key ends with the record's input sequence number.  A
+ * value stays valid until the next merge_next() call.  This is the one
+ * merge of records: RocksDB's own merging iterator only orders the groups.
+ * merge_next() returns NULL at the end, and also when memory for an opened
+ * group ran out, which merge_failed() then tells.  The merge borrows the
+ * streams, the feeds, the batches and the packed runs: the caller keeps
+ * and frees them.
  */
 #ifndef RUN_MERGE_H
 #define RUN_MERGE_H
@@ -16,6 +21,7 @@
 #include <stdint.h>
 #include "sort_batch.h"
 #include "store_stream.h"
+#include "group_feed.h"
 
 typedef struct run_merge run_merge;
 
@@ -37,12 +43,14 @@ packed_slice packed_whole(const packed_run *pr);
 
 /* Positions it at the first key.  NULL if out of memory. */
 run_merge *merge_open(store_stream *const *streams, int n_streams,
+                      group_feed *const *feeds, int n_feeds,
                       const batch_slice *batches, int n_batches,
                       const packed_slice *packed, int n_packed);
 
 /* The next value in key order, or NULL once every source is exhausted. */
 const uint8_t *merge_next(run_merge *m, size_t *vlen);
 
+int merge_failed(const run_merge *m);
 void merge_close(run_merge *m);
 
 #endif

@@ -13,7 +13,6 @@
 #include "input_check.h"
 #include "record_codec.h"
 
-#define ROCKSORT_VERSION_PG "rocksort-" ROCKSORT_VERSION
 
 /* The sort order, readied for this header, and the @PG line. */
 static int prepare_header(sort_job *j)
@@ -23,7 +22,7 @@ static int prepare_header(sort_job *j)
     if (sort_spec_prepare(&j->sort, j->hdr, &err) < 0)
         return job_fail("%s (sorting '%s')", err.msg, j->o->in_fn);
     if (j->o->pg_cmdline &&
-        sam_hdr_add_pg(j->hdr, "samtools", "VN", ROCKSORT_VERSION_PG,
+        sam_hdr_add_pg(j->hdr, "samtools", "VN", ROCKSORT_VERSION,
                        "CL", j->o->pg_cmdline, NULL) < 0) {
         job_fail("failed to add a @PG line for '%s'", j->o->in_fn);
         return -1;

@@ -2,7 +2,8 @@
 # install.sh BINARY DEST [REPLACE] -- `make install`'s step for the binary.
 #
 # Installs BINARY as DEST (PREFIX/bin/samtools) when DEST does not exist or
-# is already this program (`--version` first line `samtools rocksort-X.Y.Z`).
+# is already this program (`--version` first line `samtools 1.24+rocksort.X.Y.Z`,
+# or `samtools rocksort-X.Y.Z` from before 0.3.0).
 # Any other samtools there is left alone and the install stops: the program
 # forwards every subcommand but rocksort to the next samtools on PATH, so
 # replacing that one would take away the samtools it forwards to.
@@ -17,7 +18,7 @@ version_of() {
 
 if [[ -e $dest || -L $dest ]] && [[ $replace != yes ]]; then
     first=$(version_of "$dest")
-    if ! [[ $first =~ ^samtools\ rocksort-[0-9]+\.[0-9]+\.[0-9]+$ ]]; then
+    if ! [[ $first =~ ^samtools\ ([0-9.]+\+rocksort\.|rocksort-)[0-9]+\.[0-9]+\.[0-9]+$ ]]; then
         cat >&2 <<MSG
 make install: $dest is another samtools
 (its --version says '${first:-nothing}'), so nothing was installed:

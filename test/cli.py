@@ -10,10 +10,12 @@ import gzip
 import os
 import re
 import shutil
+import sys
+import subprocess
 
 import alignments
 import samdata
-from harness import (SAM_OUT, SPILL, Failure, SortCase, expect_error,
+from harness import (REPO, SAM_OUT, SPILL, Failure, SortCase, expect_error,
                      expect_failure_like_oracle, expect_same_outcome, run,
                      run_sort_case, tail, write_bytes, write_text)
 
@@ -322,9 +324,17 @@ def test_wrapper_version(case):
     missing = [w for w in ("Using htslib 1.24", "Using RocksDB") if w not in text]
     # nf-core and MultiQC record the first line's last word as the version.
     first = text.splitlines()[0] if text else ""
-    if result.returncode != 0 or missing or not re.fullmatch(r"samtools rocksort-\d+\.\d+\.\d+", first):
+    if result.returncode != 0 or missing or \
+            not re.fullmatch(r"samtools 1\.24\+rocksort\.\d+\.\d+\.\d+", first):
         raise Failure(f"--version: exit status {result.returncode}, missing {missing}, "
                       f"first line {first!r}", tail(result.stdout + result.stderr))
+    # nf-core modules: `echo $(samtools --version 2>&1) | sed 's/^.*samtools //; s/Using.*$//'`
+    nf_core = subprocess.run(
+        ["sh", "-c", 'echo $("$0" --version 2>&1) | sed \'s/^.*samtools //; s/Using.*$//\'',
+         case.session.binary], capture_output=True, timeout=60)
+    version = nf_core.stdout.decode(errors="replace").strip()
+    if not re.fullmatch(r"1\.24\+rocksort\.\d+\.\d+\.\d+", version):
+        raise Failure(f"the nf-core version parse gives {version!r}")
 
 
 def test_wrapper_lists_rocksort(case):
@@ -346,3 +356,11 @@ def test_wrapper_passes_view_on(case):
         raise Failure(f"view -c: exit status {result.returncode}, "
                       f"printed {got!r}, expected {expected!r}",
                       tail(result.stderr))
+
+
+def test_layers_calls_go_down(case):
+    """The modules include each other without a cycle, and only the engine
+    sees the command line and the job (test/check_layers.py, issue #34)."""
+    result = run([sys.executable, os.path.join(REPO, "test", "check_layers.py"), REPO])
+    if result.returncode != 0:
+        raise Failure("the include graph goes up", tail(result.stdout, 8))

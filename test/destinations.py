@@ -21,6 +21,7 @@ To run only these:
 
 import atexit
 import os
+import re
 import shutil
 import stat
 import subprocess
@@ -402,7 +403,7 @@ def installed_version(path):
 
 def expect_installed_ours(destdir, what):
     version = installed_version(os.path.join(destdir, "usr/bin/samtools"))
-    if not version.startswith("samtools rocksort-"):
+    if not re.fullmatch(r"samtools [0-9.]+\+rocksort\.[0-9.]+", version):
         raise Failure(f"{what}: bin/samtools is not rocksort's ({version!r})")
 
 

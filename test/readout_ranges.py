@@ -72,9 +72,12 @@ READOUT_LINE_TEXT = ("'[rocksort] readout: K merge threads over N pieces; M MB t
 
 
 def merge_threads(k):
-    """--merge-threads K over uncompressed runs: compact runs (the default)
-    are read out in one stream, test_readout_compact_runs_one_stream."""
-    return [OPTION, str(k), "--temp-compression", "none"]
+    """--merge-threads K, over the default (compact) runs; the matrix has
+    uncompressed runs too (UNCOMPRESSED)."""
+    return [OPTION, str(k)]
+
+
+UNCOMPRESSED = ["--temp-compression", "none"]
 
 
 # --- inputs of a few records -------------------------------------------------------
@@ -230,9 +233,12 @@ MATRIX = {
     "tag_string_name": ("tagged.bam", ["-t", "CB", "-n"], []),
     "tag_float_ascii_name": ("tagged.bam", ["-t", "XF", "-N"], []),
     "template_coordinate": ("templates.bam", TEMPLATE, []),
-    # Spilled: some 40 runs (and merged in the background with -s).
+    # Spilled: some 40 runs (and merged in the background with -s), compact
+    # (a piece starts inside the runs' groups) and uncompressed.
     "spilled_coord": ("bulk.bam", [], SPILL),
     "spilled_name": ("bulk.bam", ["-n"], SPILL),
+    "spilled_uncompressed_coord": ("bulk.bam", [], [*SPILL, *UNCOMPRESSED]),
+    "spilled_uncompressed_name": ("bulk.bam", ["-n"], [*SPILL, *UNCOMPRESSED]),
 }
 SPARSE_MATRIX = {
     "spilled_ascii_name_threads": ("bulk.bam", ["-N"], [*SPILL, "-@", "2"]),

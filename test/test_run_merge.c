@@ -115,7 +115,7 @@ static const char *check_merge(const fixture *f, packed_run *const *packed)
     const batch_slice batches[] = {batch_whole(f->batch[2]), batch_whole(f->batch[3]),
                                    batch_whole(f->batch[4])};
     const packed_slice runs[] = {packed_whole(packed[0]), packed_whole(packed[1])};
-    run_merge *m = merge_open(NULL, 0, batches, 3, runs, 2);
+    run_merge *m = merge_open(NULL, 0, NULL, 0, batches, 3, runs, 2);
     if (!m) return "merge_open failed";
     sort_spec spec = spec_of(ORDER_COORDINATE);
     uint8_t prev[512], key[512];
@@ -159,7 +159,7 @@ static int merge_range(const fixture *f, packed_run *const *packed, const key_sa
         if (hi) p[i].end = packed_seek(packed[i], hi->key, hi->len);
         if (!p[i].begin) p[i].end = NULL;
     }
-    run_merge *m = merge_open(NULL, 0, b, 3, p, 2);
+    run_merge *m = merge_open(NULL, 0, NULL, 0, b, 3, p, 2);
     if (!m) return -1;
     size_t vlen;
     for (const uint8_t *v; (v = merge_next(m, &vlen)) != NULL && *n < N_ALL; )
