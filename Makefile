@@ -69,7 +69,8 @@ LIB_OBJS = bam_rocksort.o rocksort_usage.o legacy_form.o \
        sort_batch.o batch_sort.o record_codec.o rocks_store.o rocks_merge.o output_file.o \
        output_target.o cleanup.o progress.o temp_env.o store_stream.o temp_space.o \
        merge_sources.o merge_writer.o readout_plan.o range_readout.o key_ranges.o output_parts.o \
-       readout_model.o group_codec.o group_feed.o group_writer.o run_index.o rocks_read.o
+       readout_model.o group_codec.o group_feed.o group_writer.o run_index.o rocks_read.o \
+       rocks_state.o run_journal.o resume_state.o resume_progress.o sort_resume.o
 OBJS = bamtk.o $(LIB_OBJS)
 ENGINE_LIB = librocksort.a
 # The C unit tests: every test/test_*.c is one program, linked with the
@@ -172,7 +173,8 @@ test-asan:
 VALGRIND_TESTS = 'mixed_*' 'ties_stable_*' 'tricky_names_spilled_*' 'bulk_spilled_*' \
                  'input_cram_*' 'output_cram_coord' 'stdin_*' 'bad_input_*' 'verify_*' \
                  'error_*' 'output_sam_*' 'readout_verify_in_memory_k4' \
-                 'readout_verify_spilled_k4'
+                 'readout_verify_spilled_k4' 'resume_kill_in_readout_file' \
+                 'resume_fresh_run_succeeds_and_removes_dir'
 # Reports go to build/valgrind/, not stderr, where tests check every line.
 VALGRIND = valgrind -q --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite \
            --show-leak-kinds=definite --log-file=$(CURDIR)/build/valgrind/%p.log

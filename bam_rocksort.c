@@ -25,6 +25,7 @@
 #include "output_target.h"
 #include "legacy_form.h"
 #include "minimiser.h"
+#include "rocks_store.h"
 
 #define DEFAULT_MEM_PER_THREAD (768ULL << 20)
 #define MIN_MEM_PER_THREAD (1ULL << 20)
@@ -33,7 +34,7 @@ enum {
     OPT_NO_PG = 1000, OPT_REFERENCE, OPT_IN_FMT_OPT, OPT_OUT_FMT_OPT,
     OPT_IN_FMT, OPT_VERBOSITY, OPT_TEMP_COMPRESSION, OPT_VERIFY,
     OPT_WRITE_INDEX, OPT_PROGRESS, OPT_MAX_MEMORY, OPT_TEMPLATE_COORDINATE, OPT_SHUFFLE,
-    OPT_MERGE_THREADS
+    OPT_MERGE_THREADS, OPT_RESUME
 };
 
 static const struct option long_opts[] = {
@@ -54,6 +55,7 @@ static const struct option long_opts[] = {
     { "template-coordinate", no_argument, NULL, OPT_TEMPLATE_COORDINATE },
     { "shuffle", required_argument, NULL, OPT_SHUFFLE },
     { "merge-threads", required_argument, NULL, OPT_MERGE_THREADS },
+    { "resume", required_argument, NULL, OPT_RESUME },
     { NULL, 0, NULL, 0 }
 };
 
@@ -150,6 +152,10 @@ static int resource_option(cli_state *c, int ch, const char *arg)
     case OPT_MERGE_THREADS:
         r->merge_threads = (int)strtol(arg, &end, 10);
         if (*end || end == arg || r->merge_threads < 1) return bad_value("--merge-threads", arg);
+        break;
+    case OPT_RESUME:
+        if (!*arg) return bad_value("--resume", arg);
+        r->resume_dir = arg;
         break;
     default:
         return NOT_MINE;
@@ -420,13 +426,22 @@ static int parse_args(cli_state *c, int argc, char **argv)
     c->run.out_fn = c->out_fn;
     if (c->have_in_format) c->run.in_format = &c->in_format;
     if (choose_output_mode(c) < 0 || setup_index(c) < 0 || setup_memory(c) < 0) return -1;
+    if (c->run.resume_dir && c->run.keep_db) {
+        fprintf(stderr, "samtools rocksort: -k and --resume cannot be combined: --resume keeps "
+                "the state only until the sort succeeds\n");
+        return -1;
+    }
+    errmsg err;
+    if (c->run.resume_dir && store_state_dir_usable(c->run.resume_dir, &err) < 0) {
+        fprintf(stderr, "samtools rocksort: %s\n", err.msg);
+        return -1;
+    }
     if (needs_reference_check(c)) {
         fprintf(stderr, "samtools rocksort: CRAM output to '%s' needs a reference: use "
                 "--reference FILE (or --output-fmt-option embed_ref=2)\n", c->out_fn);
         return -1;
     }
     /* Refused now, not after hours of sorting: the output is opened later. */
-    errmsg err;
     if (output_target_check(c->run.out_fn, &err) < 0
         || (c->run.index_fn && output_target_check(c->run.index_fn, &err) < 0)) {
         fprintf(stderr, "samtools rocksort: %s\n", err.msg);

@@ -367,6 +367,16 @@ const char *sort_key_error(const sort_spec *s, const bam1_t *b)
     return "cannot be placed in this sort order";
 }
 
+int sort_spec_saw_placed(const sort_spec *s)
+{
+    return s->ctx && s->ctx->placed;
+}
+
+void sort_spec_set_placed(sort_spec *s)
+{
+    if (s->ctx) s->ctx->placed = 1;
+}
+
 void sort_record_finish(const sort_spec *s, bam1_t *b)
 {
     if (b->core.tid >= 0) {

@@ -64,6 +64,12 @@ const char *sort_key_error(const sort_spec *s, const bam1_t *b);
  * what the @HD tags depend on.  Call once per record, in input order. */
 void sort_record_finish(const sort_spec *s, bam1_t *b);
 
+/* Whether a placed record (tid >= 0) went through sort_record_finish():
+ * -M's @HD tags depend on it.  A resumed sort, which does not read again
+ * the records it took back, sets it from its state. */
+int sort_spec_saw_placed(const sort_spec *s);
+void sort_spec_set_placed(sort_spec *s);
+
 /* The tie-break samtools applies between records of equal name: READ1 before
  * READ2, and within each, primary, then supplementary, then secondary. */
 unsigned sort_name_flag_rank(uint16_t flag);

@@ -24,6 +24,7 @@ static pthread_mutex_t setup = PTHREAD_MUTEX_INITIALIZER;
 static char **paths;
 static size_t n_paths;
 static volatile sig_atomic_t interrupted;
+static void (*_Atomic say_on_signal)(int sig);
 static int finished;    /* the output is in place: the run has succeeded */
 
 int cleanup_interrupted(void) { return interrupted; }
@@ -185,9 +186,16 @@ static void *signal_waiter(void *arg)
     interrupted = 1;
     for (size_t i = 0; i < n_paths; i++)
         if (paths[i]) cleanup_remove_path(paths[i]);
-    fprintf(stderr, "samtools rocksort: interrupted by signal %d (%s); temporary data removed\n",
-            sig, strsignal(sig));
+    void (*say)(int) = say_on_signal;
+    if (say) say(sig);
+    else fprintf(stderr, "samtools rocksort: interrupted by signal %d (%s); temporary data "
+                 "removed\n", sig, strsignal(sig));
     _exit(128 + sig);
+}
+
+void cleanup_on_signal(void (*say)(int sig))
+{
+    say_on_signal = say;
 }
 
 int cleanup_start(void)

@@ -34,6 +34,11 @@ void cleanup_release_signals(void);
 int cleanup_commit_rename(const char *from, const char *to);
 void cleanup_mark_finished(void);
 
+/* Replaces the line the signal thread prints once it has removed every
+ * registered path (a resumable sort says what it kept).  say() runs on
+ * that thread, with the other threads still running. */
+void cleanup_on_signal(void (*say)(int sig));
+
 /* True once a fatal signal is being handled: errors caused by the cleanup
  * itself are then not worth reporting. */
 int cleanup_interrupted(void);

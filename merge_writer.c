@@ -17,8 +17,9 @@
 
 /* BAM output copies record bytes as they are, so it can take a view of the
  * stored value; other formats parse the CIGAR, which must be aligned. */
-static int corrupt(const merge_writer *w, errmsg *err)
+static int corrupt(merge_writer *w, errmsg *err)
 {
+    w->corrupt = 1;
     return errmsg_set(err, "corrupt record in the temporary database '%s'",
                       w->store_name ? w->store_name : "(in memory)");
 }

@@ -36,6 +36,7 @@ typedef struct {
     _Atomic uint64_t *shown;    /* records written by all writers, for progress */
     _Atomic int *stop;          /* NULL, or set when another writer failed */
     uint64_t records, digest;   /* this writer's */
+    int corrupt;                /* the failure was a stored value, not the output */
 } merge_writer;
 
 #define MERGE_WRITE_STOPPED 1

@@ -38,6 +38,16 @@ static char *temp_name_beside(const char *path)
     return tmpl;
 }
 
+int output_is_hidden_partial(const output_file *o, const char *path)
+{
+    if (!o->final_path || (o->tmp_path && !strcmp(path, o->tmp_path))) return 0;
+    char *tmpl = temp_name_beside(o->final_path);
+    size_t n = tmpl ? strlen(tmpl) : 0, x = strlen("XXXXXX");
+    int same = tmpl && strlen(path) == n && !strncmp(path, tmpl, n - x);
+    free(tmpl);
+    return same;
+}
+
 /* A fresh, private name beside path, created empty; registered for cleanup.
  * Its descriptor goes to *fd if fd is not NULL, else it is closed. */
 static char *reserve_temp_beside(const char *path, int *fd_out, errmsg *err)

@@ -58,6 +58,11 @@ int output_index_after(output_file *o, const char *idx_fn, int min_shift, int th
 void output_drop_written(output_file *o);
 
 int output_commit(output_file *o, errmsg *err);
+
+/* Whether path is a hidden name this output could have been written under
+ * by an earlier run (which SIGKILL ended before it could remove it), and
+ * not the current one: a resumed sort removes it. */
+int output_is_hidden_partial(const output_file *o, const char *path);
 void output_abort(output_file *o);
 
 #endif

@@ -31,6 +31,7 @@ typedef struct {
     _Atomic int stop;
     int failed_piece;       /* the first piece that failed (INT_MAX: none) */
     errmsg cause;           /* why it failed */
+    int store_failed;       /* and whether the stored runs were at fault */
     uint64_t records, digest, bytes;
     double writer_waited;
 } piece_line;
@@ -42,12 +43,13 @@ static const key_sample *bound_at(const range_plan *p, int i)
 }
 
 /* Records the first failure in piece order; the others follow from it. */
-static void piece_failed(piece_line *l, int piece, const errmsg *cause)
+static void piece_failed(piece_line *l, int piece, const errmsg *cause, int store_failed)
 {
     pthread_mutex_lock(&l->lock);
     if (piece < l->failed_piece) {
         l->failed_piece = piece;
         errmsg_copy(&l->cause, cause);
+        l->store_failed = store_failed;
     }
     atomic_store(&l->stop, 1);
     pthread_cond_broadcast(&l->changed);
@@ -104,8 +106,10 @@ static int write_piece(piece_line *l, int i, merge_writer *w, errmsg *err)
     int status = sources_open(&src, l->rq->in, bound_at(p, i - 1), bound_at(p, i),
                               piece_readahead(l->rq, p), err);
     if (status == 0) status = merge_write(w, src.merge, err);
-    if (status == 0 && sources_status(&src, err) < 0)
+    if (status == 0 && sources_status(&src, err) < 0) {
         status = errmsg_prefix(err, "error reading the temporary database");
+        w->corrupt = 1;
+    }
     sources_close(&src);
     errmsg close_err;
     if (close_piece(w->fp, name, &close_err) < 0 && status == 0) status = errmsg_copy(err, &close_err);
@@ -140,7 +144,7 @@ static void *piece_worker(void *arg)
         if (status == 0 && part_slot_length(l->p->slot_fd[slot], l->bgzf_output, &len, &err) < 0)
             status = errmsg_prefix(&err, "error writing to '%s'", rq->out->name);
         if (status != 0) {
-            if (status != MERGE_WRITE_STOPPED) piece_failed(l, i, &err);
+            if (status != MERGE_WRITE_STOPPED) piece_failed(l, i, &err, w.corrupt);
             break;
         }
         pthread_mutex_lock(&l->lock);
@@ -243,7 +247,7 @@ int readout_in_ranges(const readout_request *rq, const range_plan *p, readout_re
     if (ret == 0 && l.failed_piece != INT_MAX) ret = errmsg_copy(err, &l.cause);
     *res = (readout_result){ .records = l.records, .digest = l.digest, .ranges = p->n,
                              .threads = p->threads, .bytes_through_memory = l.bytes,
-                             .writer_waited = l.writer_waited };
+                             .writer_waited = l.writer_waited, .store_failed = l.store_failed };
     line_free(&l);
     free(worker);
     return ret;

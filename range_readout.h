@@ -24,6 +24,7 @@ typedef struct {
     int ranges, threads;        /* pieces and merge threads */
     uint64_t bytes_through_memory;
     double writer_waited;       /* the writer's wait for the next piece */
+    int store_failed;           /* the failure was in the stored runs, not the output */
 } readout_result;
 
 int readout_in_ranges(const readout_request *rq, const range_plan *p, readout_result *res,

@@ -25,7 +25,7 @@
 /* A merge's output file may grow this large: each merge writes one run. */
 #define MERGED_RUN_MAX_BYTES (1ULL << 40)
 
-static const char *const part_names[STORE_MAX_PARTS] = { "default", "part1", "part2", "part3" };
+const char *const store_part_names[STORE_MAX_PARTS] = { "default", "part1", "part2", "part3" };
 
 /* RocksDB's own errors are malloc'd strings: put our context before them. */
 static int rocks_fail(errmsg *err, const char *what, char *rocks_err)
@@ -116,7 +116,8 @@ static int configure(rocks_store *st, const store_options *o, errmsg *err)
      * (see temp_env.h).  First, as it replaces the options by a copy. */
     int env = temp_env_apply(&st->opts, st->files.merge_threads, err);
     rocksdb_options_set_create_if_missing(st->opts, 1);
-    rocksdb_options_set_error_if_exists(st->opts, 1);
+    /* A temporary directory is new; a state's database may be resumed. */
+    rocksdb_options_set_error_if_exists(st->opts, !o->state_dir);
     rocksdb_options_set_compression(st->opts, rocks_compression(o->compression));
     configure_codec(st, o);
     /* Only fatal messages in RocksDB's LOG file.  Its per-run lines are of
@@ -156,12 +157,66 @@ static void open_parts(rocks_store *st, int parts, char **rerr)
     st->n_parts = parts < 1 ? 1 : parts > STORE_MAX_PARTS ? STORE_MAX_PARTS : parts;
     for (int i = 0; i < st->n_parts; i++) per_part[i] = st->opts;
     rocksdb_options_set_create_missing_column_families(st->opts, 1);
-    st->db = rocksdb_open_column_families(st->opts, st->dir, st->n_parts, part_names,
+    st->db = rocksdb_open_column_families(st->opts, st->dir, st->n_parts, store_part_names,
                                           per_part, st->part, rerr);
+}
+
+static void close_parts(rocks_store *st)
+{
+    for (int i = 0; i < st->n_parts; i++)
+        if (st->part[i]) rocksdb_column_family_handle_destroy(st->part[i]);
+    memset(st->part, 0, sizeof st->part);
+    if (st->db) rocksdb_close(st->db);
+    st->db = NULL;
+}
+
+/* Opens the database in st->dir; -1 with the cause in err. */
+static int open_database(rocks_store *st, const store_options *o, errmsg *err)
+{
+    char *rerr = NULL;
+    open_parts(st, o->parts, &rerr);
+    if (st->db) return 0;
+    if (rerr) return rocks_fail(err, st->dir, rerr);
+    return errmsg_set(err, "%s: out of memory", st->dir);
+}
+
+/* A resumable store: the earlier state taken back, or discarded (a
+ * database that does not open, or does not add up) for a fresh one. */
+static int open_state(rocks_store *st, const store_options *o, errmsg *err)
+{
+    enum { DOES_NOT_OPEN = 2 };
+    int had_runs = journal_records(st->journal) > 1;
+    errmsg why;
+    int r = open_database(st, o, &why) < 0 ? DOES_NOT_OPEN : state_restore(st, err);
+    if (r == DOES_NOT_OPEN && !had_runs) return errmsg_copy(err, &why);
+    if (r < 0) return -1;
+    if (r > 0) {
+        if (r == DOES_NOT_OPEN) {
+            errmsg_prefix(&why, "its database does not open");
+            state_discard(st, why.msg);
+        }
+        close_parts(st);
+        state_wipe(st);
+        if (open_database(st, o, err) < 0) return -1;
+    }
+    return state_start(st, o, err);
 }
 
 static int put_group(void *store, const group_span *span, const uint8_t *blob, size_t len,
                      errmsg *err);
+
+/* The options, the codec's writer, and the directory's database. */
+static int set_up(rocks_store *st, const store_options *o, errmsg *err)
+{
+    if (configure(st, o, err) < 0) return errmsg_prefix(err, "%s", st->dir);
+    configure_direct_io(st);
+    /* Groups go in under their first record's keys (see group_feed.h). */
+    if (o->compression == STORE_CODEC_COLUMNS &&
+        (!(st->groups = group_writer_create(o->compression_threads, GROUP_BYTES, put_group, st))
+         || !(st->index = run_index_create())))
+        return errmsg_set(err, "out of memory");
+    return o->state_dir ? open_state(st, o, err) : open_database(st, o, err);
+}
 
 rocks_store *store_open(const char *tmp_prefix, const store_options *o, errmsg *err)
 {
@@ -171,34 +226,13 @@ rocks_store *store_open(const char *tmp_prefix, const store_options *o, errmsg *
         return NULL;
     }
     cleanup_hold_signals();
-    st->dir = make_temp_dir(tmp_prefix, err);
-    if (!st->dir) {
-        cleanup_release_signals();
-        free(st);
-        return NULL;
-    }
-    int env = configure(st, o, err);
-    configure_direct_io(st);
-    /* Groups go in under their first record's keys (see group_iter.h). */
-    if (o->compression == STORE_CODEC_COLUMNS &&
-        (!(st->groups = group_writer_create(o->compression_threads, GROUP_BYTES, put_group, st))
-         || !(st->index = run_index_create()))) {
-        cleanup_release_signals();
-        errmsg_set(err, "out of memory");
-        store_close(st, 0);
-        return NULL;
-    }
-    char *rerr = NULL;
-    if (env == 0) open_parts(st, o->parts, &rerr);
+    int ok = o->state_dir ? state_prepare(st, o, err) == 0
+                          : (st->dir = make_temp_dir(tmp_prefix, err)) != NULL;
+    if (ok) ok = set_up(st, o, err) == 0;
     cleanup_release_signals();
-    if (!st->db) {
-        if (env < 0) errmsg_prefix(err, "%s", st->dir);
-        else if (rerr) rocks_fail(err, st->dir, rerr);
-        else errmsg_set(err, "%s: out of memory", st->dir);
-        store_close(st, 0);
-        return NULL;
-    }
-    return st;
+    if (ok) return st;
+    store_close(st, 0);
+    return NULL;
 }
 
 int store_run_begin(rocks_store *st, errmsg *err)
@@ -218,28 +252,32 @@ int store_run_begin(rocks_store *st, errmsg *err)
     rocksdb_sstfilewriter_open(st->writer, st->run_path, &rerr);
     if (rerr) return rocks_fail(err, st->run_path, rerr);
     st->unsampled = STORE_SAMPLE_BYTES;     /* sample the run's first key */
+    st->run_entries = 0;
+    st->run_first_sample = st->n_samples;
     return 0;
 }
 
-static void take_sample(rocks_store *st, const uint8_t *key, size_t klen)
+int store_add_sample(rocks_store *st, const uint8_t *key, size_t klen, uint64_t weight)
 {
     if (st->n_samples == st->samples_cap) {
         size_t cap = st->samples_cap ? 2 * st->samples_cap : 1024;
         key_sample *s = realloc(st->samples, cap * sizeof *s);
-        if (!s) return;
+        if (!s) return -1;
         st->samples = s;
         st->samples_cap = cap;
     }
     uint8_t *copy = malloc(klen ? klen : 1);
-    if (!copy) return;
+    if (!copy) return -1;
     memcpy(copy, key, klen);
-    st->samples[st->n_samples++] = (key_sample){ copy, klen, 0 };
+    st->samples[st->n_samples++] = (key_sample){ copy, klen, weight };
     st->unsampled = 0;
+    return 0;
 }
 
 static void sample_record(rocks_store *st, const uint8_t *key, size_t klen, size_t bytes)
 {
-    if (st->unsampled >= STORE_SAMPLE_BYTES) take_sample(st, key, klen);
+    /* Sampling is best effort: out of memory, it stops. */
+    if (st->unsampled >= STORE_SAMPLE_BYTES) store_add_sample(st, key, klen, 0);
     if (st->n_samples) st->samples[st->n_samples - 1].weight += bytes;
     st->unsampled += bytes;
 }
@@ -262,6 +300,7 @@ static int put_group(void *store, const group_span *span, const uint8_t *blob, s
 {
     rocks_store *st = store;
     if (put_pair(st, span->first, span->first_len, blob, len, err) < 0) return -1;
+    if (st->journal) state_track_put(st, span->first, span->first_len);
     if (run_index_add_group(st->index, span->first, span->first_len, span->last,
                             span->last_len) < 0)
         return errmsg_set(err, "out of memory indexing a run");
@@ -274,6 +313,7 @@ int store_run_put(rocks_store *st, const uint8_t *key, size_t klen,
     if (st->groups ? group_writer_add(st->groups, key, klen, val, vlen, err) < 0
                    : put_pair(st, key, klen, val, vlen, err) < 0)
         return -1;
+    if (st->journal && !st->groups) state_track_put(st, key, klen);
     sample_record(st, key, klen, klen + vlen);
     return 0;
 }
@@ -285,8 +325,11 @@ static int next_part(const rocks_store *st)
     return st->merges_planned ? 0 : (int)(st->runs % (uint64_t)st->n_parts);
 }
 
-/* Writes the SST and moves it into the database as part `part`. */
-static int ingest_run(rocks_store *st, int part, uint64_t *size, errmsg *err)
+/* Writes the SST, journals it (a resumable store), and moves it into the
+ * database as part `part`: the journal always knows every run RocksDB
+ * holds. */
+static int ingest_run(rocks_store *st, int part, uint64_t *size, const void *note,
+                      size_t note_len, errmsg *err)
 {
     char *rerr = NULL;
     if (st->groups && group_writer_finish(st->groups, err) < 0) return -1;
@@ -295,16 +338,17 @@ static int ingest_run(rocks_store *st, int part, uint64_t *size, errmsg *err)
     rocksdb_sstfilewriter_destroy(st->writer);
     st->writer = NULL;
     if (rerr) return rocks_fail(err, st->run_path, rerr);
+    if (st->journal && state_journal_run(st, part, *size, note, note_len, err) < 0) return -1;
     const char *files[1] = { st->run_path };
     rocksdb_ingest_external_file_cf(st->db, st->part[part], files, 1, st->ingest, &rerr);
     return rerr ? rocks_fail(err, st->run_path, rerr) : 0;
 }
 
-int store_run_end(rocks_store *st, errmsg *err)
+int store_run_end(rocks_store *st, const void *note, size_t note_len, errmsg *err)
 {
     uint64_t size = 0;
     int part = next_part(st);
-    if (ingest_run(st, part, &size, err) < 0) {
+    if (ingest_run(st, part, &size, note, note_len, err) < 0) {
         if (st->index) run_index_drop_run(st->index);
         return -1;
     }
@@ -331,16 +375,16 @@ void store_close(rocks_store *st, int keep)
     if (st->writer) rocksdb_sstfilewriter_destroy(st->writer);
     group_writer_destroy(st->groups);
     run_index_destroy(st->index);
-    for (int i = 0; i < st->n_parts; i++)
-        if (st->part[i]) rocksdb_column_family_handle_destroy(st->part[i]);
-    if (st->db) rocksdb_close(st->db);
-    if (!keep && st->dir) {
+    close_parts(st);
+    /* A state directory is removed only once known to be a state's. */
+    if (!keep && st->dir && (!st->state_dir || st->state_owned)) {
         char *rerr = NULL;
         rocksdb_destroy_db(st->opts, st->dir, &rerr);
         free(rerr);
         cleanup_remove_path(st->dir);
     }
     if (st->dir) cleanup_forget(st->dir);
+    if (st->state_dir) state_close(st, keep);
     for (size_t i = 0; i < st->n_samples; i++) free((uint8_t *)st->samples[i].key);
     free(st->samples);
     if (st->ingest) rocksdb_ingestexternalfileoptions_destroy(st->ingest);

@@ -42,6 +42,8 @@ typedef struct {
     int max_open_files;     /* descriptors the store may use in all; -1: no limit */
     int background_threads; /* compaction threads */
     int parts;              /* column families runs are dealt to, 1..STORE_MAX_PARTS */
+    const char *state_dir;  /* --resume: the store lives here and outlives a kill (below) */
+    const char *identity;   /* with state_dir: what a later run must match to resume */
 } store_options;
 
 #define STORE_MAX_PARTS 4
@@ -67,10 +69,45 @@ int store_plan_merges(rocks_store *st, uint64_t size_estimate);
  * size).  For sizing the temp space before a store exists. */
 int store_merge_width(uint64_t size, uint64_t run_bytes, int hinted);
 
+/* note: with a state directory, the caller's bytes journaled with the run
+ * (its progress through the input), handed back when the sort resumes;
+ * otherwise NULL. */
 int store_run_begin(rocks_store *st, errmsg *err);
 int store_run_put(rocks_store *st, const uint8_t *key, size_t klen,
                   const uint8_t *val, size_t vlen, errmsg *err);
-int store_run_end(rocks_store *st, errmsg *err);
+int store_run_end(rocks_store *st, const void *note, size_t note_len, errmsg *err);
+
+/* A resumable store (opt->state_dir).  The directory is created if
+ * missing; one that holds anything but a store's journal and database is
+ * refused, untouched.  The store journals every run before RocksDB takes
+ * it in (run_journal.h): its key ranges, samples and groups, and the
+ * caller's note.  store_open() then takes back the runs of an earlier,
+ * interrupted run of the same sort: one whose identity matches and whose
+ * journal and database agree (the entries of every run are in the
+ * database, or the last run's file is still there to take in).  Anything
+ * else (another identity, a state that does not open or does not add up)
+ * is discarded, and the sort starts afresh in the same directory.
+ * store_resumed() says what happened.  store_keep() journals a blob the
+ * caller wants back on resuming, in one of STORE_KEEP_SLOTS slots (the
+ * header, the output's hidden name); store_complete() journals
+ * that the whole input is stored, with a last note.  store_close() removes
+ * the whole directory unless asked to keep it. */
+#define STORE_KEEP_SLOTS 2
+typedef struct {
+    uint64_t runs;              /* runs taken back; 0: a fresh start */
+    const char *discarded;      /* NULL, or why an earlier state was not used */
+    int complete;               /* the whole input is stored (store_complete()) */
+    const uint8_t *note;        /* the last run's or the completion's note */
+    size_t note_len;
+    const uint8_t *kept[STORE_KEEP_SLOTS];  /* the last store_keep() blob of each slot, or NULL */
+    size_t kept_len[STORE_KEEP_SLOTS];
+} store_resume;
+const store_resume *store_resumed(const rocks_store *st);
+/* Whether a directory could hold a state: missing, or a state's (0), or
+ * the user's (-1, with a cause for refusing it in err).  Creates nothing. */
+int store_state_dir_usable(const char *dir, errmsg *err);
+int store_keep(rocks_store *st, int slot, const void *blob, size_t len, errmsg *err);
+int store_complete(rocks_store *st, const void *note, size_t note_len, errmsg *err);
 
 /* Stops starting new compactions and waits for running ones to end.  If
  * background merges were planned but fell behind, merges the newest runs

@@ -15,6 +15,7 @@
 #include "merge_plan.h"
 #include "group_writer.h"
 #include "run_index.h"
+#include "run_journal.h"
 
 /* For RocksDB's triggers and percentages: a value never reached. */
 #define ROCKS_NEVER (1 << 30)
@@ -32,7 +33,8 @@ struct rocks_store {
     rocksdb_ingestexternalfileoptions_t *ingest;
     rocksdb_sstfilewriter_t *writer;
     char *run_path;
-    uint64_t runs, bytes_written;
+    _Atomic uint64_t runs;       /* read by the signal thread too (sort_resume.c) */
+    uint64_t bytes_written;
     files_plan files;           /* the open-file budget's split */
     int compaction_forced;
     int merges_planned;         /* a size hint or estimate set up background merges */
@@ -44,7 +46,40 @@ struct rocks_store {
     uint64_t unsampled;         /* record bytes of this run since its last sample */
     group_writer *groups;       /* compact runs: records go in groups (group_codec.h) */
     run_index *index;           /* compact runs: each run's groups (run_index.h) */
+    /* A resumable store (rocks_state.c). */
+    char *state_dir;            /* NULL: a temporary directory */
+    int state_owned;            /* the directory is ours to remove */
+    run_journal *journal;
+    store_resume resume;
+    char *discarded;            /* resume.discarded's text */
+    uint8_t *first_key;         /* the run being written: its first key, */
+    size_t first_key_len, first_key_cap;
+    uint64_t run_entries;       /* the keys put in it, */
+    size_t run_first_sample;    /* and where its samples start */
 };
+
+/* rocks_state.c: a resumable store's journal.  state_prepare() checks and
+ * locks the directory before the database opens, and sets st->dir;
+ * state_restore() takes the journaled runs back once it is open: 0, -1
+ * with the cause in err, or 1 when the state must be discarded (why in
+ * st->discarded): the caller then closes the database, calls state_wipe()
+ * and opens it afresh.  state_start() journals the identity of a fresh
+ * state; state_journal_run() a run, before RocksDB takes it in. */
+int state_prepare(rocks_store *st, const store_options *o, errmsg *err);
+int state_restore(rocks_store *st, errmsg *err);
+void state_wipe(rocks_store *st);
+void state_discard(rocks_store *st, const char *why);
+int state_start(rocks_store *st, const store_options *o, errmsg *err);
+void state_track_put(rocks_store *st, const uint8_t *key, size_t klen);
+int state_journal_run(rocks_store *st, int part, uint64_t bytes, const void *note,
+                      size_t note_len, errmsg *err);
+void state_close(rocks_store *st, int keep);
+
+/* The column families' names, part i as store_part_names[i]. */
+extern const char *const store_part_names[STORE_MAX_PARTS];
+
+/* A key sample (store_samples()), with its weight; -1 when out of memory. */
+int store_add_sample(rocks_store *st, const uint8_t *key, size_t klen, uint64_t weight);
 
 /* rocks_merge.c: the compaction options at open, and after each run the
  * merges the open-file budget forces when none were planned. */

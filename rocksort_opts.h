@@ -29,6 +29,7 @@ typedef struct {
     uint64_t size_hint;         /* -s, 0 if none */
     temp_mode temp_compression; /* --temp-compression */
     int keep_db;                /* -k */
+    const char *resume_dir;     /* --resume DIR: the sort's state, kept across kills; or NULL */
     int verbose;                /* -v */
     int verify;                 /* --verify: checksum records in and out */
     int htslib_verbosity_set;   /* --verbosity given: let htslib speak */

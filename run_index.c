@@ -80,6 +80,18 @@ void run_index_drop_run(run_index *ix)
 
 size_t run_index_runs(const run_index *ix) { return ix->n_runs; }
 
+size_t run_index_open_groups(const run_index *ix) { return ix->n_spans - ix->open_from; }
+
+void run_index_open_span(const run_index *ix, size_t i, const uint8_t **first, size_t *first_len,
+                         const uint8_t **last, size_t *last_len)
+{
+    const span *s = &ix->spans[ix->open_from + i];
+    *first = ix->keys + s->first_at;
+    *first_len = s->first_len;
+    *last = ix->keys + s->last_at;
+    *last_len = s->last_len;
+}
+
 static int key_vs(const run_index *ix, size_t at, size_t len, const uint8_t *k, size_t klen)
 {
     return key_cmp(ix->keys + at, len, k, klen);

@@ -36,6 +36,13 @@ void run_index_drop_run(run_index *ix);
 /* Runs filed so far. */
 size_t run_index_runs(const run_index *ix);
 
+/* The groups added to the run being written, for the resume journal:
+ * run_index_open_span(ix, i, ...) gives group i's keys (pointing into the
+ * index), for i < run_index_open_groups(ix). */
+size_t run_index_open_groups(const run_index *ix);
+void run_index_open_span(const run_index *ix, size_t i, const uint8_t **first, size_t *first_len,
+                         const uint8_t **last, size_t *last_len);
+
 /* Writes to out (room for run_index_runs() entries) the first keys of the
  * groups of `part` that begin below lo and end at or above it, in
  * increasing order; returns how many.  The keys point into the index. */

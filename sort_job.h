@@ -23,6 +23,7 @@
 #include "spill_queue.h"
 #include "temp_space.h"
 #include "range_readout.h"
+#include "resume_state.h"
 
 typedef struct {
     const rocksort_opts *o;
@@ -45,6 +46,7 @@ typedef struct {
     int size_planned;
     sort_spec sort;             /* o->sort, prepared with the input header */
     temp_plan space;            /* the runs' format, chosen before reading */
+    resume_state resume;        /* --resume (sort_resume.h) */
 } sort_job;
 
 /* Prints "samtools rocksort: " and the message as one line on stderr;

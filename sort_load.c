@@ -12,10 +12,10 @@
 #include "clock_util.h"
 #include "input_check.h"
 #include "record_codec.h"
+#include "resume_progress.h"
 
 
-/* The sort order, readied for this header, and the @PG line. */
-static int prepare_header(sort_job *j)
+int prepare_header(sort_job *j)
 {
     errmsg err;
     j->sort = j->o->sort;
@@ -32,6 +32,17 @@ static int prepare_header(sort_job *j)
     return 0;
 }
 
+/* Threads decompress the input.  A resumable sort finds a SAM input's
+ * records again by their offsets, which htslib's threaded SAM parsing
+ * reads far ahead of: SAM gets threads for its BGZF decompression only. */
+static void share_pool(sort_job *j)
+{
+    if (!j->pool.pool) return;
+    if (!j->resume.on || j->in->format.format != sam) hts_set_thread_pool(j->in, &j->pool);
+    else if (j->in->format.compression == bgzf)
+        bgzf_thread_pool(j->in->fp.bgzf, j->pool.pool, j->pool.qsize);
+}
+
 int open_input(sort_job *j)
 {
     const rocksort_opts *o = j->o;
@@ -44,7 +55,7 @@ int open_input(sort_job *j)
         job_fail("'%s' is not a SAM, BAM or CRAM file", o->in_fn);
         return -1;
     }
-    if (j->pool.pool) hts_set_thread_pool(j->in, &j->pool);
+    share_pool(j);
     if (o->reference && hts_set_fai_filename(j->in, o->reference) < 0) {
         job_fail("cannot load reference '%s' for '%s'", o->reference, o->in_fn);
         return -1;
@@ -58,6 +69,8 @@ int open_input(sort_job *j)
         job_fail("failed to read the header of '%s'", o->in_fn);
         return -1;
     }
+    if (j->resume.on && !(j->resume.header_text = strdup(sam_hdr_str(j->hdr))))
+        return job_fail("out of memory reading '%s'", o->in_fn);
     /* The references htslib's BAM reader checks records against; adding
      * @PG parses the text header, which may list more (refs_beyond_header). */
     j->n_refs = sam_hdr_nref(j->hdr);
@@ -81,10 +94,28 @@ static int start_spiller(sort_job *j)
     return r < 0 ? -1 : 0;
 }
 
+/* A full temp disk is one a rerun can get past: a resumable sort keeps
+ * what it stored. */
 static int spill_error(sort_job *j)
 {
+    j->resume.keep = 1;
     return job_fail("writing temporary data under '%s' failed: %s", store_path(j->store),
                     j->q.error.msg);
+}
+
+/* Hands a full batch to the spill thread, with the note a resumable sort
+ * journals with its run. */
+static sort_batch *hand_over(sort_job *j, sort_batch *full)
+{
+    byte_writer note = { 0 };
+    if (j->resume.on) resume_note_now(j, &note);
+    sort_batch *next = note.failed ? NULL : spill_swap(&j->q, full, note.p, note.n);
+    if (note.failed) {
+        batch_destroy(full);
+        job_fail("out of memory reading '%s'", j->o->in_fn);
+    }
+    bw_free(&note);
+    return next;
 }
 
 /* A BAM record's bytes besides its variable-length data (bam1_t's l_data):
@@ -170,12 +201,14 @@ static int take_record(sort_job *j, sort_batch **cur, bam1_t *b)
         report_refs_beyond(j, b);
         return -1;
     }
+    /* A stream's records are hashed as read, before -M rewrites them. */
+    uint64_t hash = j->resume.hash_stream ? resume_stream_hash(j->resume.stream_hash, b) : 0;
     while ((added = batch_add(*cur, &j->sort, b, j->records_in, &err)) == 0) {
         if (!j->size_planned) plan_from_input(j, input_offset(j));
-        *cur = spill_swap(&j->q, *cur);
-        if (!*cur) return spill_error(j);
+        if (!(*cur = hand_over(j, *cur))) return j->q.failed ? spill_error(j) : -1;
     }
     if (added < 0) return job_fail("'%s': %s", j->o->in_fn, err.msg);
+    j->resume.stream_hash = hash;
     j->records_in++;
     j->bytes_in += (uint64_t)b->l_data + BAM_FIXED_BYTES;
     if (j->o->verify) j->digest_in += record_digest(b);
@@ -198,10 +231,22 @@ static int check_read_end(const sort_job *j, const bam1_t *b, int r)
     return 0;
 }
 
+/* A resumable sort stores its last batch too, and notes that the input
+ * is complete: killed during the readout, a rerun needs no input. */
+static int store_last_batch(sort_job *j, sort_batch **cur)
+{
+    *cur = hand_over(j, *cur);
+    spill_stop(&j->q);
+    if (!*cur) return j->q.failed ? spill_error(j) : -1;
+    if (j->q.failed) return spill_error(j);
+    return resume_input_complete(j);
+}
+
 int load(sort_job *j)
 {
     if (start_spiller(j) < 0) return -1;
     double t0 = now_seconds();
+    j->resume.load_started = t0;
     sort_batch *cur = batch_create(plan_batch_bytes(j->o));
     bam1_t *b = bam_init1();
     int ret = 0, r;
@@ -210,12 +255,17 @@ int load(sort_job *j)
         ret = -1;
         goto done;
     }
-    while ((r = sam_read1(j->in, j->hdr, b)) >= 0)
+    for (;;) {
+        if (j->resume.on) j->resume.pos_before = resume_position(j);
+        if ((r = sam_read1(j->in, j->hdr, b)) < 0) break;
         if (take_record(j, &cur, b) < 0) { ret = -1; goto done; }
+    }
     report_reading(j);
     if (check_read_end(j, b, r) < 0) { ret = -1; goto done; }
-    /* The last batch never goes to disk: the readout merges it from memory
-     * (an input that fits in one batch is sorted without temp I/O). */
+    if (j->resume.on && store_last_batch(j, &cur) < 0) { ret = -1; goto done; }
+    /* Otherwise the last batch never goes to disk: the readout merges it
+     * from memory (an input that fits in one batch is sorted without temp
+     * I/O). */
     batch_sort(cur);
     j->tail = cur;
     cur = NULL;

@@ -18,4 +18,8 @@
 int open_input(sort_job *j);
 int load(sort_job *j);
 
+/* The sort order, readied for j->hdr, and the @PG line: open_input() does
+ * it; a resumed sort that reads no input does it on the header it kept. */
+int prepare_header(sort_job *j);
+
 #endif

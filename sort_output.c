@@ -71,8 +71,11 @@ static int readout_single(sort_job *j, const readout_request *rq)
     int ret = merge_write(&w, src.merge, &err);
     j->result.records = w.records;
     j->result.digest = w.digest;
-    if (ret == 0 && sources_status(&src, &err) < 0)
+    j->result.store_failed = w.corrupt;
+    if (ret == 0 && sources_status(&src, &err) < 0) {
         ret = errmsg_prefix(&err, "error reading the temporary database");
+        j->result.store_failed = 1;
+    }
     sources_close(&src);
     return ret == 0 ? 0 : job_fail("%s", err.msg);
 }
@@ -101,6 +104,8 @@ int readout(sort_job *j)
     }
     ranges_free(&plan);
     j->t_readout = now_seconds() - t0;
+    /* The output failed, not the stored runs: a resumable sort keeps them. */
+    if (ret < 0 && !j->result.store_failed) j->resume.keep = 1;
     return ret;
 }
 
@@ -120,6 +125,7 @@ static int flush_output(sort_job *j)
 int commit_output(sort_job *j)
 {
     errmsg err;
+    j->resume.keep = 1;     /* a rerun can write the output again */
     if (flush_output(j) < 0) return -1;
     return output_commit(&j->out, &err) == 0 ? 0 : job_fail("%s", err.msg);
 }

@@ -19,12 +19,40 @@
 #include "sort_load.h"
 #include "sort_output.h"
 #include "sort_report.h"
+#include "sort_resume.h"
 #include "cleanup.h"
 
 static int open_all(sort_job *j)
 {
-    if (plan_temp_space(j) < 0 || open_input(j) < 0 || open_output(j) < 0) return -1;
+    if (plan_temp_space(j) < 0) return -1;
+    if (j->resume.on) return open_resumable(j);
+    if (open_input(j) < 0 || open_output(j) < 0) return -1;
     return open_store(j);
+}
+
+/* A resumed sort whose state holds the whole input reads none: the runs
+ * are all in the store, and the last batch is an empty one. */
+static int load_input(sort_job *j)
+{
+    if (!j->resume.input_stored) return load(j);
+    if (!(j->tail = batch_create(1))) return job_fail("out of memory");
+    return 0;
+}
+
+/* What the store keeps when the sort ends: with --resume, the state after
+ * a failure a rerun can get past (a signal never gets here: cleanup.h);
+ * with -k, the database of a sort that succeeded. */
+static int keep_store(const sort_job *j, int failed)
+{
+    if (j->resume.on) {
+        if (failed && j->resume.keep)
+            fprintf(stderr, "samtools rocksort: the sort's state is kept in '%s': run the same "
+                    "command again to resume\n", j->o->resume_dir);
+        return failed && j->resume.keep;
+    }
+    if (j->o->keep_db && !failed)
+        fprintf(stderr, "[rocksort] kept the temporary database: %s\n", store_path(j->store));
+    return j->o->keep_db && !failed;
 }
 
 /* Merges still running in the background end first (store_settle()). */
@@ -47,11 +75,9 @@ static void cleanup(sort_job *j, int failed)
     spill_free(&j->q);
     batch_destroy(j->tail);
     if (failed && (j->out.fp || j->out.tmp_path)) output_abort(&j->out);
-    if (j->store) {
-        if (j->o->keep_db && !failed)
-            fprintf(stderr, "[rocksort] kept the temporary database: %s\n", store_path(j->store));
-        store_close(j->store, j->o->keep_db && !failed);
-    }
+    if (j->store) store_close(j->store, keep_store(j, failed));
+    free(j->resume.header_text);
+    free(j->resume.identity);
     sort_spec_free(&j->sort);
     if (j->hdr) sam_hdr_destroy(j->hdr);
     if (j->in) sam_close(j->in);
@@ -63,6 +89,7 @@ int rocksort_run(const rocksort_opts *o)
     sort_job j;
     memset(&j, 0, sizeof j);
     j.o = o;
+    j.resume.on = o->resume_dir != NULL;
     spill_init(&j.q);
     if (o->threads > 0 && !(j.pool.pool = hts_tpool_init(o->threads))) {
         job_fail("cannot create worker threads");
@@ -74,7 +101,7 @@ int rocksort_run(const rocksort_opts *o)
     int verbosity = hts_verbose;
     if (!o->htslib_verbosity_set) hts_verbose = 0;
     j.prog = progress_start(o->progress, o->progress_interval);
-    int ok = open_all(&j) == 0 && load(&j) == 0 && settle_and_readout(&j) == 0
+    int ok = open_all(&j) == 0 && load_input(&j) == 0 && settle_and_readout(&j) == 0
           && finish(&j) == 0;
     progress_stop(j.prog, ok);
     if (o->verbose && j.store) report_verbose(&j);

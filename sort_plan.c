@@ -62,6 +62,8 @@ int open_store(sort_job *j)
         .max_open_files = open_file_budget(),
         .background_threads = o->threads > 1 ? o->threads : 1,
         .parts = READOUT_STREAMS,
+        .state_dir = o->resume_dir,
+        .identity = j->resume.identity,
     };
     temp_space_store_options(&j->space, &so);
     errmsg err;
@@ -94,6 +96,8 @@ static void plan_holding(sort_job *j, double input_batches)
 {
     spill_queue *q = &j->q;
     int fit = (int)(plan_total_memory(j->o) / q->batch_cap);
+    /* A resumable sort stores every batch: nothing held is lost to a kill. */
+    if (j->resume.on) return;
     /* Slack for records further on that expand more than the first
      * batch's did; temp_space.c counts on the same. */
     double need = input_batches * TEMP_HOLD_SLACK;

@@ -2,6 +2,7 @@
 #include <stdio.h>
 #include <sys/resource.h>
 #include "sort_report.h"
+#include "sort_resume.h"
 
 /* Records in and out must match in number and, with --verify, in content. */
 int check_accounting(const sort_job *j)
@@ -46,6 +47,7 @@ void report_verbose(const sort_job *j)
     struct rusage ru;
     getrusage(RUSAGE_SELF, &ru);
     report_sizing(j);
+    resume_report(j);
     temp_space_report(&j->space, stderr);
     fprintf(stderr, "[rocksort] memory: %s\n", memory_use(j));
     if (store_runs_ingested(j->store))

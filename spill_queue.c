@@ -11,7 +11,8 @@ void spill_init(spill_queue *q)
     pthread_cond_init(&q->cv, NULL);
 }
 
-static int write_run(rocks_store *st, sort_batch *sb, errmsg *err)
+static int write_run(rocks_store *st, sort_batch *sb, const uint8_t *note, size_t note_len,
+                     errmsg *err)
 {
     if (store_run_begin(st, err) < 0) return -1;
     size_t n = batch_count(sb);
@@ -23,10 +24,11 @@ static int write_run(rocks_store *st, sort_batch *sb, errmsg *err)
         const uint8_t *v = batch_value(sb, i, &vl);
         if (store_run_put(st, k, kl, v, vl, err) < 0) return -1;
     }
-    return store_run_end(st, err);
+    return store_run_end(st, note, note_len, err);
 }
 
-/* A held run spilled after all: it is in key order already. */
+/* A held run spilled after all: it is in key order already.  (Holding is
+ * never planned for a resumable sort, whose runs carry notes.) */
 static int write_packed(rocks_store *st, const packed_run *pr, errmsg *err)
 {
     if (store_run_begin(st, err) < 0) return -1;
@@ -35,7 +37,7 @@ static int write_packed(rocks_store *st, const packed_run *pr, errmsg *err)
         const uint8_t *k = packed_key(r, &kl), *v = packed_value(r, &vl);
         if (store_run_put(st, k, kl, v, vl, err) < 0) return -1;
     }
-    return store_run_end(st, err);
+    return store_run_end(st, NULL, 0, err);
 }
 
 /* Keeps a sorted batch in memory if the plan allows, and returns the batch
@@ -74,7 +76,7 @@ static int spill_held(spill_queue *q, errmsg *err)
     if (q->max_held) q->hold_abandoned = 1;
     for (int i = 0; i < q->n_held && ret == 0; i++)
         ret = q->packed ? write_packed(q->store, q->packed[i], err)
-                        : write_run(q->store, q->kept[i], err);
+                        : write_run(q->store, q->kept[i], NULL, 0, err);
     drop_held(q);
     q->max_held = 0;
     return ret;
@@ -83,7 +85,8 @@ static int spill_held(spill_queue *q, errmsg *err)
 /* Sorts a full batch, then holds or spills it; returns the empty batch the
  * loader gets back, and sets *failed (with the cause in err) on a write
  * error.  After a failure nothing more is written. */
-static sort_batch *settle_batch(spill_queue *q, sort_batch *sb, int *failed, errmsg *err)
+static sort_batch *settle_batch(spill_queue *q, sort_batch *sb, const uint8_t *note,
+                                size_t note_len, int *failed, errmsg *err)
 {
     double t0 = now_seconds();
     batch_sort(sb);
@@ -91,7 +94,8 @@ static sort_batch *settle_batch(spill_queue *q, sort_batch *sb, int *failed, err
     sort_batch *back = q->failed ? NULL : try_hold(q, sb);
     int held = back != NULL;
     if (!back) {
-        if (!q->failed) *failed = spill_held(q, err) < 0 || write_run(q->store, sb, err) < 0;
+        if (!q->failed)
+            *failed = spill_held(q, err) < 0 || write_run(q->store, sb, note, note_len, err) < 0;
         back = sb;
     }
     if (back == sb) batch_clear(sb);
@@ -104,21 +108,41 @@ static sort_batch *settle_batch(spill_queue *q, sort_batch *sb, int *failed, err
     return back;
 }
 
+/* Moves the handed-over note into the spill thread's own buffer. */
+static int take_note(spill_queue *q, uint8_t **note, size_t *cap, size_t *len)
+{
+    *len = q->full_note_len;
+    if (*len > *cap) {
+        uint8_t *p = realloc(*note, *len);
+        if (!p) return -1;
+        *note = p;
+        *cap = *len;
+    }
+    if (*len) memcpy(*note, q->full_note, *len);
+    return 0;
+}
+
 static void *spill_main(void *arg)
 {
     spill_queue *q = arg;
+    uint8_t *note = NULL;
+    size_t note_cap = 0, note_len = 0;
     pthread_mutex_lock(&q->mu);
     for (;;) {
         while (!q->full && !q->finished) pthread_cond_wait(&q->cv, &q->mu);
         sort_batch *sb = q->full;
         if (!sb) break;
+        errmsg err;
+        int failed = 0;
+        if (take_note(q, &note, &note_cap, &note_len) < 0 && !q->failed) {
+            q->failed = 1;      /* so settle_batch() writes nothing */
+            errmsg_set(&q->error, "out of memory");
+        }
         q->full = NULL;
         pthread_cond_broadcast(&q->cv);
         pthread_mutex_unlock(&q->mu);
 
-        errmsg err;
-        int failed = 0;
-        sort_batch *back = settle_batch(q, sb, &failed, &err);
+        sort_batch *back = settle_batch(q, sb, note_len ? note : NULL, note_len, &failed, &err);
 
         pthread_mutex_lock(&q->mu);
         if (failed && !q->failed) {
@@ -133,15 +157,33 @@ static void *spill_main(void *arg)
         pthread_cond_broadcast(&q->cv);
     }
     pthread_mutex_unlock(&q->mu);
+    free(note);
     return NULL;
 }
 
 /* Hands a full batch over and returns the other one once it is spilled. */
-sort_batch *spill_swap(spill_queue *q, sort_batch *full)
+static int give_note(spill_queue *q, const void *note, size_t len)
+{
+    if (len > q->full_note_cap) {
+        uint8_t *p = realloc(q->full_note, len);
+        if (!p) return -1;
+        q->full_note = p;
+        q->full_note_cap = len;
+    }
+    if (len) memcpy(q->full_note, note, len);
+    q->full_note_len = len;
+    return 0;
+}
+
+sort_batch *spill_swap(spill_queue *q, sort_batch *full, const void *note, size_t note_len)
 {
     double t0 = now_seconds();
     pthread_mutex_lock(&q->mu);
     while (q->full) pthread_cond_wait(&q->cv, &q->mu);
+    if (give_note(q, note, note_len) < 0 && !q->failed) {
+        q->failed = 1;
+        errmsg_set(&q->error, "out of memory");
+    }
     q->full = full;
     pthread_cond_broadcast(&q->cv);
     while (!q->empty) pthread_cond_wait(&q->cv, &q->mu);
@@ -198,6 +240,7 @@ void spill_free(spill_queue *q)
 {
     spill_stop(q);
     batch_destroy(q->full);
+    free(q->full_note);
     drop_held(q);
     free(q->packed);
     free(q->kept);

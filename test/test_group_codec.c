@@ -226,7 +226,7 @@ static int write_runs(rocks_store *st, const pair_set *ps)
             seq_key(i, key);
             ok = store_run_put(st, key, 8, ps->p[i].val, ps->p[i].vlen, &err) == 0;
         }
-        ok = ok && store_run_end(st, &err) == 0;
+        ok = ok && store_run_end(st, NULL, 0, &err) == 0;
     }
     return ok ? 0 : -1;
 }

@@ -57,7 +57,7 @@ static int write_run(rocks_store *st, int run, int n_records, uint8_t *val)
         for (size_t i = 0; i < value_len((uint64_t)s); i++) val[i] = value_byte((uint64_t)s, i);
         ok = store_run_put(st, key, 8, val, value_len((uint64_t)s), &err) == 0;
     }
-    ok = ok && store_run_end(st, &err) == 0;
+    ok = ok && store_run_end(st, NULL, 0, &err) == 0;
     return ok ? 0 : -1;
 }
 

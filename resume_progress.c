@@ -1,0 +1,47 @@
+/* resume_progress.c -- see resume_progress.h. */
+#include <htslib/bgzf.h>
+#include <htslib/hfile.h>
+#include "resume_progress.h"
+#include "clock_util.h"
+#include "mix64.h"
+#include "record_codec.h"
+
+uint64_t resume_stream_hash(uint64_t hash, const bam1_t *b)
+{
+    return mix64(hash ^ record_digest(b));
+}
+
+uint64_t resume_position(const sort_job *j)
+{
+    switch (j->resume.kind) {
+    case POS_BGZF: return (uint64_t)bgzf_tell(j->in->fp.bgzf);
+    case POS_BYTES: return (uint64_t)htell(j->in->fp.hfile);
+    default: return j->records_in;
+    }
+}
+
+void resume_note_now(const sort_job *j, byte_writer *w)
+{
+    resume_note n = {
+        .kind = j->resume.kind, .pos = j->resume.pos_before, .records = j->records_in,
+        .bytes = j->bytes_in, .digest = j->digest_in, .stream_hash = j->resume.stream_hash,
+        .placed = (uint64_t)sort_spec_saw_placed(&j->sort),
+        .micros = (uint64_t)(1e6 * (j->resume.seconds_before + now_seconds()
+                                    - j->resume.load_started)),
+    };
+    note_encode(&n, w);
+}
+
+int resume_input_complete(sort_job *j)
+{
+    byte_writer w = { 0 };
+    errmsg err;
+    j->resume.pos_before = resume_position(j);
+    resume_note_now(j, &w);
+    int r = w.failed ? errmsg_set(&err, "out of memory")
+          : store_complete(j->store, w.p, w.n, &err);
+    bw_free(&w);
+    if (r < 0) j->resume.keep = 1;
+    return r < 0 ? job_fail("%s", err.msg) : 0;
+}
+

@@ -1,0 +1,415 @@
+/* rocks_state.c -- a resumable store: its directory and journal.  See
+ * rocks_store.h (store_resumed, store_keep, store_complete) and
+ * rocks_store_internal.h (state_*).
+ *
+ * The journal's records: 'S' (the identity, the codec and the parts: the
+ * first record), 'R' (a run: its part, its entries, bytes and first key,
+ * its groups' key spans and its samples, and the caller's note), 'K' (a
+ * blob the caller keeps) and 'C' (the input is complete, with a note).  A
+ * run is journaled before RocksDB takes it in, so the database never holds
+ * a run the journal lacks; the last journaled run may be missing from it,
+ * and is then taken in from its file if the file is still there.
+ */
+#define _GNU_SOURCE
+#include <dirent.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include "rocks_store_internal.h"
+#include "byte_io.h"
+#include "cleanup.h"
+
+#define JOURNAL_NAME "journal"
+#define DB_NAME "db"
+enum { REC_START = 'S', REC_RUN = 'R', REC_KEEP = 'K', REC_DONE = 'C' };
+
+static char *join(const char *dir, const char *name)
+{
+    char *p = NULL;
+    return asprintf(&p, "%s/%s", dir, name) < 0 ? NULL : p;
+}
+
+/* The directory, if it exists, holds nothing but a state's journal and
+ * database: anything else is the user's, and stays. */
+int store_state_dir_usable(const char *dir, errmsg *err)
+{
+    struct stat sb;
+    if (stat(dir, &sb) < 0) return errno == ENOENT ? 0 : errmsg_set(err, "--resume '%s': %s", dir,
+                                                                     strerror(errno));
+    if (!S_ISDIR(sb.st_mode)) return errmsg_set(err, "--resume '%s' is not a directory", dir);
+    DIR *d = opendir(dir);
+    if (!d) return errmsg_set(err, "cannot read the state directory '%s': %s", dir, strerror(errno));
+    int journal = 0, foreign = 0, db = 0;
+    for (struct dirent *e; (e = readdir(d)) != NULL;) {
+        if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")) continue;
+        if (!strcmp(e->d_name, JOURNAL_NAME)) journal = 1;
+        else if (!strcmp(e->d_name, DB_NAME)) db = 1;
+        else foreign = 1;
+    }
+    closedir(d);
+    if (foreign || (db && !journal))
+        return errmsg_set(err, "--resume '%s' holds files that are not a rocksort state: "
+                          "refusing to use it (give a new or empty directory)", dir);
+    return 0;
+}
+
+/* ... and exists, created if missing. */
+static int check_dir(const char *dir, errmsg *err)
+{
+    if (store_state_dir_usable(dir, err) < 0) return -1;
+    if (mkdir(dir, 0700) < 0 && errno != EEXIST)
+        return errmsg_set(err, "cannot create the state directory '%s': %s", dir, strerror(errno));
+    return 0;
+}
+
+static void reset_runs(rocks_store *st)
+{
+    if (st->index) {
+        run_index_destroy(st->index);
+        st->index = run_index_create();
+    }
+    for (size_t i = 0; i < st->n_samples; i++) free((uint8_t *)st->samples[i].key);
+    st->n_samples = 0;
+    st->runs = st->bytes_written = 0;
+    st->parts_used = 0;
+    memset(&st->resume, 0, sizeof st->resume);
+    st->resume.discarded = st->discarded;
+}
+
+void state_wipe(rocks_store *st)
+{
+    errmsg ignored;
+    cleanup_remove_path(st->dir);
+    journal_cut(st->journal, 0, &ignored);
+    reset_runs(st);
+}
+
+void state_discard(rocks_store *st, const char *why)
+{
+    free(st->discarded);
+    st->discarded = strdup(why);
+    st->resume.discarded = st->discarded;
+}
+
+/* The 'S' record's identity against this run's: a reason to start afresh, or NULL. */
+static const char *other_sort(rocks_store *st, const store_options *o)
+{
+    size_t len, id_len;
+    const uint8_t *rec = journal_record(st->journal, 0, &len);
+    byte_reader r = br_of(rec, len);
+    uint64_t type = br_u64(&r);
+    const uint8_t *id = br_bytes(&r, &id_len);
+    uint64_t codec = br_u64(&r), parts = br_u64(&r);
+    if (r.bad || type != REC_START) return "its journal is damaged";
+    if (id_len != strlen(o->identity) || memcmp(id, o->identity, id_len))
+        return "it is the state of another sort (the input or an option that orders the "
+               "records changed)";
+    if (codec != (uint64_t)o->compression || parts != (uint64_t)st->n_parts)
+        return "it holds runs of another format (--temp-compression changed)";
+    return NULL;
+}
+
+int state_prepare(rocks_store *st, const store_options *o, errmsg *err)
+{
+    if (!(st->state_dir = strdup(o->state_dir))) return errmsg_set(err, "out of memory");
+    if (check_dir(st->state_dir, err) < 0) return -1;
+    char *path = join(st->state_dir, JOURNAL_NAME);
+    st->dir = join(st->state_dir, DB_NAME);
+    if (!path || !st->dir) {
+        free(path);
+        return errmsg_set(err, "out of memory");
+    }
+    st->journal = journal_open(path, err);
+    free(path);
+    if (!st->journal) return -1;
+    st->state_owned = 1;
+    st->n_parts = o->parts < 1 ? 1 : o->parts > STORE_MAX_PARTS ? STORE_MAX_PARTS : o->parts;
+    const char *why = journal_records(st->journal) ? other_sort(st, o) : NULL;
+    if (why) state_discard(st, why);
+    if (why || !journal_records(st->journal)) state_wipe(st);
+    return 0;
+}
+
+int state_start(rocks_store *st, const store_options *o, errmsg *err)
+{
+    if (journal_records(st->journal)) return 0;
+    byte_writer w = { 0 };
+    bw_u64(&w, REC_START);
+    bw_bytes(&w, o->identity, strlen(o->identity));
+    bw_u64(&w, (uint64_t)o->compression);
+    bw_u64(&w, (uint64_t)st->n_parts);
+    int r = w.failed ? errmsg_set(err, "out of memory") : journal_append(st->journal, w.p, w.n, err);
+    bw_free(&w);
+    return r;
+}
+
+void state_track_put(rocks_store *st, const uint8_t *key, size_t klen)
+{
+    if (st->run_entries++) return;
+    if (klen > st->first_key_cap) {
+        uint8_t *k = realloc(st->first_key, klen);
+        if (!k) {
+            st->first_key_len = 0;  /* journaled as such: the restore then rejects the state */
+            return;
+        }
+        st->first_key = k;
+        st->first_key_cap = klen;
+    }
+    memcpy(st->first_key, key, klen);
+    st->first_key_len = klen;
+}
+
+/* The run's groups (compact runs) and samples, as 'R' holds them. */
+static void write_run_keys(rocks_store *st, byte_writer *w)
+{
+    size_t groups = st->index ? run_index_open_groups(st->index) : 0;
+    bw_u64(w, groups);
+    for (size_t i = 0; i < groups; i++) {
+        const uint8_t *first, *last;
+        size_t first_len, last_len;
+        run_index_open_span(st->index, i, &first, &first_len, &last, &last_len);
+        bw_bytes(w, first, first_len);
+        bw_bytes(w, last, last_len);
+    }
+    bw_u64(w, st->n_samples - st->run_first_sample);
+    for (size_t i = st->run_first_sample; i < st->n_samples; i++) {
+        bw_bytes(w, st->samples[i].key, st->samples[i].len);
+        bw_u64(w, st->samples[i].weight);
+    }
+}
+
+int state_journal_run(rocks_store *st, int part, uint64_t bytes, const void *note,
+                      size_t note_len, errmsg *err)
+{
+    byte_writer w = { 0 };
+    bw_u64(&w, REC_RUN);
+    bw_u64(&w, (uint64_t)part);
+    bw_u64(&w, st->run_entries);
+    bw_u64(&w, bytes);
+    bw_bytes(&w, st->first_key, st->first_key_len);
+    write_run_keys(st, &w);
+    bw_bytes(&w, note, note_len);
+    int r = w.failed ? errmsg_set(err, "out of memory") : journal_append(st->journal, w.p, w.n, err);
+    bw_free(&w);
+    return r;
+}
+
+/* One journaled run, taken back into the index, the samples and the
+ * counts.  Returns -1 if the record does not parse. */
+static int restore_run(rocks_store *st, byte_reader *r, int *part, uint64_t *entries)
+{
+    *part = (int)br_u64(r);
+    *entries = br_u64(r);
+    uint64_t bytes = br_u64(r), n;
+    size_t len, len2;
+    br_bytes(r, &len);                  /* the first key: see last_run_taken_in() */
+    n = br_u64(r);
+    for (uint64_t i = 0; i < n && !r->bad; i++) {
+        const uint8_t *first = br_bytes(r, &len), *last = br_bytes(r, &len2);
+        if (!r->bad && (!st->index || run_index_add_group(st->index, first, len, last, len2) < 0))
+            return -1;
+    }
+    n = br_u64(r);
+    for (uint64_t i = 0; i < n && !r->bad; i++) {
+        const uint8_t *key = br_bytes(r, &len);
+        uint64_t weight = br_u64(r);
+        if (!r->bad && store_add_sample(st, key, len, weight) < 0) return -1;
+    }
+    st->resume.note = br_bytes(r, &st->resume.note_len);
+    if (r->bad || *part < 0 || *part >= st->n_parts) return -1;
+    if (st->index && run_index_end_run(st->index, *part) < 0) return -1;
+    if (*part >= st->parts_used) st->parts_used = *part + 1;
+    st->runs++;
+    st->bytes_written += bytes;
+    return 0;
+}
+
+/* The keys RocksDB holds in each part: every run's entries, merged or not
+ * (keys are unique, so a merge keeps them all).  From the table
+ * properties of every file: the live-file list's counts come only from
+ * the files RocksDB happened to open. */
+static int db_entries(rocks_store *st, uint64_t *have)
+{
+    static const char field[] = "# entries=";
+    for (int p = 0; p < st->n_parts; p++) {
+        char *v = rocksdb_property_value_cf(st->db, st->part[p], "rocksdb.aggregated-table-properties");
+        const char *at = v ? strstr(v, field) : NULL;
+        char *end = NULL;
+        if (at) have[p] = strtoull(at + sizeof field - 1, &end, 10);
+        free(v);
+        if (!at || end == at + sizeof field - 1) return -1;
+    }
+    return 0;
+}
+
+/* The runs the journal promises, per part; the last one's record index,
+ * part and entries.  -1 if a record does not parse. */
+static int journal_entries(rocks_store *st, uint64_t *want, size_t *last, int *last_part,
+                           uint64_t *last_entries)
+{
+    for (size_t i = 1; i < journal_records(st->journal); i++) {
+        size_t len;
+        const uint8_t *rec = journal_record(st->journal, i, &len);
+        byte_reader r = br_of(rec, len);
+        uint64_t type = br_u64(&r);
+        if (type != REC_RUN) continue;
+        uint64_t part = br_u64(&r), entries = br_u64(&r);
+        if (r.bad || part >= (uint64_t)st->n_parts) return -1;
+        want[part] += entries;
+        *last = i;
+        *last_part = (int)part;
+        *last_entries = entries;
+    }
+    return 0;
+}
+
+/* The last journaled run, killed between its journal record and RocksDB
+ * taking it in: taken in now from its file, or forgotten if the file is
+ * gone.  0, or 1 if that does not explain the database. */
+static int take_in_last_run(rocks_store *st, size_t last, int part, errmsg *err)
+{
+    size_t n_runs = 0;
+    for (size_t i = 1; i < last; i++) {
+        size_t len;
+        const uint8_t *rec = journal_record(st->journal, i, &len);
+        byte_reader r = br_of(rec, len);
+        n_runs += br_u64(&r) == REC_RUN;
+    }
+    char *path = NULL;
+    if (asprintf(&path, "%s/run-%06zu.sst", st->dir, n_runs) < 0) return errmsg_set(err, "out of memory");
+    int ret = 0;
+    if (access(path, F_OK) == 0) {
+        char *rerr = NULL;
+        const char *files[1] = { path };
+        rocksdb_ingest_external_file_cf(st->db, st->part[part], files, 1, st->ingest, &rerr);
+        if (rerr) ret = 1;
+        free(rerr);
+    } else if (journal_cut(st->journal, last, err) < 0) {
+        ret = -1;
+    }
+    free(path);
+    return ret;
+}
+
+/* Whether the database holds exactly the journaled runs; takes in, or
+ * forgets, a last run that a kill cut off.  0 yes, 1 no, -1 error. */
+static int check_runs(rocks_store *st, errmsg *err)
+{
+    uint64_t want[STORE_MAX_PARTS] = { 0 }, have[STORE_MAX_PARTS] = { 0 }, last_entries = 0;
+    size_t last = 0;
+    int last_part = -1;
+    if (journal_entries(st, want, &last, &last_part, &last_entries) < 0 || db_entries(st, have) < 0)
+        return 1;
+    for (int p = 0; p < st->n_parts; p++) {
+        if (have[p] == want[p]) continue;
+        if (p != last_part || have[p] + last_entries != want[p]) return 1;
+        int r = take_in_last_run(st, last, p, err);
+        if (r) return r;
+    }
+    return 0;
+}
+
+/* Run files no run needs any more: written when a kill came, or left
+ * behind by RocksDB's move of a run into the database. */
+static void remove_leftovers(rocks_store *st)
+{
+    DIR *d = opendir(st->dir);
+    if (!d) return;
+    for (struct dirent *e; (e = readdir(d)) != NULL;) {
+        if (strncmp(e->d_name, "run-", 4)) continue;
+        char *p = join(st->dir, e->d_name);
+        if (p) unlink(p);
+        free(p);
+    }
+    closedir(d);
+}
+
+/* Takes the journaled runs back into the index, samples and counts. */
+static int replay(rocks_store *st)
+{
+    for (size_t i = 1; i < journal_records(st->journal); i++) {
+        size_t len;
+        const uint8_t *rec = journal_record(st->journal, i, &len);
+        byte_reader r = br_of(rec, len);
+        int part;
+        uint64_t entries;
+        switch (br_u64(&r)) {
+        case REC_RUN:
+            if (restore_run(st, &r, &part, &entries) < 0) return -1;
+            break;
+        case REC_KEEP: {
+            uint64_t slot = br_u64(&r);
+            if (slot >= STORE_KEEP_SLOTS) return -1;
+            st->resume.kept[slot] = br_bytes(&r, &st->resume.kept_len[slot]);
+            break;
+        }
+        case REC_DONE:
+            st->resume.complete = 1;
+            st->resume.note = br_bytes(&r, &st->resume.note_len);
+            break;
+        default:
+            return -1;
+        }
+        if (r.bad) return -1;
+    }
+    return 0;
+}
+
+int state_restore(rocks_store *st, errmsg *err)
+{
+    int r = check_runs(st, err);
+    if (r < 0) return -1;
+    if (r > 0) {
+        state_discard(st, "its database does not hold the runs its journal lists");
+        return 1;
+    }
+    if (replay(st) < 0) {
+        state_discard(st, "its journal is damaged");
+        return 1;
+    }
+    remove_leftovers(st);
+    st->resume.runs = st->runs;
+    return 0;
+}
+
+void state_close(rocks_store *st, int keep)
+{
+    journal_close(st->journal);
+    st->journal = NULL;
+    if (!keep && st->state_owned) {
+        cleanup_remove_path(st->dir);
+        cleanup_remove_path(st->state_dir);
+    }
+    free(st->state_dir);
+    free(st->discarded);
+    free(st->first_key);
+}
+
+const store_resume *store_resumed(const rocks_store *st) { return &st->resume; }
+
+/* A record of a type, a slot (REC_KEEP only) and a blob. */
+static int append_blob(rocks_store *st, uint64_t type, int slot, const void *blob, size_t len,
+                       errmsg *err)
+{
+    if (!st->journal) return 0;
+    byte_writer w = { 0 };
+    bw_u64(&w, type);
+    if (type == REC_KEEP) bw_u64(&w, (uint64_t)slot);
+    bw_bytes(&w, blob, len);
+    int r = w.failed ? errmsg_set(err, "out of memory") : journal_append(st->journal, w.p, w.n, err);
+    bw_free(&w);
+    return r;
+}
+
+int store_keep(rocks_store *st, int slot, const void *blob, size_t len, errmsg *err)
+{
+    return append_blob(st, REC_KEEP, slot, blob, len, err);
+}
+
+int store_complete(rocks_store *st, const void *note, size_t note_len, errmsg *err)
+{
+    return append_blob(st, REC_DONE, 0, note, note_len, err);
+}

@@ -1,0 +1,163 @@
+/* run_journal.c -- see run_journal.h. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <zlib.h>
+#include "run_journal.h"
+
+#define FRAME 8                         /* u32 length, u32 CRC-32 */
+#define RECORD_MAX (1u << 30)           /* a longer length is damage */
+
+struct run_journal {
+    char *path;
+    int fd;
+    uint8_t *data;                      /* the file's whole records */
+    size_t size, cap;
+    size_t *at;                         /* where each record's bytes start */
+    size_t n, at_cap;
+    uint64_t dropped;
+};
+
+static uint32_t get_u32(const uint8_t *p)
+{
+    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+
+static void put_u32(uint8_t *p, uint32_t v)
+{
+    for (int i = 0; i < 4; i++) p[i] = (uint8_t)(v >> (8 * i));
+}
+
+static int fail(run_journal *j, const char *what, errmsg *err)
+{
+    return errmsg_set(err, "%s '%s': %s", what, j->path, strerror(errno ? errno : EIO));
+}
+
+static int reserve(void **p, size_t *cap, size_t need, size_t size)
+{
+    if (need <= *cap) return 0;
+    size_t n = *cap ? *cap : 64;
+    while (n < need) n *= 2;
+    void *q = realloc(*p, n * size);
+    if (!q) return -1;
+    *p = q;
+    *cap = n;
+    return 0;
+}
+
+static int add_index(run_journal *j, size_t at)
+{
+    if (reserve((void **)&j->at, &j->at_cap, j->n + 1, sizeof *j->at) < 0) return -1;
+    j->at[j->n++] = at;
+    return 0;
+}
+
+/* Reads the whole file, then keeps its good records. */
+static int load(run_journal *j, errmsg *err)
+{
+    struct stat st;
+    if (fstat(j->fd, &st) < 0) return fail(j, "cannot read", err);
+    if (reserve((void **)&j->data, &j->cap, (size_t)st.st_size + 1, 1) < 0)
+        return errmsg_set(err, "out of memory reading '%s'", j->path);
+    size_t got = 0;
+    while (got < (size_t)st.st_size) {
+        ssize_t r = pread(j->fd, j->data + got, (size_t)st.st_size - got, (off_t)got);
+        if (r <= 0) return fail(j, "cannot read", err);
+        got += (size_t)r;
+    }
+    size_t at = 0;
+    while (got - at >= FRAME) {
+        uint32_t len = get_u32(j->data + at), crc = get_u32(j->data + at + 4);
+        if (len > RECORD_MAX || len > got - at - FRAME) break;
+        if ((uint32_t)crc32(0L, j->data + at + FRAME, len) != crc) break;
+        if (add_index(j, at + FRAME) < 0) return errmsg_set(err, "out of memory reading '%s'", j->path);
+        at += FRAME + len;
+    }
+    j->size = at;
+    j->dropped = got - at;
+    if (j->dropped && ftruncate(j->fd, (off_t)at) < 0) return fail(j, "cannot repair", err);
+    return 0;
+}
+
+run_journal *journal_open(const char *path, errmsg *err)
+{
+    run_journal *j = calloc(1, sizeof *j);
+    if (!j || !(j->path = strdup(path))) {
+        free(j);
+        errmsg_set(err, "out of memory");
+        return NULL;
+    }
+    j->fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+    int ok = j->fd >= 0 || (fail(j, "cannot open", err), 0);
+    if (ok && flock(j->fd, LOCK_EX | LOCK_NB) < 0) {
+        ok = 0;
+        if (errno == EWOULDBLOCK)
+            errmsg_set(err, "'%s' is in use by another sort", path);
+        else
+            fail(j, "cannot lock", err);
+    }
+    if (ok && load(j, err) == 0) return j;
+    journal_close(j);
+    return NULL;
+}
+
+void journal_close(run_journal *j)
+{
+    if (!j) return;
+    if (j->fd >= 0) close(j->fd);
+    free(j->data);
+    free(j->at);
+    free(j->path);
+    free(j);
+}
+
+size_t journal_records(const run_journal *j) { return j->n; }
+uint64_t journal_dropped_bytes(const run_journal *j) { return j->dropped; }
+
+const uint8_t *journal_record(const run_journal *j, size_t i, size_t *len)
+{
+    *len = get_u32(j->data + j->at[i] - FRAME);
+    return j->data + j->at[i];
+}
+
+int journal_append(run_journal *j, const void *rec, size_t len, errmsg *err)
+{
+    if (len > RECORD_MAX) return errmsg_set(err, "a record too large for '%s'", j->path);
+    if (reserve((void **)&j->data, &j->cap, j->size + FRAME + len, 1) < 0 ||
+        add_index(j, j->size + FRAME) < 0)
+        return errmsg_set(err, "out of memory writing '%s'", j->path);
+    uint8_t *p = j->data + j->size;
+    put_u32(p, (uint32_t)len);
+    put_u32(p + 4, (uint32_t)crc32(0L, rec, (uInt)len));
+    memcpy(p + FRAME, rec, len);
+    /* One write per record: a kill leaves a whole record or a torn one,
+     * which the next open cuts away. */
+    size_t done = 0;
+    while (done < FRAME + len) {
+        ssize_t w = pwrite(j->fd, p + done, FRAME + len - done, (off_t)(j->size + done));
+        if (w < 0 && errno == EINTR) continue;
+        if (w <= 0) {
+            j->n--;
+            if (ftruncate(j->fd, (off_t)j->size) < 0) { /* the open cuts it anyway */ }
+            return fail(j, "cannot write", err);
+        }
+        done += (size_t)w;
+    }
+    j->size += FRAME + len;
+    return 0;
+}
+
+int journal_cut(run_journal *j, size_t i, errmsg *err)
+{
+    if (i >= j->n) return 0;
+    size_t at = j->at[i] - FRAME;
+    if (ftruncate(j->fd, (off_t)at) < 0) return fail(j, "cannot cut", err);
+    j->size = at;
+    j->n = i;
+    return 0;
+}
