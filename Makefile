@@ -176,7 +176,7 @@ VALGRIND_TESTS = 'mixed_*' 'ties_stable_*' 'tricky_names_spilled_*' 'bulk_spille
                  'readout_verify_spilled_k4' 'resume_kill_in_readout_file' \
                  'resume_fresh_run_succeeds_and_removes_dir'
 # Reports go to build/valgrind/, not stderr, where tests check every line.
-VALGRIND = valgrind -q --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite \
+VALGRIND = valgrind -q --vgdb=no --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite \
            --show-leak-kinds=definite --log-file=$(CURDIR)/build/valgrind/%p.log
 test-valgrind:
 	$(NEEDS_VENV)

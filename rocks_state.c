@@ -267,8 +267,10 @@ static int journal_entries(rocks_store *st, uint64_t *want, size_t *last, int *l
 }
 
 /* The last journaled run, killed between its journal record and RocksDB
- * taking it in: taken in now from its file, or forgotten if the file is
- * gone.  0, or 1 if that does not explain the database. */
+ * taking it in: taken in now from its file, or forgotten (its records are
+ * then read again) if the file is gone or RocksDB refuses it: an ingestion
+ * cut short may already have written its sequence number into the file,
+ * which a second ingestion rejects.  0, or -1 with the cause in err. */
 static int take_in_last_run(rocks_store *st, size_t last, int part, errmsg *err)
 {
     size_t n_runs = 0;
@@ -280,18 +282,17 @@ static int take_in_last_run(rocks_store *st, size_t last, int part, errmsg *err)
     }
     char *path = NULL;
     if (asprintf(&path, "%s/run-%06zu.sst", st->dir, n_runs) < 0) return errmsg_set(err, "out of memory");
-    int ret = 0;
-    if (access(path, F_OK) == 0) {
-        char *rerr = NULL;
+    char *rerr = NULL;
+    int there = access(path, F_OK) == 0;
+    if (there) {
         const char *files[1] = { path };
         rocksdb_ingest_external_file_cf(st->db, st->part[part], files, 1, st->ingest, &rerr);
-        if (rerr) ret = 1;
-        free(rerr);
-    } else if (journal_cut(st->journal, last, err) < 0) {
-        ret = -1;
     }
+    int taken = there && !rerr;
+    free(rerr);
+    unlink(path);
     free(path);
-    return ret;
+    return taken ? 0 : journal_cut(st->journal, last, err);
 }
 
 /* Whether the database holds exactly the journaled runs; takes in, or

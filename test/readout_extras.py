@@ -1,8 +1,8 @@
 """Tests of the range-partitioned readout (issue #27), continued from
 test/readout_ranges.py (whose docstring says what they all hold the readout
 to, and whose helpers these use): --write-index gives samtools index's own
-index; --verify agrees; -v reports the K used (compact runs read out in one
-stream, many pieces through few slots, fewer threads under a low
+index; --verify agrees; -v reports the K used (compact runs read out in K
+pieces too, many pieces through few slots, fewer threads under a low
 `ulimit -n`, one range for a small input by default); a bad K and a full
 disk fail the usual way.  To run only these:  run_tests.py -k 'readout_*'
 (with test/readout_ranges.py's).
