@@ -5,9 +5,9 @@
  * (inclusive) to hi (exclusive), a NULL bound being open: first, in each
  * run, the group that begins below lo and holds records from lo on
  * (store_straddlers()); then every group whose first key lies in [lo, hi).
- * The groups are decoded (group_codec.h) ahead of use on the thread pool
- * given, or on one of the feed's own when it is NULL, and come out in the
- * order of their first keys, which is the order a merge must open them in.
+ * The groups are decoded (group_codec.h) ahead of use on that thread,
+ * straight from where RocksDB holds them, and come out in the order of
+ * their first keys, which is the order a merge must open them in.
  * group_feed_peek() gives the next group's first key, waiting for it;
  * NULL at the end.  group_feed_take() hands that group over with the
  * records [begin, end) that lie in [lo, hi) (possibly none); the caller
@@ -17,15 +17,17 @@
  * group_feed_close() stops the thread and frees every group, taken or not.
  *
  * Why: decoding a group costs more than merging its records, so it runs
- * on the pool's threads while the merge goes on, and the merge reads the
- * records where decoding put them, without copying them again.
+ * on a thread of its own while the merge goes on (each part, and each
+ * piece of a readout in key ranges, has its own), and the merge reads the
+ * records where decoding put them, without copying them again.  On the
+ * htslib pool instead, the hand-offs cost more than they saved on two
+ * cores (bench/RESULTS.md).
  */
 #ifndef GROUP_FEED_H
 #define GROUP_FEED_H
 
 #include <stddef.h>
 #include <stdint.h>
-#include <htslib/thread_pool.h>
 #include "errmsg.h"
 #include "group_codec.h"
 #include "key_bytes.h"
@@ -40,7 +42,7 @@ typedef struct group_feed group_feed;
 
 /* lo and hi are copied.  NULL with the cause in err if the feed cannot start. */
 group_feed *group_feed_open(rocks_store *st, int part, const key_sample *lo, const key_sample *hi,
-                            size_t readahead, hts_tpool *pool, errmsg *err);
+                            size_t readahead, errmsg *err);
 const uint8_t *group_feed_peek(group_feed *f, size_t *klen);
 fed_group *group_feed_take(group_feed *f);
 void group_feed_release(group_feed *f, fed_group *g);

@@ -18,7 +18,7 @@ static int open_feeds(merge_sources *s, const readout_input *in, const key_sampl
 {
     int parts = store_parts(in->store);
     for (s->n_feeds = 0; s->n_feeds < parts; s->n_feeds++) {
-        s->feed[s->n_feeds] = group_feed_open(in->store, s->n_feeds, lo, hi, readahead, in->pool, err);
+        s->feed[s->n_feeds] = group_feed_open(in->store, s->n_feeds, lo, hi, readahead, err);
         if (!s->feed[s->n_feeds]) return -1;
     }
     return 0;

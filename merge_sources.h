@@ -6,7 +6,7 @@
  * from lo (inclusive) to hi (exclusive), a NULL bound being open: a reader
  * thread over each part of the store (store_stream.h, with RocksDB
  * iterators bounded to the range; for compact runs a feed of decoded
- * groups, group_feed.h, decoding on the input's pool), and slices of the
+ * groups, group_feed.h), and slices of the
  * held batches and of the last batch (run_merge.h); then it opens the
  * merge of them all.  The
  * whole key space (both bounds open) is the readout in one stream.  After
@@ -29,7 +29,6 @@ typedef struct {
     packed_run *const *packed;  /* n_held batches packed in key order, or NULL */
     int n_held;
     const sort_batch *tail;     /* the last batch, sorted */
-    hts_tpool *pool;            /* decodes compact runs' groups; NULL: a thread per feed */
 } readout_input;
 
 typedef struct {

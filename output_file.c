@@ -38,6 +38,16 @@ static char *temp_name_beside(const char *path)
     return tmpl;
 }
 
+int output_deflate_level(const char *mode, const hts_opt *opts)
+{
+    const char *digit = strpbrk(mode, "0123456789");
+    int level = digit ? *digit - '0' : -1;
+    for (const hts_opt *x = opts; x; x = x->next)
+        if (x->opt == HTS_OPT_COMPRESSION_LEVEL) level = x->val.i;
+    if (level < 0) level = strpbrk(mode + 1, "bcz") ? 6 : 0;
+    return level;
+}
+
 int output_is_hidden_partial(const output_file *o, const char *path)
 {
     if (!o->final_path || (o->tmp_path && !strcmp(path, o->tmp_path))) return 0;

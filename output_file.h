@@ -59,6 +59,11 @@ void output_drop_written(output_file *o);
 
 int output_commit(output_file *o, errmsg *err);
 
+/* The deflate level an htslib mode ("wb6") and output options write at:
+ * the mode's digit, then a level option, else htslib's default (6 for
+ * compressed formats); uncompressed SAM counts as 0. */
+int output_deflate_level(const char *mode, const hts_opt *opts);
+
 /* Whether path is a hidden name this output could have been written under
  * by an earlier run (which SIGKILL ended before it could remove it), and
  * not the current one: a resumed sort removes it. */

@@ -11,25 +11,27 @@ double readout_compress_s_per_gb(int level)
 
 static double max2(double a, double b) { return a > b ? a : b; }
 
-double readout_seconds_per_gb(int k, int threads, int level)
+double readout_seconds_per_gb(int k, int threads, int level, double decode)
 {
     double m = READOUT_MERGE_S_PER_GB, c = readout_compress_s_per_gb(level);
     double out = level > 0 ? READOUT_COMPRESSED_SHARE : 1.0;
     int t = threads > 1 ? threads : 1;
-    if (k <= 1) return max2(m, (m + c) / t);
+    if (k <= 1) return max2(m, (m + decode + c) / t);
     return max2(READOUT_APPEND_S_PER_GB * out,
-                (m + c + READOUT_PASS_S_PER_GB * out) / (k < t ? k : t));
+                (m + decode * (1 + READOUT_STRADDLE_SHARE) + c + READOUT_PASS_S_PER_GB * out)
+                / (k < t ? k : t));
 }
 
-int readout_ranges_for(int threads, int level, uint64_t bytes, uint64_t min_range, int max_k)
+int readout_ranges_for(int threads, int level, double decode, uint64_t bytes, uint64_t min_range,
+                       int max_k)
 {
     int limit = threads > 1 ? threads : 1;
     if (limit > max_k) limit = max_k;
     if (min_range && bytes / min_range < (uint64_t)limit) limit = (int)(bytes / min_range);
     int best = 1;
     for (int k = 2; k <= limit; k++)
-        if (readout_seconds_per_gb(k, threads, level)
-            < readout_seconds_per_gb(best, threads, level) * (1 - READOUT_K_SLACK))
+        if (readout_seconds_per_gb(k, threads, level, decode)
+            < readout_seconds_per_gb(best, threads, level, decode) * (1 - READOUT_K_SLACK))
             best = k;
     return best;
 }

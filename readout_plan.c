@@ -24,25 +24,15 @@
 /* The least a run's reader fetches at a time for a piece. */
 #define PIECE_MIN_READAHEAD (256u << 10)
 
-/* The output's deflate level: from the mode ("wb6"), an output option, or
- * htslib's default; uncompressed SAM counts as 0. */
-static int output_level(const readout_request *rq)
-{
-    const char *digit = strpbrk(rq->out_mode, "0123456789");
-    int level = digit ? *digit - '0' : -1;
-    for (const hts_opt *x = rq->out_opts; x; x = x->next)
-        if (x->opt == HTS_OPT_COMPRESSION_LEVEL) level = x->val.i;
-    if (level < 0) level = strpbrk(rq->out_mode + 1, "bcz") ? 6 : 0;
-    return level;
-}
-
 /* The merge threads asked for, before the samples are seen. */
 static int readout_width(const readout_request *rq)
 {
     if (strchr(rq->out_mode + 1, 'c')) return 1;
     if (rq->indexed && !rq->out->final_path) return 1;
     if (rq->merge_threads > 0) return rq->merge_threads < RANGES_MAX ? rq->merge_threads : RANGES_MAX;
-    return readout_ranges_for(rq->threads, output_level(rq), rq->bytes, RANGE_MIN_BYTES,
+    rocks_store *st = rq->in->store;
+    double decode = st && store_grouped(st) && store_runs_ingested(st) ? READOUT_DECODE_S_PER_GB : 0;
+    return readout_ranges_for(rq->threads, output_deflate_level(rq->out_mode, rq->out_opts), decode, rq->bytes, RANGE_MIN_BYTES,
                               RANGES_MAX);
 }
 

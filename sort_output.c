@@ -85,7 +85,7 @@ int readout(sort_job *j)
     const rocksort_opts *o = j->o;
     double t0 = now_seconds();
     readout_input in = { .store = j->store, .kept = j->q.kept, .packed = j->q.packed,
-                         .n_held = j->q.n_held, .tail = j->tail, .pool = j->pool.pool };
+                         .n_held = j->q.n_held, .tail = j->tail };
     readout_request rq = {
         .in = &in, .out = &j->out, .hdr = j->hdr, .out_mode = o->out_mode,
         .out_opts = o->out_opts, .verify = o->verify, .threads = o->threads,

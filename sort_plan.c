@@ -3,6 +3,7 @@
 #include <sys/resource.h>
 #include "sort_plan.h"
 #include "fd_budget.h"
+#include "output_file.h"
 
 size_t plan_total_memory(const rocksort_opts *o)
 {
@@ -80,6 +81,7 @@ int plan_temp_space(sort_job *j)
         .tmp_prefix = o->tmp_prefix, .size_hint = o->size_hint,
         .memory = plan_total_memory(o), .run_bytes = plan_batch_bytes(o),
         .threads = o->threads > 1 ? o->threads : 1,
+        .out_level = output_deflate_level(o->out_mode, o->out_opts),
     };
     errmsg err;
     return temp_space_plan(&rq, &j->space, &err) == 0 ? 0 : job_fail("%s", err.msg);

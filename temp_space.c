@@ -15,6 +15,7 @@
 #include <sys/statvfs.h>
 #include <unistd.h>
 #include "temp_space.h"
+#include "disk_speed.h"
 
 /* Run bytes per byte of BAM record: a key of ~21 bytes, the in-memory core
  * (48 bytes against BAM's 36) and the SST's per-entry bytes; short reads pay
@@ -173,14 +174,23 @@ static void find_free_space(const char *prefix, temp_plan *p)
     if (p->free_known) p->free_bytes = (uint64_t)vfs.f_bavail * vfs.f_frsize;
 }
 
-/* Without --temp-compression: compact runs, everywhere.  On a few cores with
- * a fast disk their encoding makes the load a little slower; they take a
- * fraction of the space and win wherever the disk is slow, and the sort
- * cannot see which disk it has (doc/DESIGN.md). */
-static void choose_mode(temp_plan *p)
+/* Without --temp-compression: compact runs, which take a fraction of the
+ * space and win wherever the disk is slow.  At levels 0 and 1 the output's
+ * compression no longer hides the load, whose encoding of the runs then
+ * shows: on a fast disk with room to spare, uncompressed runs are faster
+ * (doc/DESIGN.md).  The disk's speed is measured only then. */
+static void choose_mode(const temp_request *rq, temp_plan *p)
 {
     p->mode = TEMP_COMPACT;
     p->why = "compact runs are the default";
+    if (rq->out_level > 1 || !p->source || !p->free_known ||
+        p->free_bytes / TEMP_ROOM_FOR_NONE < p->need_none)
+        return;
+    double mb_s = disk_write_mb_s(p->dir);
+    if (mb_s >= 0 && mb_s < TEMP_FAST_DISK_MB_S) return;
+    p->mode = TEMP_NONE;
+    p->why = "at output levels 0 and 1, uncompressed runs are faster on a fast disk with "
+             "room to spare";
 }
 
 static void human(char *buf, size_t n, uint64_t bytes)
@@ -212,7 +222,7 @@ int temp_space_plan(const temp_request *rq, temp_plan *p, errmsg *err)
     find_free_space(temp_prefix(rq->tmp_prefix), p);
     p->mode = rq->mode;
     p->why = "--temp-compression says so";
-    if (rq->mode == TEMP_AUTO) choose_mode(p);
+    if (rq->mode == TEMP_AUTO) choose_mode(rq, p);
     if (!p->source || !p->free_known) return 0;
     uint64_t need = p->mode == TEMP_NONE ? p->need_none
                   : p->mode == TEMP_COMPACT ? p->need_compact

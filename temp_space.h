@@ -8,7 +8,11 @@
  * TEMP_SAMPLE_BYTES of a regular file, and nothing of a pipe), else from -s.
  * It compares that with the space free there (statvfs).  The runs' format
  * is the one --temp-compression forces, else compact (records in columns,
- * group_codec.h), with or without an estimate.  When the
+ * group_codec.h), with or without an estimate, except at output levels 0
+ * and 1 on a fast disk with room to spare (TEMP_ROOM_FOR_NONE times the
+ * uncompressed runs' peak, and TEMP_FAST_DISK_MB_S or more by
+ * disk_speed.h): there uncompressed runs, which spare the load the
+ * encoding, are the faster choice.  When the
  * chosen format will not fit, it returns -1 and a one-line cause
  * naming the directory, the bytes needed and free, and suggesting -T; it
  * creates nothing.  The estimate is a guess on the safe side: a sort that
@@ -35,6 +39,12 @@ typedef enum {
  * then the runs need no temp space. */
 #define TEMP_HOLD_SLACK 1.1
 
+/* Uncompressed runs by default at levels 0 and 1: the room and the disk
+ * speed they need (bench/RESULTS.md: faster on a fast disk, slower on an
+ * HDD-like one). */
+#define TEMP_ROOM_FOR_NONE 4
+#define TEMP_FAST_DISK_MB_S 500
+
 /* Bytes of a regular input file read to measure its expansion. */
 #define TEMP_SAMPLE_BYTES (4u << 20)
 
@@ -46,6 +56,7 @@ typedef struct {
     uint64_t memory;            /* the sort's memory budget */
     uint64_t run_bytes;         /* bytes of one run (a batch) */
     int threads;                /* compression helper threads */
+    int out_level;              /* the output's deflate level (0: uncompressed) */
 } temp_request;
 
 typedef struct {

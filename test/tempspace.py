@@ -181,3 +181,23 @@ def test_temp_forced_none_writes_uncompressed_runs(case):
         raise Failure(f"temp bytes: none {temp_bytes(none)}, compact "
                       f"{temp_bytes(compact)}, SAM records {raw}")
     case.expect_no_temp_left()
+
+
+def test_temp_auto_uncompressed_at_levels_0_and_1(case):
+    """Without --temp-compression: at -u and -l 1, with room to spare on a
+    fast disk (or tmpfs, memory), uncompressed runs; at the default level,
+    compact ones; and with no estimate of the size (a pipe), compact ones.
+    Each output is the oracle's."""
+    src = make_input(case)
+    for args, want in ((["-u"], "none"), (["-l", "1"], "none"), ([], "compact")):
+        result = sort_ok(case, src, ["-T", case.temp_prefix, *args])
+        line = report_line(result, "temp runs:")
+        if not line.startswith(f"[rocksort] temp runs: {want}"):
+            raise Failure(f"{' '.join(args) or 'the default level'}: {want} runs expected",
+                          [line])
+    piped = case.rocksort(["-v", *MEM, "-u", "-T", case.temp_prefix, "-o", case.out("p.bam"),
+                           "-"], stdin=src)
+    line = report_line(piped, "temp runs:")
+    if piped.returncode != 0 or not line.startswith("[rocksort] temp runs: compact"):
+        raise Failure("a pipe without -s at -u: compact runs expected", [line])
+    case.expect_no_temp_left()

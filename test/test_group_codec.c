@@ -243,7 +243,7 @@ static const char *read_range(rocks_store *st, const pair_set *ps, size_t lo, si
     key_sample lo_b = { lo_key, 8, 0 }, hi_b = { hi_key, 8, 0 };
     errmsg err;
     group_feed *f = group_feed_open(st, 0, lo > 0 ? &lo_b : NULL, hi < ps->n ? &hi_b : NULL,
-                                    1 << 20, NULL, &err);
+                                    1 << 20, &err);
     run_merge *m = f ? merge_open(NULL, 0, &f, 1, NULL, 0, NULL, 0) : NULL;
     if (!m) {
         group_feed_close(f);

@@ -16,7 +16,7 @@
 
 static int k_for(int threads, int level)
 {
-    return readout_ranges_for(threads, level, 100 * GB, MIN_RANGE, 64);
+    return readout_ranges_for(threads, level, 0, 100 * GB, MIN_RANGE, 64);
 }
 
 static const char *single_merge_where_ranges_cost(void)
@@ -48,9 +48,9 @@ static const char *more_threads_never_fewer_ranges(void)
 
 static const char *small_inputs_stay_one_merge(void)
 {
-    if (readout_ranges_for(64, 0, MIN_RANGE * 3 / 2, MIN_RANGE, 32) != 1)
+    if (readout_ranges_for(64, 0, 0, MIN_RANGE * 3 / 2, MIN_RANGE, 32) != 1)
         return "an input of 1.5 ranges split";
-    if (readout_ranges_for(64, 0, MIN_RANGE * 3, MIN_RANGE, 32) > 3)
+    if (readout_ranges_for(64, 0, 0, MIN_RANGE * 3, MIN_RANGE, 32) > 3)
         return "ranges smaller than the minimum";
     return NULL;
 }

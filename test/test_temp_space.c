@@ -21,7 +21,7 @@ static temp_request request(const char *in_fn, uint64_t size_hint, temp_mode mod
 {
     temp_request rq = {
         .mode = mode, .in_fn = in_fn, .tmp_prefix = dir, .size_hint = size_hint,
-        .memory = 3u << 20, .run_bytes = 1u << 20, .threads = 2,
+        .memory = 3u << 20, .run_bytes = 1u << 20, .threads = 2, .out_level = 6,
     };
     return rq;
 }
