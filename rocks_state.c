@@ -65,6 +65,49 @@ static int check_dir(const char *dir, errmsg *err)
     return 0;
 }
 
+/* Bytes of the regular files directly in dir. */
+static uint64_t dir_bytes(const char *dir)
+{
+    uint64_t sum = 0;
+    DIR *d = opendir(dir);
+    if (!d) return 0;
+    for (struct dirent *e; (e = readdir(d)) != NULL;) {
+        struct stat sb;
+        char *p = join(dir, e->d_name);
+        if (p && stat(p, &sb) == 0 && S_ISREG(sb.st_mode)) sum += (uint64_t)sb.st_size;
+        free(p);
+    }
+    closedir(d);
+    return sum;
+}
+
+int store_state_peek(const char *dir, store_codec *codec, uint64_t *bytes)
+{
+    errmsg ignored;
+    struct stat sb;
+    char *path = join(dir, JOURNAL_NAME), *db = join(dir, DB_NAME);
+    run_journal *jn = path && db && store_state_dir_usable(dir, &ignored) == 0 &&
+                      stat(path, &sb) == 0 ? journal_open(path, &ignored) : NULL;
+    int found = -1;
+    size_t len, id_len;
+    const uint8_t *rec = jn && journal_records(jn) ? journal_record(jn, 0, &len) : NULL;
+    if (rec) {
+        byte_reader r = br_of(rec, len);
+        uint64_t type = br_u64(&r);
+        br_bytes(&r, &id_len);
+        uint64_t c = br_u64(&r);
+        if (!r.bad && type == REC_START && c <= STORE_CODEC_COLUMNS) {
+            *codec = (store_codec)c;
+            *bytes = dir_bytes(db);
+            found = 0;
+        }
+    }
+    journal_close(jn);
+    free(path);
+    free(db);
+    return found;
+}
+
 static void reset_runs(rocks_store *st)
 {
     if (st->index) {
@@ -77,11 +120,36 @@ static void reset_runs(rocks_store *st)
     st->parts_used = 0;
     memset(&st->resume, 0, sizeof st->resume);
     st->resume.discarded = st->discarded;
+    for (int s = 0; s < STORE_KEEP_SLOTS; s++) {
+        st->resume.kept[s] = st->salvaged[s];
+        st->resume.kept_len[s] = st->salvaged_len[s];
+    }
+}
+
+/* A discarded state's kept blobs outlive it: what they name (the output a
+ * killed run left half written) is still there for the caller to remove. */
+static void salvage_kept(rocks_store *st)
+{
+    for (size_t i = 1; i < journal_records(st->journal); i++) {
+        size_t len, blob_len;
+        const uint8_t *rec = journal_record(st->journal, i, &len);
+        byte_reader r = br_of(rec, len);
+        if (br_u64(&r) != REC_KEEP) continue;
+        uint64_t slot = br_u64(&r);
+        const uint8_t *blob = br_bytes(&r, &blob_len);
+        uint8_t *copy = r.bad || slot >= STORE_KEEP_SLOTS ? NULL : malloc(blob_len + 1);
+        if (!copy) continue;
+        memcpy(copy, blob, blob_len);
+        free(st->salvaged[slot]);
+        st->salvaged[slot] = copy;
+        st->salvaged_len[slot] = blob_len;
+    }
 }
 
 void state_wipe(rocks_store *st)
 {
     errmsg ignored;
+    salvage_kept(st);
     cleanup_remove_path(st->dir);
     journal_cut(st->journal, 0, &ignored);
     reset_runs(st);
@@ -387,6 +455,7 @@ void state_close(rocks_store *st, int keep)
     free(st->state_dir);
     free(st->discarded);
     free(st->first_key);
+    for (int s = 0; s < STORE_KEEP_SLOTS; s++) free(st->salvaged[s]);
 }
 
 const store_resume *store_resumed(const rocks_store *st) { return &st->resume; }

@@ -89,6 +89,9 @@ static int direct_io_works(const char *dir)
  * doc/DESIGN.md and bench/RESULTS.md. */
 static void configure_direct_io(rocks_store *st)
 {
+    /* A state's database directory is made by RocksDB's open, after this:
+     * the probe needs it now (an empty one is what RocksDB expects). */
+    if (st->state_dir) mkdir(st->dir, 0700);
     st->direct_io = direct_io_works(st->dir);
     if (!st->direct_io) return;
     rocksdb_options_set_use_direct_reads(st->opts, 1);

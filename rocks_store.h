@@ -90,7 +90,9 @@ int store_run_end(rocks_store *st, const void *note, size_t note_len, errmsg *er
  * store_resumed() says what happened.  store_keep() journals a blob the
  * caller wants back on resuming, in one of STORE_KEEP_SLOTS slots (the
  * header, the output's hidden name); store_complete() journals
- * that the whole input is stored, with a last note.  store_close() removes
+ * that the whole input is stored, with a last note.  A discarded state's
+ * blobs are still reported in kept[]: what they name (a half-written
+ * output) outlives the state.  store_close() removes
  * the whole directory unless asked to keep it. */
 #define STORE_KEEP_SLOTS 2
 typedef struct {
@@ -106,6 +108,12 @@ const store_resume *store_resumed(const rocks_store *st);
 /* Whether a directory could hold a state: missing, or a state's (0), or
  * the user's (-1, with a cause for refusing it in err).  Creates nothing. */
 int store_state_dir_usable(const char *dir, errmsg *err);
+/* Whether dir holds a state to resume, before any sort opens it: 0 with
+ * the codec its runs are in and the bytes its database holds, else -1.
+ * A state that turns out to be another sort's is still discarded at the
+ * open; this only lets the caller keep the runs' format and count their
+ * space as its own. */
+int store_state_peek(const char *dir, store_codec *codec, uint64_t *bytes);
 int store_keep(rocks_store *st, int slot, const void *blob, size_t len, errmsg *err);
 int store_complete(rocks_store *st, const void *note, size_t note_len, errmsg *err);
 

@@ -52,6 +52,8 @@ struct rocks_store {
     run_journal *journal;
     store_resume resume;
     char *discarded;            /* resume.discarded's text */
+    uint8_t *salvaged[STORE_KEEP_SLOTS];    /* a discarded state's kept blobs */
+    size_t salvaged_len[STORE_KEEP_SLOTS];
     uint8_t *first_key;         /* the run being written: its first key, */
     size_t first_key_len, first_key_cap;
     uint64_t run_entries;       /* the keys put in it, */

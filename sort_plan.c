@@ -83,6 +83,8 @@ int plan_temp_space(sort_job *j)
         .threads = o->threads > 1 ? o->threads : 1,
         .out_level = output_deflate_level(o->out_mode, o->out_opts),
     };
+    if (o->resume_dir)
+        rq.state_found = store_state_peek(o->resume_dir, &rq.state_codec, &rq.state_bytes) == 0;
     errmsg err;
     return temp_space_plan(&rq, &j->space, &err) == 0 ? 0 : job_fail("%s", err.msg);
 }

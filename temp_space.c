@@ -140,6 +140,20 @@ static uint64_t peak_run_bytes(const temp_request *rq, uint64_t data)
     return width && data >= width * rq->run_bytes ? 2 * data : data;
 }
 
+/* The one place where the option's modes and the store's codecs meet. */
+static const store_codec codec_of_mode[] = {
+    [TEMP_AUTO] = STORE_CODEC_COLUMNS, [TEMP_COMPACT] = STORE_CODEC_COLUMNS,
+    [TEMP_NONE] = STORE_CODEC_NONE, [TEMP_LZ4] = STORE_CODEC_LZ4,
+    [TEMP_SNAPPY] = STORE_CODEC_SNAPPY, [TEMP_ZSTD] = STORE_CODEC_ZSTD,
+};
+
+static temp_mode mode_of_codec(store_codec c)
+{
+    for (int m = TEMP_COMPACT; m <= TEMP_ZSTD; m++)
+        if (codec_of_mode[m] == c) return (temp_mode)m;
+    return TEMP_COMPACT;
+}
+
 static void estimate(const temp_request *rq, temp_plan *p, double *ratio)
 {
     uint64_t data = 0;
@@ -220,9 +234,16 @@ int temp_space_plan(const temp_request *rq, temp_plan *p, errmsg *err)
     p->threads = rq->threads > 1 ? rq->threads : 1;
     estimate(rq, p, &ratio);
     find_free_space(temp_prefix(rq->tmp_prefix), p);
+    if (rq->state_found) p->free_bytes += rq->state_bytes;
     p->mode = rq->mode;
     p->why = "--temp-compression says so";
-    if (rq->mode == TEMP_AUTO) choose_mode(rq, p);
+    if (rq->mode == TEMP_AUTO && rq->state_found) {
+        /* Another format would discard the state's runs. */
+        p->mode = mode_of_codec(rq->state_codec);
+        p->why = "the state to resume holds runs of this format";
+    } else if (rq->mode == TEMP_AUTO) {
+        choose_mode(rq, p);
+    }
     if (!p->source || !p->free_known) return 0;
     uint64_t need = p->mode == TEMP_NONE ? p->need_none
                   : p->mode == TEMP_COMPACT ? p->need_compact
@@ -234,13 +255,7 @@ int temp_space_plan(const temp_request *rq, temp_plan *p, errmsg *err)
 
 void temp_space_store_options(const temp_plan *p, store_options *so)
 {
-    /* The one place where the option's modes become the store's codecs. */
-    static const store_codec codec[] = {
-        [TEMP_AUTO] = STORE_CODEC_COLUMNS, [TEMP_COMPACT] = STORE_CODEC_COLUMNS,
-        [TEMP_NONE] = STORE_CODEC_NONE, [TEMP_LZ4] = STORE_CODEC_LZ4,
-        [TEMP_SNAPPY] = STORE_CODEC_SNAPPY, [TEMP_ZSTD] = STORE_CODEC_ZSTD,
-    };
-    so->compression = codec[p->mode];
+    so->compression = codec_of_mode[p->mode];
     /* Helper threads take the codecs' compression off the spill thread,
      * which the loader would otherwise wait for. */
     so->compression_threads = p->mode == TEMP_NONE ? 0 : p->threads;

@@ -12,7 +12,8 @@
  * and 1 on a fast disk with room to spare (TEMP_ROOM_FOR_NONE times the
  * uncompressed runs' peak, and TEMP_FAST_DISK_MB_S or more by
  * disk_speed.h): there uncompressed runs, which spare the load the
- * encoding, are the faster choice.  When the
+ * encoding, are the faster choice.  A sort that resumes keeps the format
+ * of the state it takes back.  When the
  * chosen format will not fit, it returns -1 and a one-line cause
  * naming the directory, the bytes needed and free, and suggesting -T; it
  * creates nothing.  The estimate is a guess on the safe side: a sort that
@@ -57,6 +58,9 @@ typedef struct {
     uint64_t run_bytes;         /* bytes of one run (a batch) */
     int threads;                /* compression helper threads */
     int out_level;              /* the output's deflate level (0: uncompressed) */
+    int state_found;            /* --resume finds a state (store_state_peek()): */
+    store_codec state_codec;    /* its runs' format, kept when mode is TEMP_AUTO, */
+    uint64_t state_bytes;       /* and its bytes, counted as free: they are the sort's */
 } temp_request;
 
 typedef struct {

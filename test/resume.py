@@ -300,6 +300,35 @@ def test_resume_option_changed_starts_afresh(case):
     expect_finished(case, state, "bulk.bam", ["-n"])
 
 
+def test_resume_auto_format_keeps_the_states(case):
+    """Without --temp-compression the runs' format is chosen by the disk's
+    speed and free space, which a state's own runs change: a rerun keeps
+    the state's format instead of discarding its runs."""
+    src, state = case.input("bulk.bam"), os.path.join(case.dir, "state")
+    kill_when(case, sort_args(case, state, [], SPILL + ["--temp-compression", "none"]) + [src],
+              lambda: runs_stored(state) >= 5, "5 runs stored")
+    lines = rerun(case, sort_args(case, state, [], SPILL) + [src])
+    if (resumed_runs(lines) or 0) < 5 or not any("state to resume" in line for line in lines):
+        raise Failure("the rerun did not keep the state's uncompressed runs", lines)
+    expect_finished(case, state, "bulk.bam", [])
+
+
+def test_resume_format_changed_removes_the_partial_output(case):
+    """A state discarded (here: another --temp-compression) still names the
+    output its killed run left half written: that file goes too."""
+    src, state = case.input("bulk.bam"), os.path.join(case.dir, "state")
+    kill_when(case, sort_args(case, state, [], SPILL + ["--temp-compression", "none"]) + [src],
+              lambda: "C" in journal_types(state) and hidden_output(case, "out.bam"),
+              "the output being written")
+    lines = rerun(case, sort_args(case, state, [], SPILL + ["--temp-compression", "compact"])
+                  + [src])
+    if not any("another format" in line for line in lines):
+        raise Failure("no message that the state's format differs", lines)
+    expect_finished(case, state, "bulk.bam", [])
+    if hidden_output(case, "out.bam"):
+        raise Failure("the killed run's hidden output is still there")
+
+
 def damage_truncated_sst(state):
     ssts = sorted(os.path.join(state, "db", n) for n in os.listdir(os.path.join(state, "db"))
                   if n.endswith(".sst") and not n.startswith("run-"))
@@ -387,11 +416,18 @@ def test_resume_refuses_a_directory_of_other_files(case):
 
 def test_resume_fresh_run_succeeds_and_removes_dir(case):
     """Nothing goes wrong: DIR is made, used and removed; the output is the
-    oracle's, with -@ 2 and background merges."""
+    oracle's, with -@ 2 and background merges; the runs bypass the page
+    cache as a plain sort's do."""
     src, state = case.input("bulk.bam"), os.path.join(case.dir, "new", "state")
     os.makedirs(os.path.dirname(state))
-    case.rocksort_ok(sort_args(case, state, [], [*MERGING, "-@", "2"]) + [src])
+    lines = rerun(case, sort_args(case, state, [], [*MERGING, "-@", "2"]) + [src])
     expect_finished(case, state, "bulk.bam", [])
+    # The state's runs are read as a temporary database's are.
+    plain = stderr_lines(case.rocksort(["-v", *MERGING, "-T", case.temp_prefix, "-o",
+                                        case.out("plain.bam"), src]).stderr)
+    reads = [[line for line in got if "temp reads" in line] for got in (lines, plain)]
+    if reads[0] != reads[1]:
+        raise Failure("--resume reads its runs otherwise than a plain sort", reads)
 
 
 @each((f"resume_kill_load_{name}", name, shared) for name, shared in (
