@@ -2,6 +2,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "run_index.h"
+#include "grow_array.h"
 
 typedef struct {
     size_t first_at, first_len, last_at, last_len;    /* in the key arena */
@@ -22,19 +23,6 @@ struct run_index {
     size_t n_runs, runs_cap;
 };
 
-/* Grows *p, holding *cap items of `size` bytes, to hold `need`. */
-static int reserve(void **p, size_t *cap, size_t need, size_t size)
-{
-    if (need <= *cap) return 0;
-    size_t n = *cap ? *cap : 64;
-    while (n < need) n *= 2;
-    void *q = realloc(*p, n * size);
-    if (!q) return -1;
-    *p = q;
-    *cap = n;
-    return 0;
-}
-
 run_index *run_index_create(void)
 {
     return calloc(1, sizeof(run_index));
@@ -52,8 +40,8 @@ void run_index_destroy(run_index *ix)
 int run_index_add_group(run_index *ix, const uint8_t *first, size_t first_len,
                         const uint8_t *last, size_t last_len)
 {
-    if (reserve((void **)&ix->keys, &ix->keys_cap, ix->keys_used + first_len + last_len, 1) < 0 ||
-        reserve((void **)&ix->spans, &ix->spans_cap, ix->n_spans + 1, sizeof(span)) < 0)
+    if (grow_array((void **)&ix->keys, &ix->keys_cap, ix->keys_used + first_len + last_len, 1) < 0 ||
+        grow_array((void **)&ix->spans, &ix->spans_cap, ix->n_spans + 1, sizeof(span)) < 0)
         return -1;
     span *s = &ix->spans[ix->n_spans++];
     *s = (span){ ix->keys_used, first_len, ix->keys_used + first_len, last_len };
@@ -65,7 +53,7 @@ int run_index_add_group(run_index *ix, const uint8_t *first, size_t first_len,
 
 int run_index_end_run(run_index *ix, int part)
 {
-    if (reserve((void **)&ix->runs, &ix->runs_cap, ix->n_runs + 1, sizeof(run)) < 0) return -1;
+    if (grow_array((void **)&ix->runs, &ix->runs_cap, ix->n_runs + 1, sizeof(run)) < 0) return -1;
     ix->runs[ix->n_runs++] = (run){ part, ix->open_from, ix->n_spans - ix->open_from };
     ix->open_from = ix->n_spans;
     return 0;

@@ -9,6 +9,7 @@
 #include <unistd.h>
 #include <zlib.h>
 #include "run_journal.h"
+#include "grow_array.h"
 
 #define FRAME 8                         /* u32 length, u32 CRC-32 */
 #define RECORD_MAX (1u << 30)           /* a longer length is damage */
@@ -38,21 +39,9 @@ static int fail(run_journal *j, const char *what, errmsg *err)
     return errmsg_set(err, "%s '%s': %s", what, j->path, strerror(errno ? errno : EIO));
 }
 
-static int reserve(void **p, size_t *cap, size_t need, size_t size)
-{
-    if (need <= *cap) return 0;
-    size_t n = *cap ? *cap : 64;
-    while (n < need) n *= 2;
-    void *q = realloc(*p, n * size);
-    if (!q) return -1;
-    *p = q;
-    *cap = n;
-    return 0;
-}
-
 static int add_index(run_journal *j, size_t at)
 {
-    if (reserve((void **)&j->at, &j->at_cap, j->n + 1, sizeof *j->at) < 0) return -1;
+    if (grow_array((void **)&j->at, &j->at_cap, j->n + 1, sizeof *j->at) < 0) return -1;
     j->at[j->n++] = at;
     return 0;
 }
@@ -62,7 +51,7 @@ static int load(run_journal *j, errmsg *err)
 {
     struct stat st;
     if (fstat(j->fd, &st) < 0) return fail(j, "cannot read", err);
-    if (reserve((void **)&j->data, &j->cap, (size_t)st.st_size + 1, 1) < 0)
+    if (grow_array((void **)&j->data, &j->cap, (size_t)st.st_size + 1, 1) < 0)
         return errmsg_set(err, "out of memory reading '%s'", j->path);
     size_t got = 0;
     while (got < (size_t)st.st_size) {
@@ -128,7 +117,7 @@ const uint8_t *journal_record(const run_journal *j, size_t i, size_t *len)
 int journal_append(run_journal *j, const void *rec, size_t len, errmsg *err)
 {
     if (len > RECORD_MAX) return errmsg_set(err, "a record too large for '%s'", j->path);
-    if (reserve((void **)&j->data, &j->cap, j->size + FRAME + len, 1) < 0 ||
+    if (grow_array((void **)&j->data, &j->cap, j->size + FRAME + len, 1) < 0 ||
         add_index(j, j->size + FRAME) < 0)
         return errmsg_set(err, "out of memory writing '%s'", j->path);
     uint8_t *p = j->data + j->size;

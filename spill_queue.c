@@ -14,8 +14,12 @@ void spill_init(spill_queue *q)
 static int write_run(rocks_store *st, sort_batch *sb, const uint8_t *note, size_t note_len,
                      errmsg *err)
 {
-    if (store_run_begin(st, err) < 0) return -1;
     size_t n = batch_count(sb);
+    /* Only a resumable sort's last batch can be empty (a header-only input,
+     * or a rerun whose runs hold every record): no run, and the input's
+     * completion carries the note. */
+    if (n == 0) return 0;
+    if (store_run_begin(st, err) < 0) return -1;
     for (size_t i = 0; i < n; i++) {
         size_t kl, vl;
         /* Sorted order visits the arena at random: fetch ahead. */

@@ -98,7 +98,8 @@ def kill_when(case, args, phase, what, sig=signal.SIGKILL, stdin_path=None):
 def rerun(case, args, stdin=None):
     result = case.rocksort(["-v", *args], stdin=stdin)
     if result.returncode != 0:
-        raise Failure(f"the rerun exited with {result.returncode}", tail(result.stderr))
+        said = [line for line in stderr_lines(result.stderr) if not line.startswith("[rocksort]")]
+        raise Failure(f"the rerun exited with {result.returncode}", said[-5:])
     return stderr_lines(result.stderr)
 
 
@@ -327,6 +328,46 @@ def test_resume_format_changed_removes_the_partial_output(case):
     expect_finished(case, state, "bulk.bam", [])
     if hidden_output(case, "out.bam"):
         raise Failure("the killed run's hidden output is still there")
+
+
+def journal_cut_before_last(state):
+    """Cuts the journal's last whole record away, as a kill just before
+    that record was written would have left it."""
+    path = os.path.join(state, JOURNAL)
+    with open(path, "rb") as f:
+        data = f.read()
+    at, starts = 0, []
+    while at + 8 <= len(data):
+        length, _ = struct.unpack_from("<II", data, at)
+        if at + 8 + length > len(data) or length < 8:
+            break
+        starts.append(at)
+        at += 8 + length
+    with open(path, "r+b") as f:
+        f.truncate(starts[-1])
+
+
+def test_resume_every_record_stored_before_completion(case):
+    """Killed after the last run was stored but before the input's end was
+    journaled: the rerun reads the input past every stored record and finds
+    nothing left, which must not write an empty run."""
+    for name, stdin in (("file", False), ("stdin", True)):
+        src, state = case.input("bulk.bam"), os.path.join(case.dir, f"state-{name}")
+        args = sort_args(case, state, [], SPILL, f"{name}.bam") + ["-" if stdin else src]
+        kill_when(case, args, lambda: "C" in journal_types(state), "the input complete",
+                  stdin_path=src if stdin else None)
+        journal_cut_before_last(state)
+        if journal_types(state)[-1] != "R":
+            raise Failure("the journal did not end with a run", journal_types(state))
+        rerun(case, args, stdin=src if stdin else None)
+        expect_finished(case, state, "bulk.bam", [], f"{name}.bam")
+
+
+def test_resume_header_only_input(case):
+    """A resumable sort of an input without records stores no run."""
+    state = os.path.join(case.dir, "state")
+    rerun(case, sort_args(case, state, [], []) + [case.input("header_only.bam")])
+    expect_finished(case, state, "header_only.bam", [])
 
 
 def damage_truncated_sst(state):
