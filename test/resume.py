@@ -169,8 +169,8 @@ def test_resume_kill_load_file_reads_only_the_rest(case):
     kill_when(case, args + [src], lambda: runs_stored(state) >= third, f"{third} runs stored")
     lines, read = input_bytes_read(case, args, src)
     taken = resumed_runs(lines)
-    if not taken or taken < third:
-        raise Failure(f"the rerun took back {taken} runs, expected at least {third}", lines)
+    if not taken or taken < third - 1:     # the last one a kill may cut off
+        raise Failure(f"the rerun took back {taken} runs, expected at least {third - 1}", lines)
     size = os.path.getsize(src)
     skipped = [float(m[1]) * 1e6 for line in lines
                for m in [re.search(r"([\d.]+) MB of input skipped", line)] if m]
@@ -190,7 +190,7 @@ def test_resume_kill_load_stdin(case):
     kill_when(case, args, lambda: runs_stored(state) >= third, f"{third} runs stored",
               stdin_path=src)
     lines = rerun(case, args, stdin=src)
-    if (resumed_runs(lines) or 0) < third:
+    if (resumed_runs(lines) or 0) < third - 1:     # the last one a kill may cut off
         raise Failure("the rerun did not take back the stored runs", lines)
     expect_finished(case, state, "bulk.bam", ["-n"])
 
@@ -272,7 +272,7 @@ def test_resume_two_kills_then_rerun(case):
     kill_when(case, args + [src], lambda: runs_stored(state) >= 6, "6 runs stored")
     kill_when(case, args + [src], lambda: runs_stored(state) >= 18, "18 runs stored")
     lines = rerun(case, args + [src])
-    if (resumed_runs(lines) or 0) < 18:
+    if (resumed_runs(lines) or 0) < 17:     # the last one a kill may cut off
         raise Failure("the third run did not take back the second's runs", lines)
     expect_finished(case, state, "bulk.bam", ["-n"])
 
@@ -484,7 +484,9 @@ def test_resume_kill_formats(case, name, shared):
     args = sort_args(case, state, shared, SPILL)
     kill_when(case, args + [src], lambda: runs_stored(state) >= 8, "8 runs stored")
     lines = rerun(case, args + [src])
-    if (resumed_runs(lines) or 0) < 8:
+    # A kill between the 8th run's journal record and its ingestion may
+    # leave it out (rocks_state.c): at least 7 come back.
+    if (resumed_runs(lines) or 0) < 7:
         raise Failure("the rerun did not take back the stored runs", lines)
     want = oracle_output(case, src, shared)
     case.expect_same(case.out("out.bam"), want)
