@@ -33,12 +33,14 @@ fi
 
 if [ "$what" = test ]; then
     venv="$here/.venv"
-    if ! "$venv/bin/python" -c 'import pysam' 2>/dev/null; then
-        echo "deps: creating $venv with pysam (samtools 1.24, the test oracle)" >&2
+    # Pinned: the oracle is samtools 1.24, and a newer pysam would bundle a newer samtools.
+    oracle=0.24.1
+    if ! "$venv/bin/python" -c "import pysam, sys; sys.exit(pysam.__version__ != '$oracle')" 2>/dev/null; then
+        echo "deps: creating $venv with pysam $oracle (samtools 1.24, the test oracle)" >&2
         py=python3
         # Prefer Debian's python3 when the image's default one lacks venv.
         "$py" -m venv "$venv" 2>/dev/null || /usr/bin/python3 -m venv "$venv"
-        "$venv/bin/pip" install -q --disable-pip-version-check 'pysam>=0.24' >&2
+        "$venv/bin/pip" install -q --disable-pip-version-check "pysam==$oracle" >&2
     fi
     # The workflow engines that test/workflows.py runs the examples with.
     if ! { [ -x "$venv/bin/snakemake" ] && [ -x "$venv/bin/cwltool" ] &&
