@@ -109,7 +109,7 @@ static sort_batch *hand_over(sort_job *j, sort_batch *full)
 {
     byte_writer note = { 0 };
     if (j->resume.on) resume_note_now(j, &note);
-    sort_batch *next = note.failed ? NULL : spill_swap(&j->q, full, note.p, note.n);
+    sort_batch *next = note.failed ? NULL : spill_swap(&j->q, full, &note);
     if (note.failed) {
         batch_destroy(full);
         job_fail("out of memory reading '%s'", j->o->in_fn);

@@ -112,25 +112,9 @@ static sort_batch *settle_batch(spill_queue *q, sort_batch *sb, const uint8_t *n
     return back;
 }
 
-/* Moves the handed-over note into the spill thread's own buffer. */
-static int take_note(spill_queue *q, uint8_t **note, size_t *cap, size_t *len)
-{
-    *len = q->full_note_len;
-    if (*len > *cap) {
-        uint8_t *p = realloc(*note, *len);
-        if (!p) return -1;
-        *note = p;
-        *cap = *len;
-    }
-    if (*len) memcpy(*note, q->full_note, *len);
-    return 0;
-}
-
 static void *spill_main(void *arg)
 {
     spill_queue *q = arg;
-    uint8_t *note = NULL;
-    size_t note_cap = 0, note_len = 0;
     pthread_mutex_lock(&q->mu);
     for (;;) {
         while (!q->full && !q->finished) pthread_cond_wait(&q->cv, &q->mu);
@@ -138,15 +122,14 @@ static void *spill_main(void *arg)
         if (!sb) break;
         errmsg err;
         int failed = 0;
-        if (take_note(q, &note, &note_cap, &note_len) < 0 && !q->failed) {
-            q->failed = 1;      /* so settle_batch() writes nothing */
-            errmsg_set(&q->error, "out of memory");
-        }
+        byte_writer note = q->full_note;    /* the batch's note comes with it */
+        q->full_note = (byte_writer){ 0 };
         q->full = NULL;
         pthread_cond_broadcast(&q->cv);
         pthread_mutex_unlock(&q->mu);
 
-        sort_batch *back = settle_batch(q, sb, note_len ? note : NULL, note_len, &failed, &err);
+        sort_batch *back = settle_batch(q, sb, note.n ? note.p : NULL, note.n, &failed, &err);
+        bw_free(&note);
 
         pthread_mutex_lock(&q->mu);
         if (failed && !q->failed) {
@@ -161,32 +144,18 @@ static void *spill_main(void *arg)
         pthread_cond_broadcast(&q->cv);
     }
     pthread_mutex_unlock(&q->mu);
-    free(note);
     return NULL;
 }
 
 /* Hands a full batch over and returns the other one once it is spilled. */
-static int give_note(spill_queue *q, const void *note, size_t len)
-{
-    if (len > q->full_note_cap) {
-        uint8_t *p = realloc(q->full_note, len);
-        if (!p) return -1;
-        q->full_note = p;
-        q->full_note_cap = len;
-    }
-    if (len) memcpy(q->full_note, note, len);
-    q->full_note_len = len;
-    return 0;
-}
-
-sort_batch *spill_swap(spill_queue *q, sort_batch *full, const void *note, size_t note_len)
+sort_batch *spill_swap(spill_queue *q, sort_batch *full, byte_writer *note)
 {
     double t0 = now_seconds();
     pthread_mutex_lock(&q->mu);
     while (q->full) pthread_cond_wait(&q->cv, &q->mu);
-    if (give_note(q, note, note_len) < 0 && !q->failed) {
-        q->failed = 1;
-        errmsg_set(&q->error, "out of memory");
+    if (note) {     /* moved, not copied: the spill thread frees it */
+        q->full_note = *note;
+        *note = (byte_writer){ 0 };
     }
     q->full = full;
     pthread_cond_broadcast(&q->cv);
@@ -244,7 +213,7 @@ void spill_free(spill_queue *q)
 {
     spill_stop(q);
     batch_destroy(q->full);
-    free(q->full_note);
+    bw_free(&q->full_note);
     drop_held(q);
     free(q->packed);
     free(q->kept);

@@ -6,7 +6,8 @@
  * packed in key order, or as the batch itself.  If the input outgrows the
  * plan, the held batches are written as runs then.  spill_swap() hands a
  * full batch over, with the note the store journals with its run (a
- * resumable store, rocks_store.h; NULL otherwise), and returns an empty
+ * resumable store, rocks_store.h; NULL or empty otherwise), whose buffer
+ * the queue takes over (*note is left empty), and returns an empty
  * one, or NULL once a spill failed (q->failed is set and q->error says
  * why).  After spill_stop(), packed[0..n_held) or
  * kept[0..n_held) are the held batches, for the readout to merge; the
@@ -20,6 +21,7 @@
 #include "sort_batch.h"
 #include "rocks_store.h"
 #include "progress.h"
+#include "byte_io.h"
 
 typedef struct {
     pthread_mutex_t mu;
@@ -27,8 +29,7 @@ typedef struct {
     pthread_t thread;
     int started;
     sort_batch *full;       /* waiting for the spill thread */
-    uint8_t *full_note;     /* its note, and its length */
-    size_t full_note_len, full_note_cap;
+    byte_writer full_note;  /* its note (empty: none) */
     sort_batch *empty;      /* spilled, ready to refill */
     int finished;           /* no more batches will come */
     int failed;             /* a spill failed: no more runs are written */
@@ -61,7 +62,7 @@ int spill_start(spill_queue *q, rocks_store *st, progress *prog, size_t batch_ca
  * Call before the first batch is handed over.  -1 if out of memory. */
 int spill_allow_holding(spill_queue *q, int max_held, int packed);
 
-sort_batch *spill_swap(spill_queue *q, sort_batch *full, const void *note, size_t note_len);
+sort_batch *spill_swap(spill_queue *q, sort_batch *full, byte_writer *note);
 
 /* Lets the thread finish the batch it has, joins it, and frees the idle
  * batch.  Does nothing if the thread never started or has stopped. */
