@@ -2,9 +2,9 @@
  * rocks_store.h (store_resumed, store_keep, store_complete) and
  * rocks_store_internal.h (state_*).
  *
- * The journal's records: 'S' (the identity, the codec and the parts: the
- * first record), 'R' (a run: its part, its entries, bytes and first key,
- * its groups' key spans and its samples, and the caller's note), 'K' (a
+ * The journal's records: 'S' (the identity, the codec, the parts and the
+ * state's format: the first record), 'R' (a run: its part, its entries and
+ * bytes, its groups' key spans and its samples, and the caller's note), 'K' (a
  * blob the caller keeps) and 'C' (the input is complete, with a note).  A
  * run is journaled before RocksDB takes it in, so the database never holds
  * a run the journal lacks; the last journaled run may be missing from it,
@@ -25,6 +25,10 @@
 #define JOURNAL_NAME "journal"
 #define DB_NAME "db"
 enum { REC_START = 'S', REC_RUN = 'R', REC_KEEP = 'K', REC_DONE = 'C' };
+/* The records' layout.  States of rocksort 0.3.0 have no format field
+ * (their 'R' records held a first key, since dropped): their runs are not
+ * taken back. */
+#define STATE_FORMAT 2
 
 static char *join(const char *dir, const char *name)
 {
@@ -172,6 +176,8 @@ static const char *other_sort(rocks_store *st, const store_options *o)
     const uint8_t *id = br_bytes(&r, &id_len);
     uint64_t codec = br_u64(&r), parts = br_u64(&r);
     if (r.bad || type != REC_START) return "its journal is damaged";
+    if (br_u64(&r) != STATE_FORMAT || r.bad || r.at != len)
+        return "it was written by another version of rocksort";
     if (id_len != strlen(o->identity) || memcmp(id, o->identity, id_len))
         return "it is the state of another sort (the input or an option that orders the "
                "records changed)";
@@ -209,25 +215,10 @@ int state_start(rocks_store *st, const store_options *o, errmsg *err)
     bw_bytes(&w, o->identity, strlen(o->identity));
     bw_u64(&w, (uint64_t)o->compression);
     bw_u64(&w, (uint64_t)st->n_parts);
+    bw_u64(&w, STATE_FORMAT);
     int r = w.failed ? errmsg_set(err, "out of memory") : journal_append(st->journal, w.p, w.n, err);
     bw_free(&w);
     return r;
-}
-
-void state_track_put(rocks_store *st, const uint8_t *key, size_t klen)
-{
-    if (st->run_entries++) return;
-    if (klen > st->first_key_cap) {
-        uint8_t *k = realloc(st->first_key, klen);
-        if (!k) {
-            st->first_key_len = 0;  /* journaled as such: the restore then rejects the state */
-            return;
-        }
-        st->first_key = k;
-        st->first_key_cap = klen;
-    }
-    memcpy(st->first_key, key, klen);
-    st->first_key_len = klen;
 }
 
 /* The run's groups (compact runs) and samples, as 'R' holds them. */
@@ -257,7 +248,6 @@ int state_journal_run(rocks_store *st, int part, uint64_t bytes, const void *not
     bw_u64(&w, (uint64_t)part);
     bw_u64(&w, st->run_entries);
     bw_u64(&w, bytes);
-    bw_bytes(&w, st->first_key, st->first_key_len);
     write_run_keys(st, &w);
     bw_bytes(&w, note, note_len);
     int r = w.failed ? errmsg_set(err, "out of memory") : journal_append(st->journal, w.p, w.n, err);
@@ -271,10 +261,8 @@ static int restore_run(rocks_store *st, byte_reader *r, int *part, uint64_t *ent
 {
     *part = (int)br_u64(r);
     *entries = br_u64(r);
-    uint64_t bytes = br_u64(r), n;
+    uint64_t bytes = br_u64(r), n = br_u64(r);
     size_t len, len2;
-    br_bytes(r, &len);                  /* the first key: see last_run_taken_in() */
-    n = br_u64(r);
     for (uint64_t i = 0; i < n && !r->bad; i++) {
         const uint8_t *first = br_bytes(r, &len), *last = br_bytes(r, &len2);
         if (!r->bad && (!st->index || run_index_add_group(st->index, first, len, last, len2) < 0))
@@ -422,7 +410,7 @@ static int replay(rocks_store *st)
         default:
             return -1;
         }
-        if (r.bad) return -1;
+        if (r.bad || r.at != len) return -1;
     }
     return 0;
 }
@@ -454,7 +442,6 @@ void state_close(rocks_store *st, int keep)
     }
     free(st->state_dir);
     free(st->discarded);
-    free(st->first_key);
     for (int s = 0; s < STORE_KEEP_SLOTS; s++) free(st->salvaged[s]);
 }
 

@@ -294,6 +294,7 @@ static int put_pair(rocks_store *st, const uint8_t *key, size_t klen,
     char *rerr = NULL;
     rocksdb_sstfilewriter_put(st->writer, (const char *)key, klen,
                               (const char *)val, vlen, &rerr);
+    st->run_entries++;
     return rerr ? rocks_fail(err, st->run_path, rerr) : 0;
 }
 
@@ -303,7 +304,6 @@ static int put_group(void *store, const group_span *span, const uint8_t *blob, s
 {
     rocks_store *st = store;
     if (put_pair(st, span->first, span->first_len, blob, len, err) < 0) return -1;
-    if (st->journal) state_track_put(st, span->first, span->first_len);
     if (run_index_add_group(st->index, span->first, span->first_len, span->last,
                             span->last_len) < 0)
         return errmsg_set(err, "out of memory indexing a run");
@@ -316,7 +316,6 @@ int store_run_put(rocks_store *st, const uint8_t *key, size_t klen,
     if (st->groups ? group_writer_add(st->groups, key, klen, val, vlen, err) < 0
                    : put_pair(st, key, klen, val, vlen, err) < 0)
         return -1;
-    if (st->journal && !st->groups) state_track_put(st, key, klen);
     sample_record(st, key, klen, klen + vlen);
     return 0;
 }

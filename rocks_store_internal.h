@@ -54,9 +54,7 @@ struct rocks_store {
     char *discarded;            /* resume.discarded's text */
     uint8_t *salvaged[STORE_KEEP_SLOTS];    /* a discarded state's kept blobs */
     size_t salvaged_len[STORE_KEEP_SLOTS];
-    uint8_t *first_key;         /* the run being written: its first key, */
-    size_t first_key_len, first_key_cap;
-    uint64_t run_entries;       /* the keys put in it, */
+    uint64_t run_entries;       /* the run being written: the keys put in it, */
     size_t run_first_sample;    /* and where its samples start */
 };
 
@@ -72,7 +70,6 @@ int state_restore(rocks_store *st, errmsg *err);
 void state_wipe(rocks_store *st);
 void state_discard(rocks_store *st, const char *why);
 int state_start(rocks_store *st, const store_options *o, errmsg *err);
-void state_track_put(rocks_store *st, const uint8_t *key, size_t klen);
 int state_journal_run(rocks_store *st, int part, uint64_t bytes, const void *note,
                       size_t note_len, errmsg *err);
 void state_close(rocks_store *st, int keep);
