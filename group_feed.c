@@ -168,10 +168,7 @@ static int copy_key(uint8_t **dst, size_t *len, const key_sample *k)
 {
     if (!k) return 0;
     *len = k->len;
-    *dst = malloc(k->len ? k->len : 1);
-    if (!*dst) return -1;
-    memcpy(*dst, k->key, k->len);
-    return 0;
+    return (*dst = key_dup(k->key, k->len)) ? 0 : -1;
 }
 
 group_feed *group_feed_open(rocks_store *st, int part, const key_sample *lo, const key_sample *hi,

@@ -10,13 +10,15 @@
  * key_cmp() is the one order of keys everywhere: the batch sort, RocksDB's
  * bytewise comparator, the merges.  key_sample is the one key-with-length
  * the code passes around: a sampled key and the record bytes it stands for
- * (key_ranges.h, store_samples()), or a bound of a key range.
+ * (key_ranges.h, store_samples()), or a bound of a key range; key_dup()
+ * is how a key is kept beyond the buffer it came in.
  */
 #ifndef KEY_BYTES_H
 #define KEY_BYTES_H
 
 #include <math.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 /* memcmp() over the common length, then the shorter key first: RocksDB's
@@ -25,6 +27,14 @@ static inline int key_cmp(const uint8_t *a, size_t la, const uint8_t *b, size_t 
 {
     int c = memcmp(a, b, la < lb ? la : lb);
     return c ? c : (la > lb) - (la < lb);
+}
+
+/* A malloc'd copy of a key of any length, 0 too; NULL if out of memory. */
+static inline uint8_t *key_dup(const uint8_t *key, size_t len)
+{
+    uint8_t *copy = malloc(len ? len : 1);
+    if (copy && len) memcpy(copy, key, len);
+    return copy;
 }
 
 typedef struct {

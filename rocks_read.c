@@ -17,10 +17,7 @@ static int copy_bound(uint8_t **dst, size_t *dst_len, const uint8_t *key, size_t
 {
     *dst_len = len;
     if (!key) return 0;
-    *dst = malloc(len ? len : 1);
-    if (!*dst) return -1;
-    memcpy(*dst, key, len);
-    return 0;
+    return (*dst = key_dup(key, len)) ? 0 : -1;
 }
 
 /* Runs are read once, in order: no block cache, and read ahead as asked

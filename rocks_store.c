@@ -269,9 +269,8 @@ int store_add_sample(rocks_store *st, const uint8_t *key, size_t klen, uint64_t 
         st->samples = s;
         st->samples_cap = cap;
     }
-    uint8_t *copy = malloc(klen ? klen : 1);
+    uint8_t *copy = key_dup(key, klen);
     if (!copy) return -1;
-    memcpy(copy, key, klen);
     st->samples[st->n_samples++] = (key_sample){ copy, klen, weight };
     st->unsampled = 0;
     return 0;
