@@ -32,8 +32,8 @@ static int readout_width(const readout_request *rq)
     if (rq->merge_threads > 0) return rq->merge_threads < RANGES_MAX ? rq->merge_threads : RANGES_MAX;
     rocks_store *st = rq->in->store;
     double decode = st && store_grouped(st) && store_runs_ingested(st) ? READOUT_DECODE_S_PER_GB : 0;
-    return readout_ranges_for(rq->threads, output_deflate_level(rq->out_mode, rq->out_opts), decode, rq->bytes, RANGE_MIN_BYTES,
-                              RANGES_MAX);
+    int level = output_deflate_level(rq->out_mode, rq->out_opts);
+    return readout_ranges_for(rq->threads, level, decode, rq->bytes, RANGE_MIN_BYTES, RANGES_MAX);
 }
 
 /* Samples of a sorted batch: an entry every ~STORE_SAMPLE_BYTES. */
