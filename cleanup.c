@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include "cleanup.h"
+#include "thread_cpu.h"
 
 /* A directory whose files background threads may still be creating is
  * emptied and removed up to this many times, this far apart. */
@@ -206,6 +207,7 @@ int cleanup_start(void)
     if (pthread_sigmask(SIG_BLOCK, &set, NULL) != 0) return -1;
     pthread_t t;
     if (pthread_create(&t, NULL, signal_waiter, NULL) != 0) return -1;
+    pthread_setname_np(t, THREAD_SIGNALS);
     pthread_detach(t);
     return 0;
 }

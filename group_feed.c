@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "group_feed.h"
+#include "thread_cpu.h"
 
 /* Groups decoded ahead of the merge, per feed. */
 #define FEED_AHEAD 4
@@ -161,6 +162,7 @@ static void *read_groups(void *arg)
     int r = f->lo ? send_straddlers(f, &err) : 0;
     if (r == 0) r = send_range(f, &err);
     finish(f, r < 0 ? &err : NULL);
+    thread_cpu_exiting();
     return NULL;
 }
 
@@ -187,7 +189,7 @@ group_feed *group_feed_open(rocks_store *st, int part, const key_sample *lo, con
     if (copy_key(&f->lo, &f->lo_len, lo) == 0 && copy_key(&f->hi, &f->hi_len, hi) == 0 &&
         pthread_create(&f->reader, NULL, read_groups, f) == 0) {
         f->started = 1;
-        pthread_setname_np(f->reader, "rocksort-read");
+        pthread_setname_np(f->reader, THREAD_READ);
         return f;
     }
     errmsg_set(err, "cannot start a reader of the temporary runs (out of memory or threads?)");

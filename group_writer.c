@@ -3,6 +3,7 @@
 #include <htslib/thread_pool.h>
 #include "group_writer.h"
 #include "group_codec.h"
+#include "thread_cpu.h"
 
 typedef struct {
     group_encoder *enc;
@@ -85,7 +86,11 @@ group_writer *group_writer_create(int threads, size_t group_bytes, group_put_fn 
         if (!(gw->idle[i] = group_encoder_create())) break;
         gw->n_idle++;
     }
-    if (gw->n_idle == gw->n_encoders && threads > 1 && (gw->pool = hts_tpool_init(threads)))
+    thread_name_scope named;
+    thread_name_push(&named, THREAD_ENCODE);  /* htslib's workers take the name */
+    if (gw->n_idle == gw->n_encoders && threads > 1) gw->pool = hts_tpool_init(threads);
+    thread_name_pop(&named);
+    if (gw->pool)
         gw->queue = hts_tpool_process_init(gw->pool, 2 * gw->n_encoders, 0);
     if (gw->n_idle < gw->n_encoders || (threads > 1 && !gw->queue)) {
         group_writer_destroy(gw);

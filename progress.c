@@ -8,6 +8,7 @@
 #include <unistd.h>
 #include "progress.h"
 #include "clock_util.h"
+#include "thread_cpu.h"
 
 #define TTY_TICK 1.0
 /* Seconds between plain lines when the caller gives no interval. */
@@ -112,6 +113,7 @@ static void *reporter(void *arg)
         if (!p->stopping) show(p, 0);
     }
     pthread_mutex_unlock(&p->mu);
+    thread_cpu_exiting();
     return NULL;
 }
 
@@ -133,7 +135,7 @@ progress *progress_start(int forced, double interval)
         free(p);
         return NULL;
     }
-    pthread_setname_np(p->thread, "rocksort-progress");
+    pthread_setname_np(p->thread, THREAD_PROGRESS);
     return p;
 }
 

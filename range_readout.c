@@ -1,4 +1,5 @@
 /* range_readout.c -- see range_readout.h. */
+#define _GNU_SOURCE
 #include <errno.h>
 #include <limits.h>
 #include <pthread.h>
@@ -12,6 +13,7 @@
 #include "clock_util.h"
 #include "merge_writer.h"
 #include "output_parts.h"
+#include "thread_cpu.h"
 
 /* The pieces in flight.  Workers take the next piece in key order, but
  * never more than n_slots ahead of the writer; piece i passes through slot
@@ -157,6 +159,7 @@ static void *piece_worker(void *arg)
     l->records += w.records;
     l->digest += w.digest;
     pthread_mutex_unlock(&l->lock);
+    thread_cpu_exiting();
     return NULL;
 }
 
@@ -239,6 +242,8 @@ int readout_in_ranges(const readout_request *rq, const range_plan *p, readout_re
         if (pthread_create(&worker[started], NULL, piece_worker, &l) != 0) {
             ret = errmsg_set(err, "cannot start a merge thread for '%s'", rq->out->name);
             break;
+        } else {
+            pthread_setname_np(worker[started], THREAD_MERGE);
         }
     if (ret == 0) ret = append_pieces(&l, err);
     if (ret < 0) stop_line(&l);

@@ -24,6 +24,10 @@
 #include "temp_space.h"
 #include "range_readout.h"
 #include "resume_state.h"
+#include "thread_cpu.h"
+
+/* The phases' bounds at which -v notes the threads' CPU times. */
+enum { MARK_LOAD, MARK_SETTLE, MARK_READOUT, MARK_END, JOB_MARKS };
 
 typedef struct {
     const rocksort_opts *o;
@@ -47,6 +51,8 @@ typedef struct {
     sort_spec sort;             /* o->sort, prepared with the input header */
     temp_plan space;            /* the runs' format, chosen before reading */
     resume_state resume;        /* --resume (sort_resume.h) */
+    /* -v: every thread's CPU time at the phases' bounds (sort_report.h) */
+    thread_times at[JOB_MARKS];
 } sort_job;
 
 /* Prints "samtools rocksort: " and the message as one line on stderr;

@@ -13,6 +13,7 @@
 #include "input_check.h"
 #include "record_codec.h"
 #include "resume_progress.h"
+#include "thread_cpu.h"
 
 
 int prepare_header(sort_job *j)
@@ -38,9 +39,12 @@ int prepare_header(sort_job *j)
 static void share_pool(sort_job *j)
 {
     if (!j->pool.pool) return;
+    thread_name_scope named;
+    thread_name_push(&named, THREAD_INPUT);   /* BGZF's reader thread takes the name */
     if (!j->resume.on || j->in->format.format != sam) hts_set_thread_pool(j->in, &j->pool);
     else if (j->in->format.compression == bgzf)
         bgzf_thread_pool(j->in->fp.bgzf, j->pool.pool, j->pool.qsize);
+    thread_name_pop(&named);
 }
 
 int open_input(sort_job *j)

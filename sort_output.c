@@ -9,6 +9,7 @@
 #include "merge_writer.h"
 #include "range_readout.h"
 #include "sort_plan.h"
+#include "thread_cpu.h"
 
 /* BAM stores reference lengths in 32 bits; fail before hours of sorting. */
 static int check_bam_can_hold_references(const sort_job *j)
@@ -29,7 +30,10 @@ int open_output(sort_job *j)
     errmsg err;
     if (check_bam_can_hold_references(j) < 0) return -1;
     if (output_open(&j->out, o->out_fn, o->out_mode, &err) < 0) return job_fail("%s", err.msg);
+    thread_name_scope named;
+    thread_name_push(&named, THREAD_OUTPUT);  /* BGZF's writer thread takes the name */
     samfile_share_pool(j->out.fp, &j->pool);
+    thread_name_pop(&named);
     if (o->reference && hts_set_fai_filename(j->out.fp, o->reference) < 0)
         return job_fail("cannot load reference '%s' for '%s'", o->reference, o->out_fn);
     if (o->out_opts && hts_opt_apply(j->out.fp, o->out_opts) < 0)

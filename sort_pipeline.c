@@ -21,6 +21,7 @@
 #include "sort_report.h"
 #include "sort_resume.h"
 #include "cleanup.h"
+#include "thread_cpu.h"
 
 static int open_all(sort_job *j)
 {
@@ -59,9 +60,19 @@ static int keep_store(const sort_job *j, int failed)
 static int settle_and_readout(sort_job *j)
 {
     progress_set_phase(j->prog, PHASE_SETTLE);
+    report_mark(j, MARK_SETTLE);
     j->t_settle = store_settle(j->store);
     progress_set_phase(j->prog, PHASE_READOUT);
-    return readout(j);
+    report_mark(j, MARK_READOUT);
+    int ret = readout(j);
+    report_mark(j, MARK_END);
+    return ret;
+}
+
+static int load_phase(sort_job *j)
+{
+    report_mark(j, MARK_LOAD);
+    return load_input(j);
 }
 
 static int finish(sort_job *j)
@@ -82,6 +93,7 @@ static void cleanup(sort_job *j, int failed)
     if (j->hdr) sam_hdr_destroy(j->hdr);
     if (j->in) sam_close(j->in);
     if (j->pool.pool) hts_tpool_destroy(j->pool.pool);
+    report_marks_free(j);
 }
 
 int rocksort_run(const rocksort_opts *o)
@@ -91,7 +103,11 @@ int rocksort_run(const rocksort_opts *o)
     j.o = o;
     j.resume.on = o->resume_dir != NULL;
     spill_init(&j.q);
-    if (o->threads > 0 && !(j.pool.pool = hts_tpool_init(o->threads))) {
+    thread_name_scope named;
+    thread_name_push(&named, THREAD_POOL);    /* htslib's workers take the name */
+    if (o->threads > 0) j.pool.pool = hts_tpool_init(o->threads);
+    thread_name_pop(&named);
+    if (o->threads > 0 && !j.pool.pool) {
         job_fail("cannot create worker threads");
         cleanup(&j, 1);
         return -1;
@@ -101,7 +117,7 @@ int rocksort_run(const rocksort_opts *o)
     int verbosity = hts_verbose;
     if (!o->htslib_verbosity_set) hts_verbose = 0;
     j.prog = progress_start(o->progress, o->progress_interval);
-    int ok = open_all(&j) == 0 && load_input(&j) == 0 && settle_and_readout(&j) == 0
+    int ok = open_all(&j) == 0 && load_phase(&j) == 0 && settle_and_readout(&j) == 0
           && finish(&j) == 0;
     progress_stop(j.prog, ok);
     if (o->verbose && j.store) report_verbose(&j);

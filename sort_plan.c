@@ -68,7 +68,10 @@ int open_store(sort_job *j)
     };
     temp_space_store_options(&j->space, &so);
     errmsg err;
+    thread_name_scope named;
+    thread_name_push(&named, THREAD_STORE);   /* RocksDB's helper threads take the name */
     j->store = store_open(temp_prefix(o->tmp_prefix), &so, &err);
+    thread_name_pop(&named);
     return j->store ? 0 : job_fail("%s", err.msg);
 }
 

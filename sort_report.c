@@ -1,5 +1,6 @@
 /* sort_report.c -- see sort_report.h. */
 #include <stdio.h>
+#include <string.h>
 #include <sys/resource.h>
 #include "sort_report.h"
 #include "sort_resume.h"
@@ -42,6 +43,62 @@ static const char *memory_use(const sort_job *j)
     return "spilled (the input is larger than the memory budget, or of unknown size)";
 }
 
+void report_mark(sort_job *j, int mark)
+{
+    if (!j->o->verbose) return;
+    if (mark == MARK_LOAD) thread_cpu_enable();
+    thread_times_free(&j->at[mark]);
+    thread_times_take(&j->at[mark]);    /* out of memory: no figures for that phase */
+}
+
+void report_marks_free(sort_job *j)
+{
+    for (int i = 0; i < JOB_MARKS; i++) thread_times_free(&j->at[i]);
+}
+
+/* The main thread's role in each phase: it reads the input, then waits
+ * for merges, then merges the output itself or appends the pieces that
+ * merge threads made. */
+static const char *main_role(const sort_job *j, int mark)
+{
+    if (mark == MARK_LOAD) return "loader";
+    if (mark == MARK_SETTLE) return "main";
+    return j->result.threads > 1 ? "writer" : "merge";
+}
+
+/* One phase's threads: the longest single thread against the phase's CPU,
+ * then every role's threads and CPU. */
+static void report_phase_threads(const sort_job *j, int mark, const char *phase)
+{
+    phase_times p;
+    if (!j->at[mark].n || !j->at[mark + 1].n ||
+        phase_times_between(&j->at[mark], &j->at[mark + 1], &p) < 0)
+        return;
+    for (int i = 0; i < p.n_roles; i++)
+        if (strcmp(p.roles[i].role, "main") == 0)
+            snprintf(p.roles[i].role, sizeof p.roles[i].role, "%s", main_role(j, mark));
+    if (strcmp(p.longest_role, "main") == 0)
+        snprintf(p.longest_role, sizeof p.longest_role, "%s", main_role(j, mark));
+    fprintf(stderr, "[rocksort] threads in phase %s: the longest single thread: %.2f s (%s) of "
+            "%.2f CPU-s\n[rocksort] threads in phase %s:", phase, p.longest, p.longest_role,
+            p.cpu, phase);
+    for (int i = 0; i < p.n_roles; i++) {
+        const role_time *r = &p.roles[i];
+        if (r->threads == 1) fprintf(stderr, " %s %.2f s;", r->role, r->cpu);
+        else fprintf(stderr, " %s %d threads %.2f s (busiest %.2f s);", r->role, r->threads,
+                     r->cpu, r->busiest);
+    }
+    fprintf(stderr, " unattributed %.2f s\n", p.unattributed);
+    phase_times_free(&p);
+}
+
+static void report_threads(const sort_job *j)
+{
+    report_phase_threads(j, MARK_LOAD, "load");
+    report_phase_threads(j, MARK_SETTLE, "compaction wait");
+    report_phase_threads(j, MARK_READOUT, "readout");
+}
+
 void report_verbose(const sort_job *j)
 {
     struct rusage ru;
@@ -72,4 +129,5 @@ void report_verbose(const sort_job *j)
             (unsigned long long)store_runs_ingested(j->store),
             j->store ? store_sorted_runs(j->store) : 0, j->q.n_held + 1,
             (unsigned long long)store_bytes_written(j->store), ru.ru_maxrss / 1024.0);
+    report_threads(j);
 }

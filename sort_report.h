@@ -17,4 +17,10 @@ int check_accounting(const sort_job *j);
 
 void report_verbose(const sort_job *j);
 
+/* With -v, notes every thread's CPU time at phase bound `mark` (MARK_*),
+ * for report_verbose()'s per-thread lines; releases them with
+ * report_marks_free(). */
+void report_mark(sort_job *j, int mark);
+void report_marks_free(sort_job *j);
+
 #endif

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include "spill_queue.h"
 #include "clock_util.h"
+#include "thread_cpu.h"
 
 void spill_init(spill_queue *q)
 {
@@ -144,6 +145,7 @@ static void *spill_main(void *arg)
         pthread_cond_broadcast(&q->cv);
     }
     pthread_mutex_unlock(&q->mu);
+    thread_cpu_exiting();
     return NULL;
 }
 
@@ -182,7 +184,7 @@ int spill_start(spill_queue *q, rocks_store *st, progress *prog, size_t batch_ca
     if (!q->empty) return SPILL_NO_MEMORY;
     if (pthread_create(&q->thread, NULL, spill_main, q) != 0) return SPILL_NO_THREAD;
     q->started = 1;
-    pthread_setname_np(q->thread, "rocksort-spill");
+    pthread_setname_np(q->thread, THREAD_SPILL);
     return 0;
 }
 

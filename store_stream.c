@@ -10,6 +10,7 @@
 #include "rocks_store.h"
 #include "packed_record.h"
 #include "store_stream.h"
+#include "thread_cpu.h"
 
 typedef struct {
     uint8_t *data;
@@ -98,6 +99,7 @@ static void *produce(void *arg)
         publish(s, c->used > 0, last);
         if (last) break;
     }
+    thread_cpu_exiting();
     return NULL;
 }
 
@@ -149,7 +151,7 @@ store_stream *stream_open(store_iter *it, size_t chunk_bytes, int n_chunks)
         free_stream(s);
         return NULL;
     }
-    pthread_setname_np(s->thread, "rocksort-read");
+    pthread_setname_np(s->thread, THREAD_READ);
     take_chunk(s);
     return s;
 }
