@@ -69,7 +69,7 @@ LIB_OBJS = bam_rocksort.o rocksort_usage.o legacy_form.o \
        sort_batch.o batch_sort.o record_codec.o rocks_store.o rocks_merge.o output_file.o \
        output_target.o cleanup.o progress.o temp_env.o store_stream.o temp_space.o \
        merge_sources.o merge_writer.o readout_plan.o range_readout.o key_ranges.o output_parts.o \
-       readout_model.o thread_cpu.o group_codec.o group_feed.o group_writer.o run_index.o rocks_read.o \
+       readout_model.o thread_cpu.o pool_jobs.o batch_groups.o group_codec.o group_feed.o group_writer.o run_index.o rocks_read.o \
        rocks_state.o run_journal.o resume_state.o resume_progress.o sort_resume.o disk_speed.o
 OBJS = bamtk.o $(LIB_OBJS)
 ENGINE_LIB = librocksort.a

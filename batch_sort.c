@@ -111,10 +111,16 @@ static inline void prefetch_key(const batch_entry *e, size_t depth)
     __builtin_prefetch((const void *)((uintptr_t)e->rec + sizeof(packed_header) + depth));
 }
 
+/* Tie groups waiting for their next window: a part of sb->ties. */
+typedef struct {
+    tie_group *g;
+    size_t n;
+} tie_stack;
+
 /* Entries e[0..n), sorted by inline words that hold key bytes [depth,
  * depth + INLINE_KEY): sorts each run of equal words, small runs on the
  * spot, larger ones pushed for the next window. */
-static void split_ties(sort_batch *sb, size_t base, size_t n, size_t depth)
+static void split_ties(sort_batch *sb, tie_stack *ties, size_t base, size_t n, size_t depth)
 {
     const batch_entry *e = sb->ent + base;
     size_t next = depth + INLINE_KEY, lo = 0;
@@ -127,7 +133,7 @@ static void split_ties(sort_batch *sb, size_t base, size_t n, size_t depth)
         }
         if (i < n && window_equal(&e[i], &e[lo])) continue;
         if (i - lo > SMALL_TIE)
-            sb->ties[sb->n_ties++] = (tie_group){ base + lo, base + i, next };
+            ties->g[ties->n++] = (tie_group){ base + lo, base + i, next };
         else if (i - lo > 1)
             insertion_sort_from(sb->ent + base + lo, i - lo, next);
         lo = i;
@@ -161,14 +167,24 @@ static void sort_range(sort_batch *sb, size_t lo, size_t hi)
     if (out != sb->ent + lo) memcpy(sb->ent + lo, out, (hi - lo) * sizeof *out);
 }
 
-static void resolve_ties(sort_batch *sb)
+/* Orders entries [lo, hi), sorted by their first window, by whole key:
+ * the tie groups they hold go on `ties`, which has room for them. */
+static void resolve_ties(sort_batch *sb, tie_group *room, size_t lo, size_t hi)
 {
-    while (sb->n_ties > 0) {
-        tie_group g = sb->ties[--sb->n_ties];
+    tie_stack ties = { room, 0 };
+    split_ties(sb, &ties, lo, hi - lo, sb->skip);
+    while (ties.n > 0) {
+        tie_group g = ties.g[--ties.n];
         int more = load_next_window(sb->ent + g.lo, g.hi - g.lo, g.depth);
         sort_range(sb, g.lo, g.hi);
-        if (more) split_ties(sb, g.lo, g.hi - g.lo, g.depth);
+        if (more) split_ties(sb, &ties, g.lo, g.hi - g.lo, g.depth);
     }
+}
+
+/* Keys of one length that end inside the window cannot tie. */
+static int may_tie(const sort_batch *sb)
+{
+    return !(sb->longest <= sb->skip + INLINE_KEY && sb->shortest == sb->longest);
 }
 
 /* The inline keys were loaded at batch_add() time, after the skip the
@@ -194,9 +210,85 @@ void batch_sort(sort_batch *sb)
         sb->tmp = sb->ent;
         sb->ent = out;
     }
-    /* Keys of one length that end inside the window cannot tie. */
-    if (sb->longest <= sb->skip + INLINE_KEY && sb->shortest == sb->longest) return;
-    sb->n_ties = 0;
-    split_ties(sb, 0, sb->n, sb->skip);
-    resolve_ties(sb);
+    if (may_tie(sb)) resolve_ties(sb, sb->ties, 0, sb->n);
+}
+
+/* ---- the same sort in parts, run by other threads ---- */
+
+typedef struct {
+    sort_batch *sb;
+    int parts;
+    size_t cut[BATCH_MAX_PARTS + 1];    /* part i is entries [cut[i], cut[i + 1]) */
+    size_t width;                       /* parts per sorted range, this merge round */
+    batch_entry *src, *dst;
+} parts_sort;
+
+static void sort_part(void *arg, int i)
+{
+    parts_sort *ps = arg;
+    sort_range(ps->sb, ps->cut[i], ps->cut[i + 1]);
+}
+
+/* Merges the round's i-th pair of sorted ranges into dst (a range without
+ * a partner is copied). */
+static void merge_pair(void *arg, int i)
+{
+    parts_sort *ps = arg;
+    size_t p = (size_t)ps->parts, a = 2 * (size_t)i * ps->width;
+    size_t b = a + ps->width < p ? a + ps->width : p;
+    size_t c = a + 2 * ps->width < p ? a + 2 * ps->width : p;
+    size_t lo = ps->cut[a], mid = ps->cut[b], hi = ps->cut[c];
+    merge(ps->src + lo, mid - lo, ps->src + mid, hi - mid, ps->dst + lo);
+}
+
+/* Each part's tie groups take room from sb->ties after those of the parts
+ * before it: a part of m entries has at most m / (SMALL_TIE + 1) pending
+ * at once, so part i's room starts at cut[i] / (SMALL_TIE + 1) + i. */
+static void resolve_part(void *arg, int i)
+{
+    parts_sort *ps = arg;
+    size_t lo = ps->cut[i], hi = ps->cut[i + 1];
+    resolve_ties(ps->sb, ps->sb->ties + lo / (SMALL_TIE + 1) + (size_t)i, lo, hi);
+}
+
+/* Moves the cuts to where the first window changes, so that no tie group
+ * is split between two parts. */
+static void cut_at_windows(parts_sort *ps)
+{
+    const batch_entry *e = ps->sb->ent;
+    size_t n = ps->sb->n;
+    for (int i = 1; i < ps->parts; i++) {
+        size_t c = ps->cut[i] > ps->cut[i - 1] ? ps->cut[i] : ps->cut[i - 1];
+        while (c > 0 && c < n && window_equal(&e[c], &e[c - 1])) c++;
+        ps->cut[i] = c;
+    }
+}
+
+void batch_sort_parallel(sort_batch *sb, batch_runner run, void *ctx, int parts)
+{
+    if (parts > BATCH_MAX_PARTS) parts = BATCH_MAX_PARTS;
+    if ((size_t)parts > sb->n) parts = (int)sb->n;
+    if (parts < 2 || !run) {
+        batch_sort(sb);
+        return;
+    }
+    settle_inline_keys(sb);
+    parts_sort ps = { .sb = sb, .parts = parts };
+    for (int i = 0; i <= parts; i++) ps.cut[i] = sb->n * (size_t)i / (size_t)parts;
+    run(ctx, parts, sort_part, &ps);
+    ps.src = sb->ent;
+    ps.dst = sb->tmp;
+    for (ps.width = 1; ps.width < (size_t)parts; ps.width *= 2) {
+        run(ctx, (int)(((size_t)parts + 2 * ps.width - 1) / (2 * ps.width)), merge_pair, &ps);
+        batch_entry *t = ps.src;
+        ps.src = ps.dst;
+        ps.dst = t;
+    }
+    if (ps.src != sb->ent) {
+        sb->tmp = sb->ent;
+        sb->ent = ps.src;
+    }
+    if (!may_tie(sb)) return;
+    cut_at_windows(&ps);
+    run(ctx, parts, resolve_part, &ps);
 }

@@ -14,6 +14,7 @@ typedef struct {
 
 struct group_writer {
     hts_tpool *pool;            /* NULL: encode on the caller's thread */
+    int own_pool;
     hts_tpool_process *queue;
     group_encoder **idle;       /* encoders free for the next group */
     int n_idle, n_encoders, in_flight;
@@ -76,6 +77,12 @@ static int dispatch(group_writer *gw, errmsg *err)
 
 group_writer *group_writer_create(int threads, size_t group_bytes, group_put_fn put, void *ctx)
 {
+    return group_writer_create_on(NULL, threads, group_bytes, put, ctx);
+}
+
+group_writer *group_writer_create_on(hts_tpool *pool, int threads, size_t group_bytes,
+                                     group_put_fn put, void *ctx)
+{
     group_writer *gw = calloc(1, sizeof *gw);
     if (!gw) return NULL;
     *gw = (group_writer){ .group_bytes = group_bytes, .put = put, .ctx = ctx };
@@ -88,7 +95,8 @@ group_writer *group_writer_create(int threads, size_t group_bytes, group_put_fn 
     }
     thread_name_scope named;
     thread_name_push(&named, THREAD_ENCODE);  /* htslib's workers take the name */
-    if (gw->n_idle == gw->n_encoders && threads > 1) gw->pool = hts_tpool_init(threads);
+    if (gw->n_idle == gw->n_encoders && threads > 1)
+        gw->own_pool = !(gw->pool = pool) && (gw->pool = hts_tpool_init(threads));
     thread_name_pop(&named);
     if (gw->pool)
         gw->queue = hts_tpool_process_init(gw->pool, 2 * gw->n_encoders, 0);
@@ -133,7 +141,7 @@ void group_writer_destroy(group_writer *gw)
         }
         hts_tpool_process_destroy(gw->queue);
     }
-    if (gw->pool) hts_tpool_destroy(gw->pool);
+    if (gw->own_pool) hts_tpool_destroy(gw->pool);
     if (gw->filling) gw->idle[gw->n_idle++] = gw->filling;
     for (int i = 0; gw->idle && i < gw->n_idle; i++) group_encoder_destroy(gw->idle[i]);
     free(gw->idle);

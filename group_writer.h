@@ -17,6 +17,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <htslib/thread_pool.h>
 #include "errmsg.h"
 
 typedef struct {
@@ -29,8 +30,12 @@ typedef int (*group_put_fn)(void *ctx, const group_span *span, const uint8_t *bl
 
 typedef struct group_writer group_writer;
 
-/* NULL when out of memory or if the threads cannot start. */
+/* NULL when out of memory or if the threads cannot start.  With a pool,
+ * the groups are encoded on it (shared with others, and left running)
+ * instead of a pool of the writer's own. */
 group_writer *group_writer_create(int threads, size_t group_bytes, group_put_fn put, void *ctx);
+group_writer *group_writer_create_on(hts_tpool *pool, int threads, size_t group_bytes,
+                                     group_put_fn put, void *ctx);
 int group_writer_add(group_writer *gw, const uint8_t *key, size_t klen,
                      const uint8_t *val, size_t vlen, errmsg *err);
 int group_writer_finish(group_writer *gw, errmsg *err);

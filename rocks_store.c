@@ -18,10 +18,6 @@
 /* SST blocks: large, as the data is read once, sequentially. */
 #define BLOCK_BYTES (256 << 10)
 
-/* Compact runs: record bytes per group.  Larger groups barely compress
- * better, and the readout holds one decoded group per run. */
-#define GROUP_BYTES (256u << 10)
-
 /* A merge's output file may grow this large: each merge writes one run. */
 #define MERGED_RUN_MAX_BYTES (1ULL << 40)
 
@@ -103,6 +99,9 @@ static void configure_direct_io(rocks_store *st)
  * bits, strategy and dictionary stay RocksDB's defaults. */
 static void configure_codec(rocks_store *st, const store_options *o)
 {
+    /* Compact runs leave RocksDB nothing to compress: with the sort's pool
+     * at hand, no threads for it (each run would start its own). */
+    if (o->compression == STORE_CODEC_COLUMNS && o->pool) return;
     if (o->compression != STORE_CODEC_NONE && o->compression_threads > 1)
         rocksdb_options_set_compression_options_parallel_threads(st->opts, o->compression_threads);
 }
@@ -215,7 +214,8 @@ static int set_up(rocks_store *st, const store_options *o, errmsg *err)
     configure_direct_io(st);
     /* Groups go in under their first record's keys (see group_feed.h). */
     if (o->compression == STORE_CODEC_COLUMNS &&
-        (!(st->groups = group_writer_create(o->compression_threads, GROUP_BYTES, put_group, st))
+        (!(st->groups = group_writer_create_on(o->pool, o->compression_threads, STORE_GROUP_BYTES,
+                                                     put_group, st))
          || !(st->index = run_index_create())))
         return errmsg_set(err, "out of memory");
     return o->state_dir ? open_state(st, o, err) : open_database(st, o, err);
@@ -306,6 +306,14 @@ static int put_group(void *store, const group_span *span, const uint8_t *blob, s
     if (run_index_add_group(st->index, span->first, span->first_len, span->last,
                             span->last_len) < 0)
         return errmsg_set(err, "out of memory indexing a run");
+    return 0;
+}
+
+int store_run_put_group(rocks_store *st, const group_span *span, const uint8_t *blob,
+                        size_t len, uint64_t record_bytes, errmsg *err)
+{
+    if (put_group(st, span, blob, len, err) < 0) return -1;
+    sample_record(st, span->first, span->first_len, record_bytes);
     return 0;
 }
 

@@ -25,6 +25,8 @@
 #include <stddef.h>
 #include <stdint.h>
 #include "errmsg.h"
+#include <htslib/thread_pool.h>
+#include "group_writer.h"
 #include "key_bytes.h"
 
 /* How runs hold their records: RocksDB's block codecs, or groups of records
@@ -37,6 +39,8 @@ typedef enum {
 typedef struct {
     store_codec compression;
     int compression_threads;/* threads compressing one run's blocks; <= 1: the writer's own */
+    hts_tpool *pool;        /* NULL, or the sort's pool: compact runs' groups are encoded
+                               on it, not on a pool of the store's own */
     uint64_t size_hint;     /* expected total bytes of all runs; 0: unknown */
     uint64_t run_bytes;     /* expected bytes of one run */
     int max_open_files;     /* descriptors the store may use in all; -1: no limit */
@@ -76,6 +80,16 @@ int store_run_begin(rocks_store *st, errmsg *err);
 int store_run_put(rocks_store *st, const uint8_t *key, size_t klen,
                   const uint8_t *val, size_t vlen, errmsg *err);
 int store_run_end(rocks_store *st, const void *note, size_t note_len, errmsg *err);
+
+/* Compact runs: record bytes per group.  Larger groups barely compress
+ * better, and the readout holds one decoded group per run. */
+#define STORE_GROUP_BYTES (256u << 10)
+
+/* Compact runs (store_grouped()): instead of records, a group already
+ * encoded elsewhere (batch_groups.h) with the bytes of records it holds,
+ * in key order like records.  A run takes records or groups, not both. */
+int store_run_put_group(rocks_store *st, const group_span *span, const uint8_t *blob,
+                        size_t len, uint64_t record_bytes, errmsg *err);
 
 /* A resumable store (opt->state_dir).  The directory is created if
  * missing; one that holds anything but a store's journal and database is

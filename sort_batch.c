@@ -66,7 +66,7 @@ static int grow_entries(sort_batch *sb)
     batch_entry *t = realloc(sb->tmp, m * sizeof *t);
     if (!t) return -1;
     sb->tmp = t;
-    tie_group *g = realloc(sb->ties, batch_max_ties(m) * sizeof *g);
+    tie_group *g = realloc(sb->ties, (batch_max_ties(m) + BATCH_MAX_PARTS) * sizeof *g);
     if (!g) return -1;
     sb->ties = g;
     sb->m = m;
@@ -167,6 +167,17 @@ int batch_add_key(sort_batch *sb, const uint8_t *key, size_t key_len,
     packed_put(sb->arena + sb->used, key, key_len, val, val_len);
     enter_record(sb);
     return 1;
+}
+
+void batch_prefault(sort_batch *sb, int i, int n)
+{
+#ifdef MADV_POPULATE_WRITE
+    size_t page = 4096, per = (sb->cap / (size_t)n + page - 1) / page * page;
+    size_t lo = per * (size_t)i, hi = lo + per < sb->cap ? lo + per : sb->cap;
+    if (lo < hi) madvise(sb->arena + lo, hi - lo, MADV_POPULATE_WRITE);
+#else
+    (void)sb, (void)i, (void)n;
+#endif
 }
 
 void batch_clear(sort_batch *sb)

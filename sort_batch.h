@@ -34,6 +34,24 @@ int batch_add_key(sort_batch *sb, const uint8_t *key, size_t key_len,
 /* Orders the entries by key: memcmp() over the common length, then the
  * shorter key first, which is RocksDB's bytewise order. */
 void batch_sort(sort_batch *sb);
+
+/* Has the kernel back slice i of n of the arena with memory now, without
+ * changing its bytes (MADV_POPULATE_WRITE): safe while another thread
+ * fills the batch.  A hint: does nothing where the kernel cannot. */
+void batch_prefault(sort_batch *sb, int i, int n);
+
+/* The same order, the sort split into `parts` (at most BATCH_MAX_PARTS and
+ * batch_count()): run(ctx, n, job, arg) must call job(arg, i) for every i
+ * in [0, n) and return when all have returned, perhaps on other threads at
+ * once (pool_jobs.h).  The parts are sorted each on its own, merged
+ * pairwise, and their ties ordered part by part.  Fewer than two parts:
+ * batch_sort().  Parts of fewer than BATCH_MIN_PART entries cost more in
+ * hand-offs than they save. */
+#define BATCH_MAX_PARTS 64
+#define BATCH_MIN_PART 4096
+typedef void (*batch_job_fn)(void *arg, int i);
+typedef void (*batch_runner)(void *ctx, int n, batch_job_fn job, void *arg);
+void batch_sort_parallel(sort_batch *sb, batch_runner run, void *ctx, int parts);
 void batch_clear(sort_batch *sb);
 size_t batch_count(const sort_batch *sb);
 size_t batch_bytes(const sort_batch *sb);

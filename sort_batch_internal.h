@@ -40,11 +40,11 @@ struct sort_batch {
     size_t shared;  /* bytes every key added so far shares with the first */
     size_t shortest, longest;   /* key lengths */
     tie_group *ties;            /* room for batch_max_ties(m) */
-    size_t n_ties;
 };
 
 /* Pending tie groups are disjoint and larger than SMALL_TIE, so this many
- * always suffice: batch_sort() allocates nothing. */
+ * always suffice, with one more for each part of a parallel sort
+ * (BATCH_MAX_PARTS more are allocated): batch_sort() allocates nothing. */
 static inline size_t batch_max_ties(size_t entries)
 {
     return entries / (SMALL_TIE + 1) + 1;

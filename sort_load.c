@@ -87,10 +87,13 @@ int open_input(sort_job *j)
     return prepare_header(j);
 }
 
-static int start_spiller(sort_job *j)
+static int start_spiller(sort_job *j, sort_batch *first)
 {
     size_t cap = plan_batch_bytes(j->o);
-    int r = spill_start(&j->q, j->store, j->prog, cap);
+    spill_setup s = { .store = j->store, .prog = j->prog, .batch_cap = cap,
+                      .pool = spill_pooled(j) ? j->pool.pool : NULL, .threads = j->o->threads,
+                      .loading = first };
+    int r = spill_start(&j->q, &s);
     if (r == SPILL_NO_MEMORY)
         job_fail("out of memory for a %zu-byte sort batch (lower -m)", cap);
     else if (r < 0)
@@ -248,7 +251,6 @@ static int store_last_batch(sort_job *j, sort_batch **cur)
 
 int load(sort_job *j)
 {
-    if (start_spiller(j) < 0) return -1;
     double t0 = now_seconds();
     j->resume.load_started = t0;
     sort_batch *cur = batch_create(plan_batch_bytes(j->o));
@@ -256,6 +258,10 @@ int load(sort_job *j)
     int ret = 0, r;
     if (!cur || !b) {
         job_fail("out of memory reading '%s'", j->o->in_fn);
+        ret = -1;
+        goto done;
+    }
+    if (start_spiller(j, cur) < 0) {
         ret = -1;
         goto done;
     }
@@ -270,12 +276,13 @@ int load(sort_job *j)
     /* Otherwise the last batch never goes to disk: the readout merges it
      * from memory (an input that fits in one batch is sorted without temp
      * I/O). */
-    batch_sort(cur);
+    spill_sort(&j->q, cur);
     j->tail = cur;
     cur = NULL;
     spill_stop(&j->q);
     if (j->q.failed) ret = spill_error(j);
 done:
+    spill_stop(&j->q);      /* before cur goes: the spill thread may touch it */
     batch_destroy(cur);
     bam_destroy1(b);
     j->t_load = now_seconds() - t0;

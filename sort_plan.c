@@ -54,6 +54,13 @@ static int open_file_budget(void)
     return fd_budget_available(FD_RESERVE_LATER);
 }
 
+#define SPILL_POOL_MIN_THREADS 3
+
+int spill_pooled(const sort_job *j)
+{
+    return j->o->threads >= SPILL_POOL_MIN_THREADS && j->pool.pool != NULL;
+}
+
 int open_store(sort_job *j)
 {
     const rocksort_opts *o = j->o;
@@ -67,6 +74,7 @@ int open_store(sort_job *j)
         .identity = j->resume.identity,
     };
     temp_space_store_options(&j->space, &so);
+    if (spill_pooled(j)) so.pool = j->pool.pool;
     errmsg err;
     thread_name_scope named;
     thread_name_push(&named, THREAD_STORE);   /* RocksDB's helper threads take the name */

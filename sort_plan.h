@@ -28,6 +28,11 @@ int open_store(sort_job *j);
  * read or created; -1 (reported) if even compact runs cannot fit. */
 int plan_temp_space(sort_job *j);
 
+/* Whether the spill thread hands its work to the -@ pool
+ * (spill_queue.h): with more than two threads.  -@ 2 and below keep
+ * sorting and writing on the spill thread, as they always did. */
+int spill_pooled(const sort_job *j);
+
 /* consumed: bytes of the input file read so far; <= 0 if unknown, which
  * plans nothing.  Before the first batch goes to the spill thread. */
 void plan_from_input(sort_job *j, int64_t consumed);

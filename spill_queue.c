@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include "spill_queue.h"
 #include "clock_util.h"
+#include "pool_jobs.h"
 #include "thread_cpu.h"
 
 void spill_init(spill_queue *q)
@@ -12,15 +13,28 @@ void spill_init(spill_queue *q)
     pthread_cond_init(&q->cv, NULL);
 }
 
-static int write_run(rocks_store *st, sort_batch *sb, const uint8_t *note, size_t note_len,
+static int put_group(void *store, const group_span *span, const uint8_t *blob, size_t len,
+                     uint64_t record_bytes, errmsg *err)
+{
+    return store_run_put_group(store, span, blob, len, record_bytes, err);
+}
+
+/* A sorted batch as one run: its groups encoded on the pool, or its
+ * records put one by one. */
+static int write_run(const spill_queue *q, sort_batch *sb, const uint8_t *note, size_t note_len,
                      errmsg *err)
 {
+    rocks_store *st = q->store;
     size_t n = batch_count(sb);
     /* Only a resumable sort's last batch can be empty (a header-only input,
      * or a rerun whose runs hold every record): no run, and the input's
      * completion carries the note. */
     if (n == 0) return 0;
     if (store_run_begin(st, err) < 0) return -1;
+    if (q->groups) {
+        if (batch_groups_write(q->groups, sb, put_group, st, err) < 0) return -1;
+        return store_run_end(st, note, note_len, err);
+    }
     for (size_t i = 0; i < n; i++) {
         size_t kl, vl;
         /* Sorted order visits the arena at random: fetch ahead. */
@@ -81,7 +95,7 @@ static int spill_held(spill_queue *q, errmsg *err)
     if (q->max_held) q->hold_abandoned = 1;
     for (int i = 0; i < q->n_held && ret == 0; i++)
         ret = q->packed ? write_packed(q->store, q->packed[i], err)
-                        : write_run(q->store, q->kept[i], NULL, 0, err);
+                        : write_run(q, q->kept[i], NULL, 0, err);
     drop_held(q);
     q->max_held = 0;
     return ret;
@@ -94,13 +108,13 @@ static sort_batch *settle_batch(spill_queue *q, sort_batch *sb, const uint8_t *n
                                 size_t note_len, int *failed, errmsg *err)
 {
     double t0 = now_seconds();
-    batch_sort(sb);
+    spill_sort(q, sb);
     double t1 = now_seconds();
     sort_batch *back = q->failed ? NULL : try_hold(q, sb);
     int held = back != NULL;
     if (!back) {
         if (!q->failed)
-            *failed = spill_held(q, err) < 0 || write_run(q->store, sb, note, note_len, err) < 0;
+            *failed = spill_held(q, err) < 0 || write_run(q, sb, note, note_len, err) < 0;
         back = sb;
     }
     if (back == sb) batch_clear(sb);
@@ -113,9 +127,21 @@ static sort_batch *settle_batch(spill_queue *q, sort_batch *sb, const uint8_t *n
     return back;
 }
 
+/* Memory touched for the first time costs the kernel a page clearing,
+ * slow on some machines: the pool does it for both batches' arenas while
+ * the loader begins, not the loader page by page. */
+#define PREFAULT_SLICES 16
+
+static void prefault_slice(void *arg, int i)
+{
+    spill_queue *q = arg;
+    batch_prefault(q->prefault[i / PREFAULT_SLICES], i % PREFAULT_SLICES, PREFAULT_SLICES);
+}
+
 static void *spill_main(void *arg)
 {
     spill_queue *q = arg;
+    if (q->prefault[0]) pool_jobs_run(q->pool, 2 * PREFAULT_SLICES, prefault_slice, q);
     pthread_mutex_lock(&q->mu);
     for (;;) {
         while (!q->full && !q->finished) pthread_cond_wait(&q->cv, &q->mu);
@@ -175,13 +201,38 @@ sort_batch *spill_swap(spill_queue *q, sort_batch *full, byte_writer *note)
     return next;
 }
 
-int spill_start(spill_queue *q, rocks_store *st, progress *prog, size_t batch_cap)
+void spill_sort(spill_queue *q, sort_batch *sb)
 {
-    q->store = st;
-    q->prog = prog;
-    q->batch_cap = batch_cap;
-    q->empty = batch_create(batch_cap);
-    if (!q->empty) return SPILL_NO_MEMORY;
+    size_t parts = batch_count(sb) / BATCH_MIN_PART;
+    if (q->pool && parts >= 2)
+        batch_sort_parallel(sb, pool_jobs_runner, q->pool,
+                            parts < (size_t)q->threads ? (int)parts : q->threads);
+    else
+        batch_sort(sb);
+}
+
+/* Ranges in flight: one per thread and two waiting, as the group writer's. */
+static int use_pool(spill_queue *q, const spill_setup *s)
+{
+    q->pool = s->pool;
+    q->threads = s->threads;
+    if (!q->pool) return 0;
+    if (s->loading) {
+        q->prefault[0] = s->loading;
+        q->prefault[1] = q->empty;
+    }
+    if (!store_grouped(q->store)) return 0;
+    q->groups = batch_groups_create(q->pool, q->threads + 2, STORE_GROUP_BYTES);
+    return q->groups ? 0 : -1;
+}
+
+int spill_start(spill_queue *q, const spill_setup *s)
+{
+    q->store = s->store;
+    q->prog = s->prog;
+    q->batch_cap = s->batch_cap;
+    q->empty = batch_create(s->batch_cap);
+    if (!q->empty || use_pool(q, s) < 0) return SPILL_NO_MEMORY;
     if (pthread_create(&q->thread, NULL, spill_main, q) != 0) return SPILL_NO_THREAD;
     q->started = 1;
     pthread_setname_np(q->thread, THREAD_SPILL);
@@ -217,6 +268,7 @@ void spill_free(spill_queue *q)
     batch_destroy(q->full);
     bw_free(&q->full_note);
     drop_held(q);
+    batch_groups_destroy(q->groups);
     free(q->packed);
     free(q->kept);
     pthread_mutex_destroy(&q->mu);

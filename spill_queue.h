@@ -12,6 +12,14 @@
  * why).  After spill_stop(), packed[0..n_held) or
  * kept[0..n_held) are the held batches, for the readout to merge; the
  * timings are for the -v report.  spill_free() releases everything.
+ *
+ * Given a thread pool (more than two threads: -@ 2 and below sort and
+ * write on the spill thread alone, as they always did), the spill thread
+ * hands its work to the pool: a batch's sort in parts (batch_sort_parallel()),
+ * a compact run's groups in ranges of records (batch_groups.h), and the
+ * first touch of the two batches' memory; it keeps only what must be done
+ * in order, putting the groups into the run and the run into the store,
+ * so runs are still stored one after the other, in input order.
  */
 #ifndef SPILL_QUEUE_H
 #define SPILL_QUEUE_H
@@ -22,6 +30,7 @@
 #include "rocks_store.h"
 #include "progress.h"
 #include "byte_io.h"
+#include "batch_groups.h"
 
 typedef struct {
     pthread_mutex_t mu;
@@ -45,6 +54,10 @@ typedef struct {
     size_t batch_cap;
     rocks_store *store;
     progress *prog;
+    hts_tpool *pool;        /* NULL: the spill thread does it all */
+    int threads;            /* the pool's */
+    batch_groups *groups;   /* compact runs written in ranges on the pool */
+    sort_batch *prefault[2];    /* the two batches, their memory touched ahead */
     double sort_seconds, write_seconds, hold_seconds;
     double wait_seconds;    /* the loader, waiting for a spilled batch */
 } spill_queue;
@@ -52,11 +65,25 @@ typedef struct {
 /* Before anything else: the lock and condition. */
 void spill_init(spill_queue *q);
 
-/* Creates the idle batch (batch_cap bytes) and starts the thread, which
- * writes runs to st and the temp bytes to prog (which may be NULL). */
+/* What the spill thread works with: it writes runs to the store and the
+ * temp bytes to prog (which may be NULL); pool, or NULL (see above). */
+typedef struct {
+    rocks_store *store;
+    progress *prog;
+    size_t batch_cap;
+    hts_tpool *pool;
+    int threads;
+    sort_batch *loading;    /* the batch the loader fills first */
+} spill_setup;
+
+/* Creates the idle batch (batch_cap bytes) and starts the thread. */
 #define SPILL_NO_MEMORY (-1)
 #define SPILL_NO_THREAD (-2)
-int spill_start(spill_queue *q, rocks_store *st, progress *prog, size_t batch_cap);
+int spill_start(spill_queue *q, const spill_setup *s);
+
+/* Sorts a batch: on the pool in parts if the queue has one (the loader's
+ * last batch too). */
+void spill_sort(spill_queue *q, sort_batch *sb);
 
 /* Lets the spill thread hold up to max_held batches, packed or in place.
  * Call before the first batch is handed over.  -1 if out of memory. */

@@ -8,7 +8,7 @@ import os
 import re
 
 from background import Background, wait_until
-from harness import Failure, SPILL, stderr_lines, tail
+from harness import SPILL, Failure, each, tail
 
 NUM = r"(\d+(?:\.\d+)?)"
 LONGEST = re.compile(rf"^\[rocksort\] threads in phase (load|compaction wait|readout): "
@@ -101,17 +101,20 @@ def thread_names(pid):
     return names
 
 
-def test_cores_threads_named_by_role(case):
+@each([("cores_threads_named_by_role_t2", 2, {"rocksort-enc"}),
+       ("cores_threads_named_by_role_t3", 3, set())])
+def test_cores_threads_named_by_role(case, threads, more):
     """While a spilling sort reads its input from a pipe, /proc shows its
-    threads by role: the spill thread, the -@ pool, the compact runs'
-    encoders, BGZF's reader; the main thread keeps the program's name."""
+    threads by role: the spill thread, the -@ pool, BGZF's reader, and at
+    -@ 2 the compact runs' encoders of their own; the main thread keeps the
+    program's name."""
     with open(case.input("bulk.bam"), "rb") as f:
         data = f.read()
     out = case.out("out.bam")
-    with Background(case, ["-@", "3", *SPILL, "-T", case.temp_prefix, "-o", out, "-"],
+    with Background(case, ["-@", str(threads), *SPILL, "-T", case.temp_prefix, "-o", out, "-"],
                     stdin=True) as bg:
         bg.feed(data[:len(data) // 2])
-        want = {"rocksort-spill", "rocksort-pool", "rocksort-enc", "rocksort-in"}
+        want = {"rocksort-spill", "rocksort-pool", "rocksort-in", *more}
         seen = set()
 
         def named():
@@ -131,3 +134,88 @@ def test_cores_threads_named_by_role(case):
     if unnamed:
         raise Failure(f"threads without a role's name: {sorted(unnamed)}",
                       sorted(name for _, name in seen))
+
+
+# -- the parallel load against the oracle -----------------------------------------------
+#
+# With more than two threads the spill thread hands its work to the -@ pool
+# (spill_queue.h): a batch sorted in parts, each part at least 4096
+# records, and a compact run's groups encoded in ranges.  Batches of many
+# thousand records take that path: bulk_large's 160,000 records under
+# --max-memory 12M spill some 13 runs of about 12,000 records (two or more
+# parts each), which -s 30M has merged in the background as they come; at
+# -m 64M the whole input is one batch, sorted in many parts.  The small
+# bulk sets of the other orders spill batches of about 10,000 records under
+# --max-memory 9M, read from a pipe (a file that fits the 1M per thread
+# that -@ 16 takes at least would be held in memory).
+
+LARGE_SPILL = ["--max-memory", "12M"]
+LARGE_MERGING = [*LARGE_SPILL, "-s", "30M"]
+SMALL_SPILL = ["--max-memory", "9M", "-"]     # the input from a pipe
+IN_MEMORY = ["-m", "64M"]
+RUNS_LINE = re.compile(r"^\[rocksort\] runs: (\d+) written, (\d+) merged at readout", re.M)
+
+
+def parallel_rows():
+    rows = []
+    for t in (1, 2, 4, 8, 16):
+        for order, flags in (("coord", []), ("name", ["-n"])):
+            rows.append((f"cores_{order}_spilled_t{t}", "bulk_large.bam", flags,
+                         ["-@", str(t), *LARGE_SPILL], "spill"))
+            rows.append((f"cores_{order}_merging_t{t}", "bulk_large.bam", flags,
+                         ["-@", str(t), *LARGE_MERGING], "merge"))
+    for t in (8, 16):
+        at = ["-@", str(t)]
+        rows += [
+            (f"cores_coord_in_memory_t{t}", "bulk_large.bam", [], [*at, *IN_MEMORY], "memory"),
+            (f"cores_name_in_memory_t{t}", "bulk_large.bam", ["-n"], [*at, *IN_MEMORY], "memory"),
+            (f"cores_ascii_name_spilled_t{t}", "bulk_large.bam", ["-N"], [*at, *LARGE_SPILL],
+             "spill"),
+            (f"cores_tag_spilled_t{t}", "tagged_bulk.bam", ["-t", "XM", "-n"],
+             [*at, *SMALL_SPILL], "spill"),
+            (f"cores_tag_in_memory_t{t}", "tagged_bulk.bam", ["-t", "XF"], [*at, *IN_MEMORY],
+             "memory"),
+            (f"cores_template_spilled_t{t}", "templates_bulk.bam", ["--template-coordinate"],
+             [*at, "--max-memory", "6M", "-"], "spill"),
+            (f"cores_template_in_memory_t{t}", "templates_bulk.bam",
+             ["--template-coordinate"], [*at, *IN_MEMORY], "memory"),
+            (f"cores_minimiser_spilled_t{t}", "minimiser_bulk.bam", ["-M"],
+             [*at, *SMALL_SPILL], "spill"),
+            (f"cores_minimiser_in_memory_t{t}", "minimiser_bulk.bam", ["-M"], [*at, *IN_MEMORY],
+             "memory"),
+            (f"cores_uncompressed_runs_t{t}", "bulk_large.bam", ["-n"],
+             [*at, *LARGE_MERGING, "--temp-compression", "none"], "merge"),
+        ]
+    return rows
+
+
+def expect_runs(result, kind):
+    """The runs -v reports fit what the test meant to exercise."""
+    m = RUNS_LINE.search(result.stderr.decode(errors="replace"))
+    if not m:
+        raise Failure("-v printed no runs line", tail(result.stderr, 12))
+    written, at_readout = int(m.group(1)), int(m.group(2))
+    if kind == "memory" and written:
+        raise Failure(f"meant to sort in memory, yet {written} runs were written")
+    if kind != "memory" and written < 2:
+        raise Failure(f"meant to spill, yet only {written} runs were written")
+    if kind == "merge" and at_readout >= written:
+        raise Failure(f"meant to merge runs in the background, yet the readout merged all "
+                      f"{written}")
+
+
+@each(parallel_rows())
+def test_cores_parallel_load(case, source, shared, extra, kind):
+    """The outputs of the load on the pool, batch sorted in parts and runs
+    written in ranges, are samtools 1.24's, for every order, spilled, in
+    memory and merged in the background."""
+    expected = case.session.expected(source, shared)
+    actual = case.out("out")
+    args = ["-v", *shared, *(x for x in extra if x != "-"), "-T", case.temp_prefix, "-o", actual]
+    if "-" in extra:
+        result = case.rocksort_ok(args + ["-"], stdin=case.input(source))
+    else:
+        result = case.rocksort_ok(args + [case.input(source)])
+    case.expect_same(actual, expected)
+    case.expect_no_temp_left()
+    expect_runs(result, kind)

@@ -661,6 +661,7 @@ SAM_DATASETS = {
     "bigpos_bulk": big_positions,
     "longreads": long_reads,
     "bulk": bulk,
+    "bulk_large": lambda rng: bulk(rng, count=160000),
     "header_only": header_only,
     "no_hd": no_hd_line,
     "hd_go_ss": hd_with_go_ss,

@@ -15,7 +15,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <htslib/thread_pool.h>
 #include "sort_batch.h"
+#include "pool_jobs.h"
 #include "unit_report.h"
 
 #define MAX_KEYS 200000
@@ -248,7 +250,29 @@ static const char *check_order(const sort_batch *sb, test_key **want)
     return NULL;
 }
 
-static void run_case(sort_batch *sb, const char *name, void (*shape)(void))
+/* A runner that calls the jobs last first, on this thread: a parallel
+ * sort must not depend on the order its jobs run in. */
+static void backwards(void *ctx, int n, batch_job_fn job, void *arg)
+{
+    (void)ctx;
+    for (int i = n; i-- > 0;) job(arg, i);
+}
+
+/* How a case is sorted: by batch_sort(), or in parts by a runner. */
+typedef struct {
+    const char *suffix;
+    batch_runner run;
+    void *ctx;
+    int parts;
+} sorter;
+
+static void sort_by(sort_batch *sb, const sorter *s)
+{
+    if (s->run) batch_sort_parallel(sb, s->run, s->ctx, s->parts);
+    else batch_sort(sb);
+}
+
+static void run_case(sort_batch *sb, const char *name, void (*shape)(void), const sorter *how)
 {
     n_keys = 0;
     shape();
@@ -260,10 +284,12 @@ static void run_case(sort_batch *sb, const char *name, void (*shape)(void))
     batch_clear(sb);
     const char *problem = fill(sb) < 0 ? "batch_add_key failed" : NULL;
     if (!problem) {
-        batch_sort(sb);
+        sort_by(sb, how);
         problem = check_order(sb, want);
     }
-    report(name, problem);
+    char full[128];
+    snprintf(full, sizeof full, "%s%s", name, how->suffix);
+    report(full, problem);
     free(want);
 }
 
@@ -286,10 +312,22 @@ int main(void)
     size_t n_cases = sizeof cases / sizeof *cases;
     keys = malloc(MAX_KEYS * sizeof *keys);
     sort_batch *sb = batch_create((size_t)256 << 20);
-    if (!keys || !sb) return 2;
-    /* Forward, then backward: each case follows another shape's batch. */
-    for (size_t i = 0; i < n_cases; i++) run_case(sb, cases[i].name, cases[i].shape);
-    for (size_t i = n_cases; i-- > 0;) run_case(sb, cases[i].name, cases[i].shape);
+    hts_tpool *pool = hts_tpool_init(4);
+    if (!keys || !sb || !pool) return 2;
+    /* Parts of every size, odd counts among them (a range without a partner
+     * in a merge round), in any order, and on real threads. */
+    const sorter how[] = {
+        {"", NULL, NULL, 1}, {"_in_2_parts", backwards, NULL, 2},
+        {"_in_3_parts", backwards, NULL, 3}, {"_in_7_parts", backwards, NULL, 7},
+        {"_in_64_parts", backwards, NULL, 64}, {"_in_5_parts_on_a_pool", pool_jobs_runner, pool, 5},
+        {"_in_16_parts_on_a_pool", pool_jobs_runner, pool, 16},
+    };
+    for (size_t h = 0; h < sizeof how / sizeof *how; h++) {
+        /* Forward, then backward: each case follows another shape's batch. */
+        for (size_t i = 0; i < n_cases; i++) run_case(sb, cases[i].name, cases[i].shape, &how[h]);
+        for (size_t i = n_cases; i-- > 0;) run_case(sb, cases[i].name, cases[i].shape, &how[h]);
+    }
+    hts_tpool_destroy(pool);
     batch_destroy(sb);
     free(keys);
     return report_summary();
