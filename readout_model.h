@@ -1,51 +1,65 @@
 /* readout_model.h -- how many threads the readout should merge with.
  *
- * Contract: pure arithmetic, no I/O.  readout_seconds_per_gb() models the
- * readout's time per GB of records on T threads:
- *   one stream (K = 1): max(merge, (merge + decode + compress) / T) -- one
- *     merge thread, fed by compact runs' groups decoded on the pool and
- *     feeding the pool's compression;
- *   K merge threads (range_readout.h):
- *     max(append, (merge + decode * (1 + straddle) + compress + pass)
- *                 / min(K, T)) -- each thread merges and compresses pieces
- *     of its own, each piece decodes its runs' groups that span its start
- *     once more (straddle), every byte of output passes through memory once
- *     more (pass), and one writer appends the pieces.
- * decode is 0 for uncompressed runs and data held in memory.  pass and
- * append count per GB of output, which at a level above 0 is
- * READOUT_COMPRESSED_SHARE of the records.  readout_ranges_for() returns
- * the smallest K within READOUT_K_SLACK of the best, never more threads
- * than bytes / min_range.  The per-byte costs are measured
- * (doc/DESIGN.md, bench/RESULTS.md).
+ * Contract: pure arithmetic, no I/O.  The readout's costs are CPU seconds
+ * per GB of records, each on the thread that pays it (measured per thread,
+ * -v's "threads in phase readout" lines; bench/RESULTS.md):
+ *   one stream (K = 1): the merge on one thread; reading the runs back
+ *     (and decoding compact runs' groups) on a thread per part of the
+ *     store; compressing on the -@ pool; BGZF's writer thread writing the
+ *     output;
+ *   K merge threads (range_readout.h): each merges and compresses pieces
+ *     of its own; each piece reads its runs on threads of its own, and
+ *     decodes once more the group of each run that spans its start
+ *     (straddle); every byte of output passes through memory once more
+ *     (pass); one writer appends the pieces.
+ * readout_costs() gives the CPU of the whole readout and its longest
+ * single thread, per GB; the readout's wall on T cores is at least
+ * max(longest, CPU / min(K, T)) (the pool has T threads, K merge threads
+ * share T cores).  readout_ranges_for() keeps one stream when no single
+ * thread of it needs more than its share of the cores, CPU / T; otherwise
+ * it takes as many merge threads as there are threads (K merge threads
+ * compress alone, so fewer would leave cores idle), within max_k and
+ * bytes / min_range, if the model says that is faster; else one stream.
+ * read is the cost of reading the runs back (READOUT_READ_S_PER_GB,
+ * READOUT_DECODE_S_PER_GB for compact runs, 0 with none spilled); parts
+ * the store's parts, each read by its own thread.
  */
 #ifndef READOUT_MODEL_H
 #define READOUT_MODEL_H
 
 #include <stdint.h>
 
-/* Seconds per GB, one thread: of records merged, of output passed through
- * memory (written to an in-memory file, then handed to the output) and of
- * output appended by the writer. */
-#define READOUT_MERGE_S_PER_GB 0.6
+/* Seconds per GB of records, on one thread: the merge; reading the runs
+ * back, all parts together, uncompressed or compact (reading and decoding
+ * the groups). */
+#define READOUT_MERGE_S_PER_GB 0.7
+#define READOUT_READ_S_PER_GB 1.1
+#define READOUT_DECODE_S_PER_GB 1.6
+/* Seconds per GB of output: BGZF's writer thread (one stream), the pieces'
+ * pass through memory, the one writer's appending of pieces. */
+#define READOUT_WRITE_S_PER_GB 0.6
 #define READOUT_PASS_S_PER_GB 0.42
 #define READOUT_APPEND_S_PER_GB 0.4
+/* The output's size against the records', at a level above 0. */
 #define READOUT_COMPRESSED_SHARE 0.4
-/* Decoding compact runs' groups, on one thread; a piece's extra share of
- * it, a 256 KiB group per run of at least 1 MiB per run (readout_plan.c). */
-#define READOUT_DECODE_S_PER_GB 1.15
+/* A piece's extra reading of its runs' groups that span its start, with
+ * pieces of at least 1 MiB per run (readout_plan.c). */
 #define READOUT_STRADDLE_SHARE 0.25
 
 /* Compressing at deflate level `level` (0: BGZF's stored blocks). */
 double readout_compress_s_per_gb(int level);
 
-/* The modeled seconds per GB with k merge threads on `threads` threads. */
-double readout_seconds_per_gb(int k, int threads, int level, double decode);
+typedef struct {
+    double cpu;         /* all threads' */
+    double longest;     /* the busiest single thread's */
+} readout_cost;
 
-/* A larger K must beat a smaller one by this fraction to be chosen: more
- * than the model missed by on two cores (bench/RESULTS.md). */
-#define READOUT_K_SLACK 0.2
+readout_cost readout_costs(int k, int level, double read, int parts);
 
-int readout_ranges_for(int threads, int level, double decode, uint64_t bytes, uint64_t min_range,
-                       int max_k);
+/* The modeled wall per GB with k merge threads on `threads` threads. */
+double readout_seconds_per_gb(int k, int threads, int level, double read, int parts);
+
+int readout_ranges_for(int threads, int level, double read, int parts, uint64_t bytes,
+                       uint64_t min_range, int max_k);
 
 #endif

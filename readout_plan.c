@@ -31,9 +31,11 @@ static int readout_width(const readout_request *rq)
     if (rq->indexed && !rq->out->final_path) return 1;
     if (rq->merge_threads > 0) return rq->merge_threads < RANGES_MAX ? rq->merge_threads : RANGES_MAX;
     rocks_store *st = rq->in->store;
-    double decode = st && store_grouped(st) && store_runs_ingested(st) ? READOUT_DECODE_S_PER_GB : 0;
+    double read = !st || !store_runs_ingested(st) ? 0
+                : store_grouped(st) ? READOUT_DECODE_S_PER_GB : READOUT_READ_S_PER_GB;
     int level = output_deflate_level(rq->out_mode, rq->out_opts);
-    return readout_ranges_for(rq->threads, level, decode, rq->bytes, RANGE_MIN_BYTES, RANGES_MAX);
+    return readout_ranges_for(rq->threads, level, read, st ? store_parts(st) : 1, rq->bytes,
+                              RANGE_MIN_BYTES, RANGES_MAX);
 }
 
 /* Samples of a sorted batch: an entry every ~STORE_SAMPLE_BYTES. */
@@ -79,10 +81,13 @@ static uint64_t spilled_runs(const readout_request *rq)
 }
 
 /* The bytes of records in one piece (see PIECE_MIN_BYTES); 0 when the
- * runs are too many for pieces that fit in memory. */
+ * runs are too many for pieces that fit in memory.  A piece is held
+ * compressed, at the output's level. */
 static uint64_t piece_bytes(const readout_request *rq, int threads)
 {
-    uint64_t fits = rq->memory / 4 / (uint64_t)(threads + 2);
+    int level = output_deflate_level(rq->out_mode, rq->out_opts);
+    double held = level > 0 ? READOUT_COMPRESSED_SHARE : 1.0;
+    uint64_t fits = (uint64_t)((double)(rq->memory / 4 / (uint64_t)(threads + 2)) / held);
     uint64_t piece = spilled_runs(rq) * PIECE_RUN_SHARE;
     if (piece < PIECE_MIN_BYTES) piece = PIECE_MIN_BYTES;
     if (fits > PIECE_MAX_BYTES) fits = PIECE_MAX_BYTES;

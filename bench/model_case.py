@@ -58,7 +58,8 @@ def model_case(cfg, inp):
     merge1 = ["--merge-threads", "1"] if mr.merge_threads else []
     sorted_u = output_path("m", "stages")
     steps = [  # (name, job, input)
-        ("stages", Job("m stages", (two or one) + rs + ["-@", "0", "-u", "-m", cfg.mem] + merge1 +
+        # -@ 4: the spill thread hands its work to the pool, as on many cores.
+        ("stages", Job("m stages", (two or one) + rs + ["-@", "4", "-u", "-m", cfg.mem] + merge1 +
                        ["-T", "TMP_DIR", "-o", "OUT_PATH", "IN_PATH"]), inp["path"]),
         ("decode", Job("m decode", one + [st, "view", "-c", "-@", "0", "IN_PATH"]), inp["path"]),
         ("store", Job("m store", one + [st, "view", "-@", "0", "-u", "-o", "-", "IN_PATH"]),
@@ -102,20 +103,38 @@ def model_case(cfg, inp):
     return mr
 
 
+def phase_cpu(x, phase):
+    """A run's CPU in one phase, from -v's thread lines (None if absent)."""
+    return x.get("threads", {}).get(phase, {}).get("cpu")
+
+
 def pass_per_mb(v, med):
-    """Seconds per MB through memory: the -u readout with K = 2 against one
-    stream, both on one core (0 when the build cannot say)."""
+    """Seconds per MB through memory: the -u readout's CPU with K = 2
+    against one stream's, both on one core (0 when the build cannot say)."""
     if "pieces" not in v:
         return 0.0
-    stream, pieces = med([x.get("readout") for x in v["stream"]]), med([x.get("readout") for x in v["pieces"]])
+    stream = med([phase_cpu(x, "readout") for x in v["stream"]])
+    pieces = med([phase_cpu(x, "readout") for x in v["pieces"]])
     through = med([x.get("through_mb") for x in v["pieces"]])
     if not (stream and pieces and through):
         return 0.0
     return max(0.0, pieces - stream) / through
 
 
+def thread_figures(a, med):
+    """The stage run's per-thread CPU, medians over its runs."""
+    def role(phase, name):
+        return med([model.role_cpu(x["threads"], phase, name)[1] for x in a]) or 0.0
+    parts = med([model.role_cpu(x["threads"], "readout", "read")[0] for x in a]) or 1
+    return {"loader": role("load", "loader"), "spill": role("load", "spill"),
+            "load_cpu": med([phase_cpu(x, "load") for x in a]) or 0.0,
+            "merge": role("readout", "merge"), "read": role("readout", "read"),
+            "parts": int(parts), "write_u": role("readout", "out"),
+            "readout_u": med([phase_cpu(x, "readout") for x in a]) or 0.0}
+
+
 def fit_model(mr, runs, inp):
-    """The stage seconds from the runs' medians (bench/model.py's Stages)."""
+    """The figures from the runs' medians (bench/model.py's Stages)."""
     def med(values):
         values = [v for v in values if v is not None]
         return statistics.median(values) if values else None
@@ -128,6 +147,9 @@ def fit_model(mr, runs, inp):
     if stage("load") is None or stage("readout") is None:
         mr.error = "the rocksort command printed no `-v` phase lines (is it rocksort -v?)"
         return
+    if not all(phase_cpu(x, "load") for x in a):
+        mr.error = "the rocksort command printed no `-v` thread lines (a build before #41)"
+        return
     wall = {name: med([r.seconds for r in rs_]) for name, rs_ in runs.items()}
     # One-thread tools are timed by their CPU time: on a shared machine the
     # pinned core may also run other work, which their wall time would count.
@@ -138,21 +160,19 @@ def fit_model(mr, runs, inp):
     if not decoded:
         notes.append("U taken from the input's `view -u` size: rocksort -v gave no decoded MB")
     load, readout, settle = stage("load"), stage("readout"), stage("settle", 0.0)
-    key = load - stage("wait", 0.0) - cpu["decode"]
-    if key < 0:
-        notes.append(f"key and batch came out negative ({key:.2f} s): set to 0")
-    ranges_a = int(stage("ranges", 1))
-    if ranges_a != 1:
-        notes.append(f"the stage run merged with {ranges_a} threads, not 1: merge is their wall")
+    if int(stage("ranges", 1)) != 1:
+        notes.append("the stage run merged with more than one thread: merge is theirs")
     out_mb = os.path.getsize(output_path("m", "p1")) / 1e6 if os.path.exists(
         output_path("m", "p1")) else 0.0
+    u_mb = os.path.getsize(output_path("m", "stages")) / 1e6 if os.path.exists(
+        output_path("m", "stages")) else 0.0
+    t = thread_figures(a, med)
+    write = t["write_u"] * out_mb / u_mb if u_mb else t["write_u"]
     mr.stages = model.Stages(
-        bytes=u, dec=cpu["decode"], parse=min(cpu["parse"], cpu["decode"]), key=max(0.0, key),
-        spill=stage("sort", 0.0) + stage("write", 0.0),
-        merge=readout,
-        comp=max(0.0, cpu["compress"] - cpu["store"]), settle=settle,
+        bytes=u, dec=cpu["decode"], parse=min(cpu["parse"], cpu["decode"]),
+        comp=max(0.0, cpu["compress"] - cpu["store"]), write=write, settle=settle,
         fixed=max(0.0, wall["stages"] - load - settle - readout),
-        pass_per_mb=pass_per_mb(v, med), out_mb=out_mb, notes=notes)
+        pass_per_mb=pass_per_mb(v, med), out_mb=out_mb, notes=notes, **t)
     if not mr.merge_threads:
         notes.append("this rocksort has no --merge-threads: the stage run's readout is its "
                      "one merge, and the runs at 1 and 2 cores merge one range (K = 1)")

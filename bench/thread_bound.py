@@ -37,6 +37,14 @@ from paths import OUT, ROOT
 TICK = os.sysconf("SC_CLK_TCK")
 CUT_BYTES = 1 << 20
 DEFAULT_TOOLS = "rocksort,samtools,mako,rocksort32"
+# Each sorter's pools, by thread name prefix: rocksort's -@ pool, its merge
+# threads and run readers (one each per piece), its compact runs' own
+# encoders, and in builds before #41 every thread but the main one
+# ("samtools", whatever the binary is called, counts only when it is not
+# the main thread); samtools' threads all share its name; mako's workers.
+POOLS = {"rocksort": ["rocksort-pool", "rocksort-enc", "rocksort-merge", "rocksort-read",
+                      "samtools"],
+         "samtools": ["samtools"], "mako": ["fgumi-worker", "fast-path-gathe"]}
 
 
 def task_times(pid):
@@ -83,6 +91,7 @@ class Sampled:
         self.cpu = 0.0        # user + system of the whole process (wait4)
         self.rss_mb = 0.0
         self.status = 0
+        self.pid = 0
 
 
 def sample_run(argv, out_dir, every, log):
@@ -91,6 +100,7 @@ def sample_run(argv, out_dir, every, log):
     t0 = time.monotonic()
     with open(log, "w") as err:
         proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=err)
+        s.pid = proc.pid
         while True:
             now = task_times(proc.pid)
             s.last.update(now)
@@ -130,7 +140,7 @@ def run_one(name, argv_text, inp, work, every, logs):
     return s
 
 
-def phases(s, cores):
+def phases(s, cores, pool_prefixes):
     """The run's figures: per phase the CPU, the busiest thread and the bound."""
     load = {tid: cpu for tid, (_, cpu) in s.at_cut.items()}
     out = {tid: cpu - load.get(tid, 0.0) for tid, (_, cpu) in s.last.items()}
@@ -144,11 +154,36 @@ def phases(s, cores):
     lb, lname = busiest(load)
     ob, oname = busiest(out)
     lbound, obound = max(lb, load_cpu / cores), max(ob, out_cpu / cores)
+    pools = pool_threads(s, pool_prefixes)
+    lsingle, lsname = busiest_single(s, load, pools)
+    osingle, osname = busiest_single(s, out, pools)
     return {"cpu": s.cpu, "load_cpu": load_cpu, "out_cpu": out_cpu, "unseen": unseen,
             "load_busiest": lb, "load_name": lname, "out_busiest": ob, "out_name": oname,
             "bound": lbound + obound, "load_bound": lbound, "out_bound": obound,
+            "pool_bound": max(lsingle, load_cpu / cores) + max(osingle, out_cpu / cores),
+            "load_single": lsingle, "load_single_name": lsname,
+            "out_single": osingle, "out_single_name": osname,
             "wall": s.wall, "cut": s.cut_wall, "threads": len(s.last),
             "roles": roles(s, load, out)}
+
+
+def pool_threads(s, prefixes):
+    """The threads that are a pool's workers: besides the main thread,
+    those whose names start with one of the sorter's pool prefixes.  A
+    pool's work goes to whichever of its threads is free, so on few cores
+    it gathers on some of them (htslib's pool wakes a thread only when the
+    ones awake cannot keep up); on P cores it spreads."""
+    return {tid for tid, (comm, _) in s.last.items()
+            if tid != s.pid and comm.startswith(tuple(prefixes))}
+
+
+def busiest_single(s, cpu_by_tid, pools):
+    """The busiest thread that is no pool's worker, and its name."""
+    single = {tid: c for tid, c in cpu_by_tid.items() if tid not in pools}
+    if not single:
+        return 0.0, "-"
+    tid = max(single, key=single.get)
+    return single[tid], ("main" if tid == s.pid else s.last[tid][0])
 
 
 def roles(s, load, out):
@@ -182,26 +217,36 @@ def tool_commands(args):
                  f"--compression-level 7 -T {{tmp}}", t),
         "rocksort32": (f"{rs} -@ {2 * t} -m {m} -T {{tmp}} -o {{out}} {{in}}", 2 * t),
     }
+    pools = {"rocksort": POOLS["rocksort"], "samtools": POOLS["samtools"],
+             "mako": POOLS["mako"], "rocksort32": POOLS["rocksort"]}
     chosen = []
     for name in filter(None, args.tools.split(",")):
         if name not in cmds:
             sys.exit(f"thread_bound: unknown tool '{name}' (known: {', '.join(cmds)})")
-        chosen.append((name, *cmds[name]))
+        chosen.append((name, *cmds[name], pools[name]))
     for spec in args.cmd:
         name, _, cmd = spec.partition("=")
-        chosen.append((name, cmd, args.threads))
+        kind = args.pools.get(name, "rocksort")
+        chosen.append((name, cmd, args.threads, POOLS.get(kind, kind.split(","))))
     return chosen
 
 
 def table(results, detail):
     md = ["| sorter | P | CPU s | load / output CPU s | busiest thread, load / output s "
-          "| P-core bound s | speed-up over its CPU | wall here s |",
-          "|---|---|---|---|---|---|---|---|"]
+          "| P-core bound s | speed-up over its CPU | busiest outside pools, load / output s "
+          "| bound, pools spread s | wall here s |",
+          "|---|---|---|---|---|---|---|---|---|---|"]
     for name, cmd, p, r in results:
         md.append(f"| {name} | {p} | {r['cpu']:.1f} | {r['load_cpu']:.1f} / {r['out_cpu']:.1f} "
-                  f"| {r['load_busiest']:.1f} ({r['load_name']}) / {r['out_busiest']:.1f} "
+                  f"| {r['load_busiest']:.2f} ({r['load_name']}) / {r['out_busiest']:.2f} "
                   f"({r['out_name']}) | {r['bound']:.2f} | {r['cpu'] / r['bound']:.1f}× "
-                  f"| {r['wall']:.1f} |")
+                  f"| {r['load_single']:.2f} ({r['load_single_name']}) / {r['out_single']:.2f} "
+                  f"({r['out_single_name']}) | {r['pool_bound']:.2f} | {r['wall']:.1f} |")
+    md += ["", "P-core bound: per phase max(busiest thread, CPU / P), summed (issue #41's "
+           "measure).  Bound, pools spread: the same with a pool's workers (besides the main "
+           "thread, names of the sorter's pools: thread_bound.py's POOLS) counted as spread "
+           "over the cores, as their work would be on P cores, and the other threads as "
+           "single ones."]
     md += ["", "Commands:", ""] + [f"- {name}: `{cmd}`" for name, cmd, _, _ in results]
     if not detail:
         return md
@@ -227,6 +272,9 @@ def main():
                     help=f"comma-separated, of {DEFAULT_TOOLS}; empty for --cmd only")
     ap.add_argument("--cmd", action="append", default=[],
                     help="NAME=COMMAND with {in} {out} {tmp} {tmpfile}; P is --threads")
+    ap.add_argument("--pools", action="append", default=[],
+                    help="NAME=KIND for a --cmd sorter's pools: rocksort (the default), "
+                    "samtools, mako, or comma-separated thread name prefixes")
     ap.add_argument("--rocksort", default=os.path.join(ROOT, "samtools") + " rocksort")
     ap.add_argument("--samtools", default=os.environ.get(
         "SAMTOOLS", os.path.join(OUT, "samtools-1.24", "samtools")))
@@ -238,18 +286,19 @@ def main():
     ap.add_argument("--work", default=os.path.join(OUT, "tmp", "thread_bound"))
     ap.add_argument("--detail", action="store_true", help="also per thread name")
     args = ap.parse_args()
+    args.pools = dict(x.partition("=")[::2] for x in args.pools)
     chosen = tool_commands(args)
     logs = os.path.join(OUT, "logs")
     os.makedirs(logs, exist_ok=True)
     os.makedirs(args.work, exist_ok=True)
-    runs = {name: [] for name, _, _ in chosen}
+    runs = {name: [] for name, _, _, _ in chosen}
     for i in range(args.runs):
-        for name, cmd, p in chosen:
+        for name, cmd, p, pools in chosen:
             print(f"thread_bound: run {i + 1}/{args.runs}: {name}", file=sys.stderr, flush=True)
             s = run_one(name, cmd, args.input, args.work, args.every, logs)
-            runs[name].append(phases(s, p))
+            runs[name].append(phases(s, p, pools))
     load = os.getloadavg()[0]
-    results = [(name, cmd, p, median_run(runs[name])) for name, cmd, p in chosen]
+    results = [(name, cmd, p, median_run(runs[name])) for name, cmd, p, _ in chosen]
     print(f"Input {args.input}; {args.runs} run(s) each, in turn; the median run by bound. "
           f"Load average at the end {load:.1f} on {os.cpu_count()} CPUs.\n")
     print("\n".join(table(results, args.detail)))

@@ -1,11 +1,13 @@
 /* test_readout_model.c -- how many threads the readout merges with.
  *
- * The rule (readout_model.h) must keep the single merge where more merge
- * threads only add work: at the default level on few threads, and at -u
- * on two.  It must use more where one merge cannot feed the threads, never
- * more threads than the input has minimum ranges, and never fewer merge
- * threads for more threads.
- * Prints `N passed, M failed` last.
+ * The rule (readout_model.h) must keep the single merge where none of its
+ * threads needs more than its share of the cores: at the default level up
+ * to 16 threads, at -u on two, and on two threads whatever the runs.  It
+ * must take more merge threads where one thread of the single merge would
+ * bound the readout (many threads, fast levels, one part of compact runs
+ * to decode), never more merge threads than threads or than the input has
+ * minimum ranges, never fewer for more threads, and never a choice the
+ * model itself says is slower.  Prints `N passed, M failed` last.
  */
 #include <stdio.h>
 #include "../readout_model.h"
@@ -14,51 +16,80 @@
 #define GB 1000000000ULL
 #define MIN_RANGE (32ULL << 20)
 
-static int k_for(int threads, int level)
+static int k_for(int threads, int level, double read, int parts)
 {
-    return readout_ranges_for(threads, level, 0, 100 * GB, MIN_RANGE, 64);
+    return readout_ranges_for(threads, level, read, parts, 100 * GB, MIN_RANGE, 64);
 }
 
-static const char *single_merge_where_ranges_cost(void)
+static const char *single_merge_where_it_fits(void)
 {
-    if (k_for(2, 6) != 1) return "-@ 2 -l 6 splits";
-    if (k_for(2, 0) != 1) return "-@ 2 -u splits";
-    if (k_for(16, 6) != 1) return "-@ 16 -l 6 splits";
+    if (k_for(2, 6, READOUT_DECODE_S_PER_GB, 2) != 1) return "-@ 2 -l 6 splits";
+    if (k_for(2, 0, READOUT_READ_S_PER_GB, 2) != 1) return "-@ 2 -u splits";
+    if (k_for(2, 0, READOUT_DECODE_S_PER_GB, 1) != 1) return "-@ 2 -u, one part of compact runs, splits";
+    if (k_for(2, 1, READOUT_READ_S_PER_GB, 2) != 1) return "-@ 2 -l 1 splits";
+    if (k_for(16, 6, READOUT_DECODE_S_PER_GB, 2) != 1) return "-@ 16 -l 6 splits";
     return NULL;
 }
 
-static const char *ranges_where_one_merge_cannot_keep_up(void)
+static const char *ranges_where_one_thread_bounds(void)
 {
-    if (k_for(8, 0) < 2) return "-@ 8 -u stays one merge";
-    if (k_for(64, 1) < 2) return "-@ 64 -l 1 stays one merge";
+    if (k_for(8, 0, READOUT_READ_S_PER_GB, 2) < 2) return "-@ 8 -u stays one merge";
+    if (k_for(64, 1, READOUT_DECODE_S_PER_GB, 2) < 2) return "-@ 64 -l 1 stays one merge";
+    if (k_for(32, 6, READOUT_DECODE_S_PER_GB, 2) < 2) return "-@ 32 -l 6 stays one merge";
+    if (k_for(16, 6, READOUT_DECODE_S_PER_GB, 1) < 2)
+        return "-@ 16 -l 6 with one part to decode stays one merge";
+    return NULL;
+}
+
+/* Every choice: one stream whose threads fit their share, or K merge
+ * threads the model finds faster than one stream. */
+static const char *no_thread_past_its_share(void)
+{
+    const double reads[] = { 0, READOUT_READ_S_PER_GB, READOUT_DECODE_S_PER_GB };
+    for (int level = 0; level <= 9; level++)
+        for (int r = 0; r < 3; r++)
+            for (int parts = 1; parts <= 4; parts++)
+                for (int t = 1; t <= 128; t++) {
+                    int k = k_for(t, level, reads[r], parts);
+                    readout_cost one = readout_costs(1, level, reads[r], parts);
+                    if (k == 1 && one.longest > one.cpu / t &&
+                        readout_seconds_per_gb(t < 64 ? t : 64, t, level, reads[r], parts)
+                        < readout_seconds_per_gb(1, t, level, reads[r], parts))
+                        return "one stream kept where its busiest thread bounds it";
+                    if (k > 1 && readout_seconds_per_gb(k, t, level, reads[r], parts)
+                                 >= readout_seconds_per_gb(1, t, level, reads[r], parts))
+                        return "merge threads chosen where the model finds them no faster";
+                }
     return NULL;
 }
 
 static const char *more_threads_never_fewer_ranges(void)
 {
     for (int level = 0; level <= 9; level++)
-        for (int t = 1, prev = 1; t <= 128; t++) {
-            int k = k_for(t, level);
-            if (k < prev) return "K fell as threads grew";
-            if (k > t && k > 1) return "more ranges than threads";
-            prev = k;
-        }
+        for (int parts = 1; parts <= 2; parts++)
+            for (int t = 1, prev = 1; t <= 128; t++) {
+                int k = k_for(t, level, READOUT_DECODE_S_PER_GB, parts);
+                if (k < prev) return "K fell as threads grew";
+                if (k > t && k > 1) return "more ranges than threads";
+                prev = k;
+            }
     return NULL;
 }
 
 static const char *small_inputs_stay_one_merge(void)
 {
-    if (readout_ranges_for(64, 0, 0, MIN_RANGE * 3 / 2, MIN_RANGE, 32) != 1)
+    if (readout_ranges_for(64, 0, 0, 1, MIN_RANGE * 3 / 2, MIN_RANGE, 32) != 1)
         return "an input of 1.5 ranges split";
-    if (readout_ranges_for(64, 0, 0, MIN_RANGE * 3, MIN_RANGE, 32) > 3)
+    if (readout_ranges_for(64, 0, 0, 1, MIN_RANGE * 3, MIN_RANGE, 32) > 3)
         return "ranges smaller than the minimum";
     return NULL;
 }
 
 int main(void)
 {
-    report("single_merge_where_ranges_cost", single_merge_where_ranges_cost());
-    report("ranges_where_one_merge_cannot_keep_up", ranges_where_one_merge_cannot_keep_up());
+    report("single_merge_where_it_fits", single_merge_where_it_fits());
+    report("ranges_where_one_thread_bounds", ranges_where_one_thread_bounds());
+    report("no_thread_past_its_share", no_thread_past_its_share());
     report("more_threads_never_fewer_ranges", more_threads_never_fewer_ranges());
     report("small_inputs_stay_one_merge", small_inputs_stay_one_merge());
     return report_summary();
