@@ -192,12 +192,21 @@ static void find_free_space(const char *prefix, temp_plan *p)
  * space and win wherever the disk is slow.  At levels 0 and 1 the output's
  * compression no longer hides the load, whose encoding of the runs then
  * shows: on a fast disk with room to spare, uncompressed runs are faster
- * (doc/DESIGN.md).  The disk's speed is measured only then. */
+ * (doc/DESIGN.md).  The disk's speed is measured only then.  But the pool
+ * encodes compact runs on many cores, while uncompressed ones are put
+ * record by record by the spill thread alone: with more than
+ * TEMP_NONE_MAX_THREADS threads that one thread would bound the load. */
+#define TEMP_NONE_MAX_THREADS 8
+
 static void choose_mode(const temp_request *rq, temp_plan *p)
 {
     p->mode = TEMP_COMPACT;
     p->why = "compact runs are the default";
-    if (rq->out_level > 1 || !p->source || !p->free_known ||
+    if (rq->out_level <= 1 && rq->threads > TEMP_NONE_MAX_THREADS)
+        p->why = "with more than 8 threads the pool encodes compact runs, while one thread "
+                 "would write uncompressed ones";
+    if (rq->out_level > 1 || rq->threads > TEMP_NONE_MAX_THREADS || !p->source ||
+        !p->free_known ||
         p->free_bytes / TEMP_ROOM_FOR_NONE < p->need_none)
         return;
     double mb_s = disk_write_mb_s(p->dir);

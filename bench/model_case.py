@@ -56,11 +56,15 @@ def model_case(cfg, inp):
     warm_cache(inp["path"])
     mr.merge_threads = has_option(rs, "--merge-threads")
     merge1 = ["--merge-threads", "1"] if mr.merge_threads else []
+    # The stage run writes -u, where rocksort may choose uncompressed runs;
+    # above level 1 it keeps compact ones, which the stage run must measure.
+    compact = ["--temp-compression", "compact"] if cfg.level > 1 and has_option(
+        rs, "--temp-compression") else []
     sorted_u = output_path("m", "stages")
     steps = [  # (name, job, input)
         # -@ 4: the spill thread hands its work to the pool, as on many cores.
         ("stages", Job("m stages", (two or one) + rs + ["-@", "4", "-u", "-m", cfg.mem] + merge1 +
-                       ["-T", "TMP_DIR", "-o", "OUT_PATH", "IN_PATH"]), inp["path"]),
+                       compact + ["-T", "TMP_DIR", "-o", "OUT_PATH", "IN_PATH"]), inp["path"]),
         ("decode", Job("m decode", one + [st, "view", "-c", "-@", "0", "IN_PATH"]), inp["path"]),
         ("store", Job("m store", one + [st, "view", "-@", "0", "-u", "-o", "-", "IN_PATH"]),
          sorted_u),
