@@ -202,7 +202,7 @@ def roles(s, load, out):
 def median_run(runs):
     """The run whose bound is the median (its own figures, not a mix)."""
     ordered = sorted(runs, key=lambda r: r["bound"])
-    return ordered[(len(ordered) - 1) // 2]
+    return ordered[len(ordered) // 2]   # of an even count, the higher middle
 
 
 def tool_commands(args):
