@@ -248,6 +248,64 @@ packed_run *batch_pack(const sort_batch *sb)
     return pr;
 }
 
+/* ---- the same copy in parts, on other threads ---- */
+
+typedef struct {
+    const sort_batch *sb;
+    packed_run *pr;
+    size_t cut[BATCH_MAX_PARTS + 1];    /* part i copies entries [cut[i], cut[i + 1]) */
+    size_t at[BATCH_MAX_PARTS + 1];     /* ... to data + at[i] */
+} pack_parts;
+
+static void size_part(void *arg, int i)
+{
+    pack_parts *pp = arg;
+    size_t bytes = 0;
+    for (size_t e = pp->cut[i]; e < pp->cut[i + 1]; e++) {
+        if (e + BATCH_PREFETCH_DISTANCE < pp->cut[i + 1])
+            __builtin_prefetch(pp->sb->ent[e + BATCH_PREFETCH_DISTANCE].rec);
+        bytes += record_size(header_of(&pp->sb->ent[e]));
+    }
+    pp->at[i + 1] = bytes;
+}
+
+static void copy_part(void *arg, int i)
+{
+    pack_parts *pp = arg;
+    const sort_batch *sb = pp->sb;
+    size_t at = pp->at[i];
+    for (size_t e = pp->cut[i]; e < pp->cut[i + 1]; e++) {
+        batch_prefetch(sb, e + BATCH_PREFETCH_DISTANCE);
+        if (e % PACKED_MARK_EVERY == 0) pp->pr->marks[e / PACKED_MARK_EVERY] = at;
+        size_t size = record_size(header_of(&sb->ent[e]));
+        memcpy(pp->pr->data + at, sb->ent[e].rec, size);
+        at += size;
+    }
+}
+
+packed_run *batch_pack_parallel(const sort_batch *sb, batch_runner run, void *ctx, int parts)
+{
+    if (parts > BATCH_MAX_PARTS) parts = BATCH_MAX_PARTS;
+    if ((size_t)parts > sb->n) parts = (int)sb->n;
+    if (parts < 2 || !run) return batch_pack(sb);
+    pack_parts pp = { .sb = sb };
+    pp.pr = calloc(1, sizeof *pp.pr);
+    if (!pp.pr) return NULL;
+    pp.pr->data = malloc(sb->used ? sb->used : 1);
+    pp.pr->marks = malloc((sb->n / PACKED_MARK_EVERY + 1) * sizeof *pp.pr->marks);
+    if (!pp.pr->data || !pp.pr->marks) {
+        packed_destroy(pp.pr);
+        return NULL;
+    }
+    for (int i = 0; i <= parts; i++) pp.cut[i] = sb->n * (size_t)i / (size_t)parts;
+    run(ctx, parts, size_part, &pp);
+    for (int i = 0; i < parts; i++) pp.at[i + 1] += pp.at[i];
+    run(ctx, parts, copy_part, &pp);
+    pp.pr->size = pp.at[parts];
+    pp.pr->n_marks = (sb->n + PACKED_MARK_EVERY - 1) / PACKED_MARK_EVERY;
+    return pp.pr;
+}
+
 void packed_destroy(packed_run *pr)
 {
     if (!pr) return;

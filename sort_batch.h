@@ -77,6 +77,9 @@ size_t batch_seek(const sort_batch *sb, const uint8_t *key, size_t len);
 typedef struct packed_run packed_run;
 
 packed_run *batch_pack(const sort_batch *sb);   /* NULL if out of memory */
+/* The same copy made in `parts` ranges of records by run (as for
+ * batch_sort_parallel()); fewer than two parts: batch_pack(). */
+packed_run *batch_pack_parallel(const sort_batch *sb, batch_runner run, void *ctx, int parts);
 void packed_destroy(packed_run *pr);
 const uint8_t *packed_first(const packed_run *pr);
 const uint8_t *packed_next(const packed_run *pr, const uint8_t *rec);

@@ -59,6 +59,20 @@ static int write_packed(rocks_store *st, const packed_run *pr, errmsg *err)
     return store_run_end(st, NULL, 0, err);
 }
 
+/* The number of parts worth a job each for a batch, with the queue's pool. */
+static int pool_parts(const spill_queue *q, const sort_batch *sb)
+{
+    size_t parts = q->pool ? batch_count(sb) / BATCH_MIN_PART : 0;
+    return parts < (size_t)q->threads ? (int)parts : q->threads;
+}
+
+static packed_run *spill_pack(const spill_queue *q, const sort_batch *sb)
+{
+    int parts = pool_parts(q, sb);
+    return parts >= 2 ? batch_pack_parallel(sb, pool_jobs_runner, q->pool, parts)
+                      : batch_pack(sb);
+}
+
 /* Keeps a sorted batch in memory if the plan allows, and returns the batch
  * the loader fills next; NULL: sb must be spilled.  A packed copy, read in
  * order at the end, is cheaper to merge than the arena in sort order, and
@@ -68,7 +82,7 @@ static sort_batch *try_hold(spill_queue *q, sort_batch *sb)
 {
     if (q->n_held >= q->max_held) return NULL;
     if (q->packed) {
-        packed_run *pr = batch_pack(sb);
+        packed_run *pr = spill_pack(q, sb);
         if (!pr) return NULL;
         q->packed[q->n_held++] = pr;
         return sb;
@@ -203,12 +217,9 @@ sort_batch *spill_swap(spill_queue *q, sort_batch *full, byte_writer *note)
 
 void spill_sort(spill_queue *q, sort_batch *sb)
 {
-    size_t parts = batch_count(sb) / BATCH_MIN_PART;
-    if (q->pool && parts >= 2)
-        batch_sort_parallel(sb, pool_jobs_runner, q->pool,
-                            parts < (size_t)q->threads ? (int)parts : q->threads);
-    else
-        batch_sort(sb);
+    int parts = pool_parts(q, sb);
+    if (parts >= 2) batch_sort_parallel(sb, pool_jobs_runner, q->pool, parts);
+    else batch_sort(sb);
 }
 
 /* Ranges in flight: one per thread and two waiting, as the group writer's. */

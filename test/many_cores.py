@@ -149,7 +149,9 @@ def test_cores_threads_named_by_role(case, threads, more):
 # thousand records take that path: bulk_large's 160,000 records under
 # --max-memory 12M spill some 13 runs of about 12,000 records (two or more
 # parts each), which -s 30M has merged in the background as they come; at
-# -m 64M the whole input is one batch, sorted in many parts.  The small
+# -m 64M the whole input is one batch, sorted in many parts; under
+# --max-memory 100M its first batch is held in memory, copied in key order
+# in parts too, and under 80M held in place.  The small
 # bulk sets of the other orders spill batches of about 10,000 records under
 # --max-memory 9M, read from a pipe (a file that fits the 1M per thread
 # that -@ 16 takes at least would be held in memory).
@@ -174,6 +176,10 @@ def parallel_rows():
         rows += [
             (f"cores_coord_in_memory_t{t}", "bulk_large.bam", [], [*at, *IN_MEMORY], "memory"),
             (f"cores_name_in_memory_t{t}", "bulk_large.bam", ["-n"], [*at, *IN_MEMORY], "memory"),
+            (f"cores_name_held_packed_t{t}", "bulk_large.bam", ["-n"],
+             [*at, "--max-memory", "100M"], "packed"),
+            (f"cores_coord_held_in_place_t{t}", "bulk_large.bam", [],
+             [*at, "--max-memory", "80M"], "memory"),
             (f"cores_ascii_name_spilled_t{t}", "bulk_large.bam", ["-N"], [*at, *LARGE_SPILL],
              "spill"),
             (f"cores_tag_spilled_t{t}", "tagged_bulk.bam", ["-t", "XM", "-n"],
@@ -200,9 +206,11 @@ def expect_runs(result, kind):
     if not m:
         raise Failure("-v printed no runs line", tail(result.stderr, 12))
     written, at_readout = int(m.group(1)), int(m.group(2))
-    if kind == "memory" and written:
+    if kind in ("memory", "packed") and written:
         raise Failure(f"meant to sort in memory, yet {written} runs were written")
-    if kind != "memory" and written < 2:
+    if kind == "packed" and "copied in key order" not in result.stderr.decode(errors="replace"):
+        raise Failure("meant to hold batches copied in key order", tail(result.stderr, 12))
+    if kind not in ("memory", "packed") and written < 2:
         raise Failure(f"meant to spill, yet only {written} runs were written")
     if kind == "merge" and at_readout >= written:
         raise Failure(f"meant to merge runs in the background, yet the readout merged all "

@@ -272,6 +272,30 @@ static void sort_by(sort_batch *sb, const sorter *s)
     else batch_sort(sb);
 }
 
+/* The batch copied in key order in parts must be the serial copy: the
+ * same bytes and the same marks. */
+static const char *check_pack(const sort_batch *sb, const sorter *s)
+{
+    packed_run *one = batch_pack(sb), *parts = batch_pack_parallel(sb, s->run, s->ctx, s->parts);
+    const char *problem = !one || !parts ? "batch_pack failed" : NULL;
+    if (!problem && packed_marks(one) != packed_marks(parts)) problem = "packed marks differ";
+    for (size_t i = 0; !problem && i < packed_marks(one); i++)
+        if (packed_mark(one, i) - packed_first(one) != packed_mark(parts, i) - packed_first(parts))
+            problem = "a packed mark points elsewhere";
+    const uint8_t *a = one ? packed_first(one) : NULL, *b = parts ? packed_first(parts) : NULL;
+    for (; !problem && a && b; a = packed_next(one, a), b = packed_next(parts, b)) {
+        size_t la, lb, va, vb;
+        const uint8_t *ka = packed_key(a, &la), *kb = packed_key(b, &lb);
+        const uint8_t *xa = packed_value(a, &va), *xb = packed_value(b, &vb);
+        if (la != lb || va != vb || memcmp(ka, kb, la) || memcmp(xa, xb, va))
+            problem = "a packed record differs";
+    }
+    if (!problem && (a || b)) problem = "the packed copies differ in length";
+    packed_destroy(one);
+    packed_destroy(parts);
+    return problem;
+}
+
 static void run_case(sort_batch *sb, const char *name, void (*shape)(void), const sorter *how)
 {
     n_keys = 0;
@@ -287,6 +311,7 @@ static void run_case(sort_batch *sb, const char *name, void (*shape)(void), cons
         sort_by(sb, how);
         problem = check_order(sb, want);
     }
+    if (!problem && how->run) problem = check_pack(sb, how);
     char full[128];
     snprintf(full, sizeof full, "%s%s", name, how->suffix);
     report(full, problem);
