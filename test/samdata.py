@@ -10,7 +10,7 @@ here: the tests always compare with what samtools 1.24 (the oracle) does.
 
 import random
 
-from samdata_orders import minimiser_reads, tagged, templates
+from samdata_orders import cell_templates, minimiser_reads, tagged, templates
 from samgen import MIXED_REFS, header, mixed_reference_text, read, sam_line
 
 
@@ -79,9 +79,9 @@ def mixed(rng):
 
 
 def unmapped(rng):
-    """Unmapped reads placed at a mate, unplaced (tid -1), and the odd
-    'RNAME set, POS 0' case (tid >= 0 but pos -1), mixed with mapped reads
-    at the very same positions."""
+    """Unmapped reads placed at a mate, unplaced (tid -1, a few with a POS),
+    and the odd 'RNAME set, POS 0' case (tid >= 0 but pos -1), mixed with
+    mapped reads at the very same positions."""
     refs = [("u1", 5000), ("u2", 5000)]
     out = []
     for i in range(400):
@@ -95,8 +95,8 @@ def unmapped(rng):
         elif kind == 1:
             out.append(read(rng, f"n{i}", 0x4D, "*", 0))
             out.append(read(rng, f"n{i}", 0x8D, "*", 0))
-        elif kind == 2:
-            out.append(read(rng, f"s{i}", 0x4, "*", 0))
+        elif kind == 2:  # unplaced, some keeping a POS: samtools sorts them by it
+            out.append(read(rng, f"s{i}", rng.choice([0x4, 0x14]), "*", rng.choice([0, 0, pos])))
         elif kind == 3:
             out.append(read(rng, f"z{i}", 0x4, rname, 0))
         else:
@@ -133,8 +133,11 @@ TRICKY_NAMES = [
     "n18446744073709551615", "n18446744073709551616", "n018446744073709551616",
     "n99999999999999999999", "n" + "0" * 25 + "1", "n1",
     "*", "dup",
+    # past 0x7f: compared as unsigned bytes
+    "r\u00e91", "r\u00e9", "\u00e9", "r~1",
 ]
-TRICKY_FLAGS = [0x41, 0x81, 0x51, 0x91, 0x141, 0x841, 0x4, 0x0, 0x10, 0x181]
+# READ1 and READ2 both set, and secondary with supplementary, rank last.
+TRICKY_FLAGS = [0x41, 0x81, 0x51, 0x91, 0x141, 0x841, 0x4, 0x0, 0x10, 0x181, 0xC1, 0x941]
 
 
 def tricky_read(rng, name, flag, length=10, tags=()):
@@ -389,6 +392,7 @@ SAM_DATASETS = {
     "tagged_bulk": lambda rng: tagged(rng, count=40000, length=100),
     "templates": templates,
     "templates_bulk": lambda rng: templates(rng, count=20000),
+    "templates_cells": cell_templates,
     "minimiser": minimiser_reads,
     "minimiser_unplaced": lambda rng: minimiser_reads(rng, count=600, placed=False),
     "minimiser_bulk": lambda rng: minimiser_reads(rng, count=40000, length=100),

@@ -12,7 +12,7 @@ TAG_REFS = [("t1", 60000), ("t2", 60000)]
 TAG_NAMES = ["r1", "r2", "r9", "r10", "r010", "r1a", "R1", "a_5", "a_05",
              "x12y3", "x12y10"]
 BARCODES = ["ACGT", "ACGTA", "ACGTT", "AAAA", "TTTTTTTT", "CAGT", "ACG",
-            "GATTACA", "acgt", "A-1", "A-10", "A-2", ""]
+            "GATTACA", "acgt", "A-1", "A-10", "A-2", "", "\u00e9-1"]
 
 
 def int_tag_value(rng):
@@ -83,7 +83,15 @@ def tagged(rng, count=2500, length=40):
 TEMPLATE_REFS = [("p1", 200000), ("p2", 200000)]
 TEMPLATE_READ_GROUPS = ["@RG\tID:rgA\tLB:libX\tSM:s", "@RG\tID:rgB\tLB:libX\tSM:s",
                         "@RG\tID:rgC\tLB:libY\tSM:s", "@RG\tID:rgD\tSM:s",
-                        "@RG\tID:rgE\tLB:lib\tSM:s"]
+                        "@RG\tID:rgE\tLB:lib\tSM:s", "@RG\tID:1AE3\tLB:libHex\tSM:s"]
+# RG as records carry it, type included: samtools looks up Z only, so
+# H:1AE3 has no library where Z:1AE3 has libHex.
+TEMPLATE_RGS = ["Z:rgA", "Z:rgB", "Z:rgC", "Z:rgD", "Z:rgE", "Z:rgZ", "Z:1AE3", "H:1AE3", None]
+# Cell barcodes (CB), type included: 10x style, prefixes of each other,
+# empty (equal to none), past 0x7f (compared unsigned), hex (H) strings.
+CELL_BARCODES = [None, None, None, "Z:AAACCTGA-1", "Z:AAACCTGA-10", "Z:AAACCTGA-2",
+                 "Z:AAACCTG", "Z:AAACCTGA", "Z:TTTGGTTC-1", "Z:", "Z:~", "Z:\u00e9-1",
+                 "H:1AE3", "H:1AE301"]
 TEMPLATE_CIGARS = ["50M", "5S45M", "45M5S", "3H47M", "47M3H", "10S30M10S",
                    "2H3S40M5S", "20M5I25M", "25M3D25M", "20M100N30M", "48M2I"]
 
@@ -110,10 +118,18 @@ def template_end(rng, refs, hot):
     return rname, pos, rng.choice(TEMPLATE_CIGARS), rng.random() < 0.5
 
 
-def template_tags(rng, rg, mi):
-    tags = []
-    if rg:
-        tags.append(f"RG:Z:{rg}")
+def molecule_id(rng):
+    """An MI value or None: with and without "/A"-style suffixes, and past
+    0x7f (samtools compares MI as signed chars)."""
+    n = rng.randint(0, 3)
+    return rng.choice([None, None, f"{n}", f"{n}/A", f"{n}/B", f"{n}/AB", f"\u00e9{n}/A", "~"])
+
+
+def template_tags(rng, rg, mi, cb=None):
+    """RG and CB as TYPE:VALUE, MI as its value; None: no such tag."""
+    tags = [f"RG:{rg}"] if rg else []
+    if cb is not None:
+        tags.append(f"CB:{cb}")
     if mi is not None:
         tags.append(f"MI:Z:{mi}")
     return tags
@@ -129,14 +145,14 @@ def template_pair(rng, name, refs, hot):
         ends[rng.randrange(2)] = None
     elif kind < 0.17:
         ends = [None, None]
-    rg = rng.choice(["rgA", "rgB", "rgC", "rgD", "rgE", "rgZ", None])
-    mi = rng.choice([None, None, f"{rng.randint(0, 3)}", f"{rng.randint(0, 3)}/A",
-                     f"{rng.randint(0, 3)}/B", f"{rng.randint(0, 3)}/AB"])
+    rg, mi, cb = rng.choice(TEMPLATE_RGS), molecule_id(rng), rng.choice(CELL_BARCODES)
     out = []
     for i in range(2):
         me, mate = ends[i], ends[1 - i]
         flag = 0x1 | (0x40 if i == 0 else 0x80)
-        tags = template_tags(rng, rg, mi)
+        if rng.random() < 0.03:     # mates that disagree on their cell
+            cb = rng.choice(CELL_BARCODES)
+        tags = template_tags(rng, rg, mi, cb)
         if me is None and mate is None:
             out.append(read(rng, name, flag | 0x4 | 0x8, "*", 0, tags=tags))
             continue
@@ -168,9 +184,10 @@ def template_pair(rng, name, refs, hot):
 def templates(rng, count=700):
     """Paired reads for --template-coordinate: clipped CIGARs on both
     strands, mates on other references or unmapped, several read groups (two
-    sharing a library, one without LB, one not in the header), MI tags with
-    and without "/A"-style suffixes, single-end reads, and many templates
-    with the same ends so that library, MI, name and mate order decide."""
+    sharing a library, one without LB, one not in the header, one as an H
+    tag), cell barcodes, MI tags with and without "/A"-style suffixes,
+    single-end reads, and many templates with the same ends so that
+    library, CB, MI, name and mate order decide."""
     refs = [name for name, _ in TEMPLATE_REFS]
     hot = ("p1", 5000)
     out = []
@@ -180,12 +197,51 @@ def templates(rng, count=700):
             rname, pos, cigar, rev = template_end(rng, refs, hot)
             out.append(read(rng, name, 0x10 if rev else 0, rname, pos,
                             length=cigar_query_length(cigar), cigar=cigar,
-                            tags=template_tags(rng, rng.choice(["rgA", "rgC", None]), None)))
+                            tags=template_tags(rng, rng.choice(["Z:rgA", "Z:rgC", None]), None,
+                                               rng.choice(CELL_BARCODES))))
             continue
         out.extend(template_pair(rng, name, refs, hot))
     rng.shuffle(out)
     return header(TEMPLATE_REFS, extra=TEMPLATE_READ_GROUPS) + "".join(out)
 
+
+
+# Read groups whose ID comes twice: samtools takes, for each ID, the first
+# line that has an LB.
+CELL_READ_GROUPS = ["@RG\tID:c1\tSM:s", "@RG\tID:c1\tLB:libLate\tSM:s",
+                    "@RG\tID:c2\tLB:libFirst\tSM:s", "@RG\tID:c2\tLB:libSecond\tSM:s",
+                    "@RG\tID:c3\tLB:libFirst\tSM:s", "@RG\tID:1AE3\tLB:libHex\tSM:s"]
+CELL_RGS = ["Z:c1", "Z:c2", "Z:c3", "Z:1AE3", "H:1AE3", "i:7", None]
+CELL_LOCI = [("p1", 1000), ("p1", 1300), ("p2", 1000)]
+CELL_CIGARS = ["30M", "2S28M", "28M2S", "1H29M"]
+
+
+def cell_pair(rng, name, tags):
+    """A pair at two of CELL_LOCI, opposite strands, MC tags set."""
+    (rname, pos), (mname, mpos) = rng.choice(CELL_LOCI), rng.choice(CELL_LOCI)
+    cigars = [rng.choice(CELL_CIGARS), rng.choice(CELL_CIGARS)]
+    rev = rng.random() < 0.5
+    ends = [(rname, pos, 0x40 | (0x10 if rev else 0x20)), (mname, mpos, 0x80 | (0x20 if rev else 0x10))]
+    out = []
+    for i in range(2):
+        (here, at, flag), (there, there_at, _) = ends[i], ends[1 - i]
+        out.append(read(rng, name, 0x1 | flag, here, at, length=cigar_query_length(cigars[i]),
+                        rnext="=" if there == here else there, pnext=there_at,
+                        tags=tags + [f"MC:Z:{cigars[1 - i]}"], cigar=cigars[i]))
+    return out
+
+
+def cell_templates(rng, count=600):
+    """Single-cell style templates on three loci, so that the ends tie often
+    and library, CB, MI and name decide: read groups given twice, RG as Z,
+    H and an integer, every kind of cell barcode and MI."""
+    out = []
+    for _ in range(count):
+        tags = template_tags(rng, rng.choice(CELL_RGS), molecule_id(rng),
+                             rng.choice(CELL_BARCODES))
+        out.extend(cell_pair(rng, f"c{rng.randint(0, 300)}", tags))
+    rng.shuffle(out)
+    return header(TEMPLATE_REFS, extra=CELL_READ_GROUPS) + "".join(out)
 
 
 COMPLEMENT = str.maketrans("ACGTN", "TGCAN")
@@ -215,7 +271,7 @@ def minimiser_seq(rng, reference, length):
 
 
 def minimiser_reads(rng, count=2500, length=None, placed=True):
-    """Unplaced reads (tid -1, some with PNEXT/TLEN that -M clears) for -M,
+    """Unplaced reads (tid -1, some with POS, PNEXT or TLEN, which -M clears) for -M,
     drawn from mixed.fa's sequences so that -I mixed.fa places them; with
     placed, also mapped reads and unmapped reads that keep a position."""
     reference = fasta_sequences(mixed_reference_text())
@@ -231,6 +287,7 @@ def minimiser_reads(rng, count=2500, length=None, placed=True):
         flag = rng.choice([0x4, 0x14, 0x4D, 0x8D, 0x9D, 0x6D])
         qual = random_qual(rng, len(seq)) if seq and rng.random() < 0.8 else "*"
         pnext, tlen = (rng.randint(1, 500), rng.randint(-300, 300)) if rng.random() < 0.1 else (0, 0)
-        out.append(sam_line(name, flag, "*", 0, 0, "*", "*", pnext, tlen, seq or "*", qual))
+        pos = rng.randint(1, 500) if rng.random() < 0.05 else 0    # unplaced, yet a POS
+        out.append(sam_line(name, flag, "*", pos, 0, "*", "*", pnext, tlen, seq or "*", qual))
     return header(MIXED_REFS) + "".join(out)
 
