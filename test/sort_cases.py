@@ -142,6 +142,10 @@ SORT_CASES = [
     SortCase("minimiser_index", "minimiser.sam", ["-I", MIXED_FA, *SAM_OUT]),
     SortCase("minimiser_index_window", "minimiser.sam",
              ["-M", "-I", MIXED_FA, "-w", "40", "-K", "15", *SAM_OUT]),
+    # -w at or below -K, and 0: windows shorter than a k-mer.
+    SortCase("minimiser_index_window_below_kmer", "minimiser.sam",
+             ["-I", MIXED_FA, "-w", "5", "-K", "15", *SAM_OUT]),
+    SortCase("minimiser_index_window_zero", "minimiser.sam", ["-I", MIXED_FA, "-w", "0", *SAM_OUT]),
     SortCase("minimiser_index_squash_forward", "minimiser.sam",
              ["-I", MIXED_FA, "-H", "-R", *SAM_OUT]),
     SortCase("minimiser_bam_threads", "minimiser.bam", ["-M"], ["-@", "2"]),
