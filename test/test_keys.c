@@ -6,6 +6,7 @@
  * --template-coordinate's keys are tested in test_template_keys.c.
  */
 #include <ctype.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -321,6 +322,31 @@ static void test_shuffle(void)
     bam_destroy1(b);
 }
 
+/* -t on floats: 1.24 says NaN > x and x > NaN, so it has no place; ours is
+ * after +inf, NaNs tied (input order).  -0 equals 0, an integer its float. */
+static void test_tag_nan(void)
+{
+    static const double values[] = { -INFINITY, -1.0, -0.0, 0.0, 5.0, INFINITY, NAN, NAN };
+    sort_spec s = spec_of(ORDER_COORDINATE);
+    s.by_tag = 1;
+    memcpy(s.tag, "XT", 2);
+    bam1_t *b[9];
+    for (int i = 0; i < 8; i++) {
+        b[i] = make_record("r", 0, 7, 0);
+        bam_aux_append(b[i], "XT", 'd', 8, (const uint8_t *)&values[i]);
+    }
+    b[8] = make_record("r", 0, 7, 0);
+    bam_aux_update_int(b[8], "XT", 5);
+    for (int i = 0; i + 1 < 8; i++) {
+        int tie = (i == 2) || (i == 6);     /* -0 and 0; two NaNs */
+        check(records_key_cmp(&s, b[i + 1], 0, b[i], 1) == (tie ? -1 : 1), "-t float order",
+              "value", "next");
+    }
+    check(records_key_cmp(&s, b[8], 0, b[4], 1) == -1 && records_key_cmp(&s, b[4], 0, b[8], 1) == -1,
+          "-t: integer 5 ties with 5.0", "", "");
+    for (int i = 0; i < 9; i++) bam_destroy1(b[i]);
+}
+
 /* Every order's key fits sort_key_max_len(), tags and long names included. */
 static void test_all_key_bounds(void)
 {
@@ -365,6 +391,7 @@ int main(void)
     run_group("keys: natural key length bound", test_key_bound);
     run_group("keys: -t TAG (missing, A < B < string < number, int vs float; then coordinate, -n or -N)",
               test_tag_order);
+    run_group("keys: -t NaN after +inf, -0 equals 0, 5 equals 5.0", test_tag_nan);
     run_group("keys: -M minimiser against a k-mer by k-mer scan (-K, -H, -R), and the record written",
               test_minimiser_keys);
     run_group("keys: -M order (placed by coordinate, then key, tie, strand)", test_minimiser_order);

@@ -58,8 +58,12 @@ static bam1_t *random_template_record(const char **rg)
     static const uint16_t flags[] = { 0, BAM_FREVERSE, BAM_FUNMAP, 0x63, 0x93, 0x53, 0xa3, 0x49, 0x89,
                                       0x45, 0x4d, 0x163, 0x883, 0x73 };
     uint16_t flag = flags[rand() % 14];
-    bam1_t *b = make_full(names[rand() % 3], flag, rand() % 2, 10 + rand() % 12,
-                          flag & BAM_FUNMAP ? "" : cigars[rand() % 9], rand() % 2, 10 + rand() % 12,
+    /* Now and then a reference id of -1 on a mapped read or mate (BAM can
+     * say so): 1.24 compares tids by subtraction, which overflows against
+     * an unmapped end's INT32_MAX; the key orders them as signed numbers. */
+    int tid = rand() % 10 ? rand() % 2 : -1, mtid = rand() % 10 ? rand() % 2 : -1;
+    bam1_t *b = make_full(names[rand() % 3], flag, tid, 10 + rand() % 12,
+                          flag & BAM_FUNMAP ? "" : cigars[rand() % 9], mtid, 10 + rand() % 12,
                           "ACGTACGTAC");
     const char *mc = mcs[rand() % 10];
     if (mc) put_z(b, "MC", 'Z', mc);
