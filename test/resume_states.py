@@ -52,7 +52,8 @@ def test_resume_auto_format_keeps_the_states(case):
     kill_when(case, sort_args(case, state, [], SPILL + ["--temp-compression", "none"]) + [src],
               lambda: runs_stored(state) >= 5, "5 runs stored")
     lines = rerun(case, sort_args(case, state, [], SPILL) + [src])
-    if (resumed_runs(lines) or 0) < 5 or not any("state to resume" in line for line in lines):
+    # the last journaled run a kill may cut off (74f1788): at least 4 come back
+    if (resumed_runs(lines) or 0) < 4 or not any("state to resume" in line for line in lines):
         raise Failure("the rerun did not keep the state's uncompressed runs", lines)
     expect_finished(case, state, "bulk.bam", [])
 
