@@ -167,12 +167,15 @@ test-asan:
 	  $(PYTHON) test/run_tests.py --binary $(ASAN_DIR)/samtools
 
 # A subset under valgrind (memcheck is ~30x slower than ASan): every order,
-# spilling, CRAM, pipes, bad input and accounting, and the readout merged in
+# spilling, CRAM, pipes, bad input and accounting, samtools' own template
+# and -I cases, a refused template after spilling, and the readout merged in
 # 4 key ranges (two sorts).  Any memcheck error or definite leak makes
 # rocksort exit 99, which fails the test.
 VALGRIND_TESTS = 'mixed_*' 'ties_stable_*' 'tricky_names_spilled_*' 'bulk_spilled_*' \
                  'input_cram_*' 'output_cram_coord' 'stdin_*' 'bad_input_*' 'verify_*' \
-                 'error_*' 'output_sam_*' 'readout_verify_in_memory_k4' \
+                 'error_*' 'output_sam_*' 'upstream_sort_template_coordinate_*' \
+                 'upstream_sort_minimiser_indexed_t2' 'template_error_cb_integer_spilled' \
+                 'readout_verify_in_memory_k4' \
                  'readout_verify_spilled_k4' 'resume_kill_in_readout_file' \
                  'resume_fresh_run_succeeds_and_removes_dir'
 # Reports go to build/valgrind/, not stderr, where tests check every line.

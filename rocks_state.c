@@ -25,10 +25,12 @@
 #define JOURNAL_NAME "journal"
 #define DB_NAME "db"
 enum { REC_START = 'S', REC_RUN = 'R', REC_KEEP = 'K', REC_DONE = 'C' };
-/* The records' layout.  States of rocksort 0.3.0 have no format field
- * (their 'R' records held a first key, since dropped): their runs are not
- * taken back. */
-#define STATE_FORMAT 2
+/* The records' layout and the keys' meaning.  States of rocksort 0.3.0
+ * have no format field (their 'R' records held a first key, since
+ * dropped): their runs are not taken back.  Format 3: template-coordinate
+ * keys hold the cell barcode (CB), so runs of format 2 cannot merge with
+ * new ones. */
+#define STATE_FORMAT 3
 
 static char *join(const char *dir, const char *name)
 {

@@ -10,14 +10,19 @@
 #include "range_readout.h"
 #include "sort_plan.h"
 
-/* BAM stores reference lengths in 32 bits; fail before hours of sorting. */
-static int check_bam_can_hold_references(const sort_job *j)
+/* BAM stores reference lengths and positions in 32 bits, and CRAM 3 its
+ * positions (htslib writes a CRAM it cannot read back).  samtools 1.24
+ * refuses both when a reference is longer than 2^31-1, whatever the
+ * records hold; so do we, before hours of sorting. */
+static int check_output_can_hold_references(const sort_job *j)
 {
-    if (!strchr(j->o->out_mode, 'b')) return 0;
+    const char *binary = strpbrk(j->o->out_mode + 1, "bc");
+    if (!binary) return 0;
     for (int tid = 0; tid < sam_hdr_nref(j->hdr); tid++)
         if (sam_hdr_tid2len(j->hdr, tid) > INT32_MAX) {
-            job_fail("BAM output '%s' cannot hold reference '%s' (longer than 2^31-1): "
-                     "write SAM or CRAM", j->o->out_fn, sam_hdr_tid2name(j->hdr, tid));
+            job_fail("%s output '%s' cannot hold reference '%s' (longer than 2^31-1): "
+                     "write SAM", *binary == 'b' ? "BAM" : "CRAM", j->o->out_fn,
+                     sam_hdr_tid2name(j->hdr, tid));
             return -1;
         }
     return 0;
@@ -27,7 +32,7 @@ int open_output(sort_job *j)
 {
     const rocksort_opts *o = j->o;
     errmsg err;
-    if (check_bam_can_hold_references(j) < 0) return -1;
+    if (check_output_can_hold_references(j) < 0) return -1;
     if (output_open(&j->out, o->out_fn, o->out_mode, &err) < 0) return job_fail("%s", err.msg);
     samfile_share_pool(j->out.fp, &j->pool);
     if (o->reference && hts_set_fai_filename(j->out.fp, o->reference) < 0)
