@@ -240,6 +240,21 @@ static int open_state(rocks_store *st, const store_options *o, errmsg *err)
     return state_start(st, o, err);
 }
 
+/* store_path()'s text when there are several directories. */
+static int name_paths(rocks_store *st, errmsg *err)
+{
+    size_t len = 1;
+    for (int i = 0; st->n_dbs > 1 && i < st->n_dbs; i++) len += strlen(st->dbs[i].dir) + 4;
+    if (st->n_dbs < 2) return 0;
+    if (!(st->paths = malloc(len))) return errmsg_set(err, "out of memory");
+    st->paths[0] = '\0';
+    for (int i = 0; i < st->n_dbs; i++) {
+        if (i) strcat(st->paths, "', '");
+        strcat(st->paths, st->dbs[i].dir);
+    }
+    return 0;
+}
+
 /* A fresh directory in each place. */
 static int make_dirs(rocks_store *st, const store_options *o, errmsg *err)
 {
@@ -252,7 +267,7 @@ static int make_dirs(rocks_store *st, const store_options *o, errmsg *err)
         st->n_dbs++;
     }
     dir_turn_init(&st->turn, weights, n);
-    return 0;
+    return name_paths(st, err);
 }
 
 /* The options, the runs' writer, and each directory's database. */
@@ -330,5 +345,6 @@ void store_close(rocks_store *st, int keep)
     if (st->ingest) rocksdb_ingestexternalfileoptions_destroy(st->ingest);
     if (st->table) rocksdb_block_based_options_destroy(st->table);
     if (st->envopts) rocksdb_envoptions_destroy(st->envopts);
+    free(st->paths);
     free(st);
 }

@@ -170,7 +170,7 @@ int store_run_end(rocks_store *st, const void *note, size_t note_len, errmsg *er
 
 uint64_t store_runs_ingested(const rocks_store *st) { return st->runs; }
 uint64_t store_bytes_written(const rocks_store *st) { return st->bytes_written; }
-const char *store_path(const rocks_store *st) { return st->dbs[0].dir; }
+const char *store_path(const rocks_store *st) { return st->paths ? st->paths : st->dbs[0].dir; }
 const char *store_run_dir(const rocks_store *st) { return st->dbs[st->run_db].dir; }
 int store_dirs(const rocks_store *st) { return st->n_dbs; }
 

@@ -211,7 +211,8 @@ int store_get(rocks_store *st, int part, const uint8_t *key, size_t klen, size_t
 
 /* True when runs are read with direct I/O (every temp file system allows it). */
 int store_direct_io(const rocks_store *st);
-/* The directory of the first database (the state's, with state_dir). */
+/* The databases' directories, for messages: one, or several as
+ * "a/samtools-rocksort.X', 'b/samtools-rocksort.Y" (to be quoted '%s'). */
 const char *store_path(const rocks_store *st);
 /* The directory the last run was written to, or is being written to. */
 const char *store_run_dir(const rocks_store *st);

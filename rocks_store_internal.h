@@ -40,6 +40,7 @@ typedef struct {
 struct rocks_store {
     store_db dbs[STORE_MAX_DIRS];
     int n_dbs;
+    char *paths;                /* store_path()'s text; NULL: the first directory's */
     rocksdb_column_family_handle_t *part[STORE_MAX_PARTS];
     int part_db[STORE_MAX_PARTS];   /* the database holding each part */
     int n_parts;                /* column families created, in all */
