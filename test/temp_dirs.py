@@ -158,25 +158,35 @@ if os.geteuid() == 0:
         with_disks(case, ["32M", "16M"], body)
 
     def test_temp_dirs_three_disks_merging_threads(case):
-        """Three file systems, background merges (-s) and -@ 2, coordinate
-        and by name: every disk gets runs, each merges its own (more bytes
-        written than its runs alone), the output is the oracle's."""
-        src = case.input("bulk.bam")
+        """Three file systems, -@ 1, some 190 runs (faults' big.bam at -m
+        1M), coordinate and by name: every disk gets runs and merges its own
+        there (its bytes written well above its share of the runs' bytes;
+        with over 32 runs per disk the merges are sure to run, after the
+        load if not before), the readout merges about 2*sqrt(T_i) per disk,
+        and the output is the oracle's."""
+        src, out = INPUTS.path(case.session, "big.bam"), case.out("out.bam")
 
         def body(dirs):
-            for shared in ([], ["-n"]):
-                plain = sorted_like_oracle(case, src, [*SPILL, "-@", "2", *t_args(dirs)],
-                                           shared=shared)
-                merged = sorted_like_oracle(case, src, [*SPILL, "-@", "2", "-s", "12M",
-                                                        *t_args(dirs)], shared=shared)
-                runs = re.search(rb"runs: (\d+) written, (\d+) merged at readout", merged.stderr)
-                if not runs or int(runs[2]) * 2 > int(runs[1]):
-                    raise Failure("test is wrong: the runs were not merged", tail(merged.stderr))
-                before, after = expect_each_got_runs(plain, dirs), expect_each_got_runs(merged, dirs)
-                unmerged = [os.path.basename(d) for d in dirs if after[d][1] <= before[d][1]]
+            for order in ([], ["-n"]):
+                result = case.rocksort_ok(["-v", "--no-PG", *order, *SPILL, "-@", "1",
+                                           *t_args(dirs), "-o", out, src])
+                if decoded_digest(out) != expected_digest(case, "big.bam", order):
+                    raise Failure(f"{order}: the output differs from the oracle's")
+                report = expect_each_got_runs(result, dirs)
+                runs = re.search(rb"runs: (\d+) written, (\d+) merged at readout [^;]*; temp "
+                                 rb"bytes written: (\d+)", result.stderr)
+                total, merged, run_bytes = (int(x) for x in runs.groups())
+                budget = sum(2 * report[d][0] ** 0.5 + 2 for d in dirs)
+                if min(r for r, _ in report.values()) <= 32 or merged > budget:
+                    raise Failure(f"{order}: {merged} runs merged at readout of {total} "
+                                  f"({[report[d][0] for d in dirs]} per disk)")
+                unmerged = [os.path.basename(d) for d in dirs
+                            if report[d][1] < 1.3 * run_bytes * report[d][0] / total]
                 if unmerged:
-                    raise Failure(f"no merge written in {unmerged}")
-        with_disks(case, ["16M", "16M", "16M"], body)
+                    raise Failure(f"{order}: no merges written in {unmerged}",
+                                  [f"{os.path.basename(d)}: {report[d]}" for d in dirs])
+            os.remove(out)
+        with_disks(case, ["24M", "24M", "24M"], body)
 
     def test_temp_dirs_fit_only_together(case):
         """Two 4 MB file systems: the runs' estimated 6 MB fit in neither
