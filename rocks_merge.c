@@ -33,7 +33,8 @@ void merges_configure(rocks_store *st, store_db *d, const store_options *o, doub
 {
     merge_plan p = { 2, d->files.merge_width, d->files.max_runs };
     d->merges_planned = o->size_hint > 0;
-    if (o->size_hint > 0) p = merge_plan_for(runs_for(st, (uint64_t)((double)o->size_hint * share)));
+    if (o->size_hint > 0)
+        p = merge_plan_for(runs_for(st, (uint64_t)((double)o->size_hint * share)));
     else rocksdb_options_set_disable_auto_compactions(d->opts, 1);
     p = fit_to_files(&d->files, p);
     /* Merged runs stay in level 0 next to fresh ones. */
@@ -45,7 +46,8 @@ void merges_configure(rocks_store *st, store_db *d, const store_options *o, doub
     rocksdb_universal_compaction_options_set_stop_style(d->universal,
                                                         rocksdb_similar_size_compaction_stop_style);
     /* Never rewrite everything to bound space: temp data is short-lived. */
-    rocksdb_universal_compaction_options_set_max_size_amplification_percent(d->universal, ROCKS_NEVER);
+    rocksdb_universal_compaction_options_set_max_size_amplification_percent(d->universal,
+                                                                            ROCKS_NEVER);
     rocksdb_options_set_compaction_style(d->opts, rocksdb_universal_compaction);
     rocksdb_options_set_universal_compaction_options(d->opts, d->universal);
     rocksdb_options_set_level0_file_num_compaction_trigger(d->opts, p.trigger);

@@ -101,8 +101,8 @@ int store_get(rocks_store *st, int part, const uint8_t *key, size_t klen, size_t
     if (!read) return errmsg_set(err, "out of memory");
     char *rerr = NULL;
     rocksdb_set_perf_level(rocksdb_disable);
-    *val = (uint8_t *)rocksdb_get_cf(part_db(st, part), read, st->part[part], (const char *)key, klen,
-                                     vlen, &rerr);
+    *val = (uint8_t *)rocksdb_get_cf(part_db(st, part), read, st->part[part], (const char *)key,
+                                     klen, vlen, &rerr);
     rocksdb_readoptions_destroy(read);
     if (rerr) {
         errmsg_set(err, "%s", rerr);

@@ -1,16 +1,10 @@
 /* rocks_store.c -- the store's runs: written, sampled, ingested where they were
  * written.  See rocks_store.h; the databases are opened in rocks_open.c. */
 #define _GNU_SOURCE
-#include <errno.h>
-#include <fcntl.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
 #include "rocks_store_internal.h"
-#include "cleanup.h"
 #include "temp_env.h"
 
 /* Compact runs: record bytes per group.  Larger groups barely compress

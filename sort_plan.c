@@ -62,7 +62,8 @@ static int open_file_budget(void)
 static int dirs_within_files(void)
 {
     int budget = open_file_budget();
-    return store_dirs_that_fit(budget < 0 ? -1 : budget > FD_INPUT_OUTPUT ? budget - FD_INPUT_OUTPUT : 0);
+    if (budget < 0) return store_dirs_that_fit(-1);
+    return store_dirs_that_fit(budget > FD_INPUT_OUTPUT ? budget - FD_INPUT_OUTPUT : 0);
 }
 
 int open_store(sort_job *j)

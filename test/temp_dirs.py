@@ -84,7 +84,8 @@ def expect_each_got_runs(result, dirs):
 def expect_empty(dirs):
     left = {os.path.basename(d): listing(d) for d in dirs if listing(d)}
     if left:
-        raise Failure("temporary data left behind", [f"{d}: {sorted(n)[:3]}" for d, n in left.items()])
+        raise Failure("temporary data left behind",
+                      [f"{d}: {sorted(n)[:3]}" for d, n in left.items()])
 
 
 def sorted_like_oracle(case, src, args, name="out.bam", shared=()):
@@ -114,8 +115,8 @@ def test_temp_dirs_readers_one_per_directory(case):
     env = dict(case.session.env, TMPDIR=case.tmp)
     env["ASAN_OPTIONS"] = ":".join(filter(None, [env.get("ASAN_OPTIONS"), "detect_leaks=0"]))
     result = run([strace, "-f", "-qq", "-y", "-tt", "-e", "trace=pread64", "-o", trace,
-                  *case.session.rocksort_cmd, "-v", "--no-PG", "-m", "16M", "-u", *t_args(dirs), "-o", out,
-                  INPUTS.path(case.session, "big.bam")], env=env)
+                  *case.session.rocksort_cmd, "-v", "--no-PG", "-m", "16M", "-u", *t_args(dirs),
+                  "-o", out, INPUTS.path(case.session, "big.bam")], env=env)
     if result.returncode != 0:
         raise Failure(f"rocksort exited with {result.returncode}", tail(result.stderr))
     if decoded_digest(out) != expected_digest(case, "big.bam", []):
