@@ -20,6 +20,7 @@
 #include "rocksort_usage.h"
 #include "sort_pipeline.h"
 #include "temp_space.h"
+#include "temp_dirs.h"
 #include "cleanup.h"
 #include "temp_env.h"
 #include "output_target.h"
@@ -217,7 +218,13 @@ static int io_option(cli_state *c, int ch, const char *arg)
         break;
     case 'f': c->legacy_full_name = 1; break;
     case 'O': c->out_fmt = arg; break;
-    case 'T': r->tmp_prefix = arg; break;
+    case 'T':
+        if (r->n_tmp_dirs == TEMP_MAX_DIRS) {
+            fprintf(stderr, "samtools rocksort: -T given more than %d times\n", TEMP_MAX_DIRS);
+            return -1;
+        }
+        r->tmp_dirs[r->n_tmp_dirs++] = arg;
+        break;
     case 'k': r->keep_db = 1; break;
     case 'v': r->verbose = 1; break;
     case OPT_VERIFY: r->verify = 1; break;
@@ -432,6 +439,10 @@ static int parse_args(cli_state *c, int argc, char **argv)
         return -1;
     }
     errmsg err;
+    if (temp_dirs_check(c->run.tmp_dirs, c->run.n_tmp_dirs, &err) < 0) {
+        fprintf(stderr, "samtools rocksort: %s\n", err.msg);
+        return -1;
+    }
     if (c->run.resume_dir && store_state_dir_usable(c->run.resume_dir, &err) < 0) {
         fprintf(stderr, "samtools rocksort: %s\n", err.msg);
         return -1;

@@ -122,7 +122,7 @@ static void reset_runs(rocks_store *st)
     }
     for (size_t i = 0; i < st->n_samples; i++) free((uint8_t *)st->samples[i].key);
     st->n_samples = 0;
-    st->runs = st->bytes_written = 0;
+    st->runs = st->bytes_written = st->dbs[0].runs = 0;
     st->parts_used = 0;
     memset(&st->resume, 0, sizeof st->resume);
     st->resume.discarded = st->discarded;
@@ -156,7 +156,7 @@ void state_wipe(rocks_store *st)
 {
     errmsg ignored;
     salvage_kept(st);
-    cleanup_remove_path(st->dir);
+    cleanup_remove_path(st->dbs[0].dir);
     journal_cut(st->journal, 0, &ignored);
     reset_runs(st);
 }
@@ -193,8 +193,10 @@ int state_prepare(rocks_store *st, const store_options *o, errmsg *err)
     if (!(st->state_dir = strdup(o->state_dir))) return errmsg_set(err, "out of memory");
     if (check_dir(st->state_dir, err) < 0) return -1;
     char *path = join(st->state_dir, JOURNAL_NAME);
-    st->dir = join(st->state_dir, DB_NAME);
-    if (!path || !st->dir) {
+    st->dbs[0].dir = join(st->state_dir, DB_NAME);
+    st->dbs[0].weight = 1;
+    st->n_dbs = 1;
+    if (!path || !st->dbs[0].dir) {
         free(path);
         return errmsg_set(err, "out of memory");
     }
@@ -202,7 +204,7 @@ int state_prepare(rocks_store *st, const store_options *o, errmsg *err)
     free(path);
     if (!st->journal) return -1;
     st->state_owned = 1;
-    st->n_parts = o->parts < 1 ? 1 : o->parts > STORE_MAX_PARTS ? STORE_MAX_PARTS : o->parts;
+    st->n_parts = o->parts < 1 ? 1 : o->parts > STORE_DB_MAX_PARTS ? STORE_DB_MAX_PARTS : o->parts;
     const char *why = journal_records(st->journal) ? other_sort(st, o) : NULL;
     if (why) state_discard(st, why);
     if (why || !journal_records(st->journal)) state_wipe(st);
@@ -281,6 +283,7 @@ static int restore_run(rocks_store *st, byte_reader *r, int *part, uint64_t *ent
     if (st->index && run_index_end_run(st->index, *part) < 0) return -1;
     if (*part >= st->parts_used) st->parts_used = *part + 1;
     st->runs++;
+    st->dbs[0].runs++;
     st->bytes_written += bytes;
     return 0;
 }
@@ -293,7 +296,8 @@ static int db_entries(rocks_store *st, uint64_t *have)
 {
     static const char field[] = "# entries=";
     for (int p = 0; p < st->n_parts; p++) {
-        char *v = rocksdb_property_value_cf(st->db, st->part[p], "rocksdb.aggregated-table-properties");
+        char *v = rocksdb_property_value_cf(part_db(st, p), st->part[p],
+                                            "rocksdb.aggregated-table-properties");
         const char *at = v ? strstr(v, field) : NULL;
         char *end = NULL;
         if (at) have[p] = strtoull(at + sizeof field - 1, &end, 10);
@@ -339,12 +343,14 @@ static int take_in_last_run(rocks_store *st, size_t last, int part, errmsg *err)
         n_runs += br_u64(&r) == REC_RUN;
     }
     char *path = NULL;
-    if (asprintf(&path, "%s/run-%06zu.sst", st->dir, n_runs) < 0) return errmsg_set(err, "out of memory");
+    if (asprintf(&path, "%s/run-%06zu.sst", st->dbs[0].dir, n_runs) < 0)
+        return errmsg_set(err, "out of memory");
     char *rerr = NULL;
     int there = access(path, F_OK) == 0;
     if (there) {
         const char *files[1] = { path };
-        rocksdb_ingest_external_file_cf(st->db, st->part[part], files, 1, st->ingest, &rerr);
+        rocksdb_ingest_external_file_cf(part_db(st, part), st->part[part], files, 1, st->ingest,
+                                        &rerr);
     }
     int taken = there && !rerr;
     free(rerr);
@@ -375,11 +381,11 @@ static int check_runs(rocks_store *st, errmsg *err)
  * behind by RocksDB's move of a run into the database. */
 static void remove_leftovers(rocks_store *st)
 {
-    DIR *d = opendir(st->dir);
+    DIR *d = opendir(st->dbs[0].dir);
     if (!d) return;
     for (struct dirent *e; (e = readdir(d)) != NULL;) {
         if (strncmp(e->d_name, "run-", 4)) continue;
-        char *p = join(st->dir, e->d_name);
+        char *p = join(st->dbs[0].dir, e->d_name);
         if (p) unlink(p);
         free(p);
     }
@@ -439,7 +445,7 @@ void state_close(rocks_store *st, int keep)
     journal_close(st->journal);
     st->journal = NULL;
     if (!keep && st->state_owned) {
-        cleanup_remove_path(st->dir);
+        cleanup_remove_path(st->dbs[0].dir);
         cleanup_remove_path(st->state_dir);
     }
     free(st->state_dir);

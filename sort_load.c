@@ -99,7 +99,7 @@ static int start_spiller(sort_job *j)
 static int spill_error(sort_job *j)
 {
     j->resume.keep = 1;
-    return job_fail("writing temporary data under '%s' failed: %s", store_path(j->store),
+    return job_fail("writing temporary data under '%s' failed: %s", store_run_dir(j->store),
                     j->q.error.msg);
 }
 

@@ -50,8 +50,9 @@ static int keep_store(const sort_job *j, int failed)
                     "command again to resume\n", j->o->resume_dir);
         return failed && j->resume.keep;
     }
-    if (j->o->keep_db && !failed)
-        fprintf(stderr, "[rocksort] kept the temporary database: %s\n", store_path(j->store));
+    for (int i = 0; j->o->keep_db && !failed && i < store_dirs(j->store); i++)
+        fprintf(stderr, "[rocksort] kept the temporary database: %s\n",
+                store_dir_at(j->store, i).path);
     return j->o->keep_db && !failed;
 }
 

@@ -54,10 +54,27 @@ static int open_file_budget(void)
     return fd_budget_available(FD_RESERVE_LATER);
 }
 
+/* Descriptors the input and the output take between the temp space check
+ * and the store's open: the file itself, an index or reference. */
+#define FD_INPUT_OUTPUT 4
+
+/* How many temp directories the descriptors can hold a database in each. */
+static int dirs_within_files(void)
+{
+    int budget = open_file_budget();
+    if (budget < 0) return store_dirs_that_fit(-1);
+    return store_dirs_that_fit(budget > FD_INPUT_OUTPUT ? budget - FD_INPUT_OUTPUT : 0);
+}
+
 int open_store(sort_job *j)
 {
     const rocksort_opts *o = j->o;
+    store_dir dirs[STORE_MAX_DIRS];
+    const temp_dirs *td = &j->space.dirs;
+    for (int i = 0; i < td->n; i++) dirs[i] = (store_dir){ td->dir[i].place, td->dir[i].weight };
     store_options so = {
+        .dirs = dirs,
+        .n_dirs = td->n,
         .size_hint = o->size_hint,
         .run_bytes = plan_batch_bytes(o),
         .max_open_files = open_file_budget(),
@@ -68,7 +85,7 @@ int open_store(sort_job *j)
     };
     temp_space_store_options(&j->space, &so);
     errmsg err;
-    j->store = store_open(temp_prefix(o->tmp_prefix), &so, &err);
+    j->store = store_open(&so, &err);
     return j->store ? 0 : job_fail("%s", err.msg);
 }
 
@@ -78,7 +95,9 @@ int plan_temp_space(sort_job *j)
     const rocksort_opts *o = j->o;
     temp_request rq = {
         .mode = o->temp_compression, .in_fn = o->in_fn,
-        .tmp_prefix = o->tmp_prefix, .size_hint = o->size_hint,
+        .dirs = o->tmp_dirs, .n_dirs = o->n_tmp_dirs, 
+        .max_dirs = o->resume_dir ? 0 : dirs_within_files(),
+        .size_hint = o->size_hint,
         .memory = plan_total_memory(o), .run_bytes = plan_batch_bytes(o),
         .threads = o->threads > 1 ? o->threads : 1,
         .out_level = output_deflate_level(o->out_mode, o->out_opts),
@@ -86,7 +105,12 @@ int plan_temp_space(sort_job *j)
     if (o->resume_dir)
         rq.state_found = store_state_peek(o->resume_dir, &rq.state_codec, &rq.state_bytes) == 0;
     errmsg err;
-    return temp_space_plan(&rq, &j->space, &err) == 0 ? 0 : job_fail("%s", err.msg);
+    if (temp_space_plan(&rq, &j->space, &err) < 0) return job_fail("%s", err.msg);
+    if (j->space.dirs_dropped)
+        job_warn("ulimit -n leaves room for the temporary databases of %d of the %d -T "
+                 "directories: the runs go to those with the most room", j->space.dirs.n,
+                 j->space.dirs.n + j->space.dirs_dropped);
+    return 0;
 }
 
 

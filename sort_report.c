@@ -42,6 +42,17 @@ static const char *memory_use(const sort_job *j)
     return "spilled (the input is larger than the memory budget, or of unknown size)";
 }
 
+/* Where the runs went: each directory's runs and the bytes written there. */
+static void report_dirs(const sort_job *j)
+{
+    for (int i = 0; j->store && i < store_dirs(j->store); i++) {
+        store_dir_report d = store_dir_at(j->store, i);
+        fprintf(stderr, "[rocksort] temp dir '%s': %llu runs; %llu bytes written (runs, merges "
+                "and RocksDB's own files)\n", d.path, (unsigned long long)d.runs,
+                (unsigned long long)d.bytes_written);
+    }
+}
+
 void report_verbose(const sort_job *j)
 {
     struct rusage ru;
@@ -49,6 +60,7 @@ void report_verbose(const sort_job *j)
     report_sizing(j);
     resume_report(j);
     temp_space_report(&j->space, stderr);
+    report_dirs(j);
     fprintf(stderr, "[rocksort] memory: %s\n", memory_use(j));
     if (store_runs_ingested(j->store))
         fprintf(stderr, "[rocksort] temp reads: %s; %d reader thread%s\n", store_direct_io(j->store)

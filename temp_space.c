@@ -12,7 +12,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/statvfs.h>
 #include <unistd.h>
 #include "temp_space.h"
 #include "disk_speed.h"
@@ -43,13 +42,6 @@ int temp_parse_mode(const char *name)
     for (size_t i = 0; i < sizeof mode_names / sizeof *mode_names; i++)
         if (!strcmp(name, mode_names[i])) return (int)i;
     return -1;
-}
-
-const char *temp_prefix(const char *given)
-{
-    if (given) return given;
-    const char *env = getenv("TMPDIR");
-    return env && *env ? env : "/tmp";
 }
 
 static uint32_t le16(const uint8_t *p) { return (uint32_t)p[0] | (uint32_t)p[1] << 8; }
@@ -173,19 +165,27 @@ static void estimate(const temp_request *rq, temp_plan *p, double *ratio)
     p->need_compact = (uint64_t)((double)runs / *ratio) + STORE_FIXED_BYTES;
 }
 
-static void find_free_space(const char *prefix, temp_plan *p)
+/* The directories, those with most room when there are too many, and
+ * their room together. */
+static void find_free_space(const temp_request *rq, temp_plan *p)
 {
-    struct stat st;
-    struct statvfs vfs;
-    snprintf(p->dir, sizeof p->dir, "%s", prefix);
-    if (stat(prefix, &st) != 0 || !S_ISDIR(st.st_mode)) {
-        char *slash = strrchr(p->dir, '/');
-        if (!slash) snprintf(p->dir, sizeof p->dir, ".");
-        else if (slash == p->dir) p->dir[1] = '\0';
-        else *slash = '\0';
+    temp_dirs_measure(&p->dirs, rq->dirs, rq->n_dirs);
+    int all = p->dirs.n;
+    if (rq->max_dirs > 0) temp_dirs_keep(&p->dirs, rq->max_dirs);
+    p->dirs_dropped = all - p->dirs.n;
+    p->free_bytes = temp_dirs_free(&p->dirs, &p->free_known);
+}
+
+/* The slowest directory's direct writes in MB/s; -1 if none could tell
+ * (tmpfs refuses direct I/O: memory, and fast). */
+static double slowest_disk_mb_s(const temp_dirs *dirs)
+{
+    double slowest = -1;
+    for (int i = 0; i < dirs->n; i++) {
+        double mb_s = disk_write_mb_s(dirs->dir[i].dir);
+        if (mb_s >= 0 && (slowest < 0 || mb_s < slowest)) slowest = mb_s;
     }
-    p->free_known = statvfs(p->dir, &vfs) == 0;
-    if (p->free_known) p->free_bytes = (uint64_t)vfs.f_bavail * vfs.f_frsize;
+    return slowest;
 }
 
 /* Without --temp-compression: compact runs, which take a fraction of the
@@ -200,7 +200,7 @@ static void choose_mode(const temp_request *rq, temp_plan *p)
     if (rq->out_level > 1 || !p->source || !p->free_known ||
         p->free_bytes / TEMP_ROOM_FOR_NONE < p->need_none)
         return;
-    double mb_s = disk_write_mb_s(p->dir);
+    double mb_s = slowest_disk_mb_s(&p->dirs);
     if (mb_s >= 0 && mb_s < TEMP_FAST_DISK_MB_S) return;
     p->mode = TEMP_NONE;
     p->why = "at output levels 0 and 1, uncompressed runs are faster on a fast disk with "
@@ -216,15 +216,35 @@ static void human(char *buf, size_t n, uint64_t bytes)
     else snprintf(buf, n, "%.1f MB", b / 1e6);
 }
 
+/* "'/a' (1.0 GB free), '/b' (unknown free)" into buf. */
+static void list_free(const temp_dirs *dirs, char *buf, size_t n)
+{
+    size_t at = 0;
+    buf[0] = '\0';
+    for (int i = 0; i < dirs->n && at < n; i++) {
+        char free_s[32] = "unknown";
+        if (dirs->dir[i].free_known) human(free_s, sizeof free_s, dirs->dir[i].free_bytes);
+        int w = snprintf(buf + at, n - at, "%s'%s' (%s free)", i ? ", " : "", dirs->dir[i].dir,
+                         free_s);
+        if (w < 0) break;
+        at += (size_t)w;
+    }
+}
+
 static int refuse(const temp_plan *p, uint64_t need, errmsg *err)
 {
-    char need_s[32], free_s[32];
+    char need_s[32], free_s[32], each[ERRMSG_MAX / 2];
     human(need_s, sizeof need_s, need);
     human(free_s, sizeof free_s, p->free_bytes);
-    return errmsg_set(err, "not enough space for temporary data in '%s': about %s needed "
-                      "(%s runs, estimated from %s), %s free; use -T to put it on a "
-                      "larger file system", p->dir, need_s, mode_names[p->mode], p->source,
-                      free_s);
+    if (p->dirs.n == 1)
+        return errmsg_set(err, "not enough space for temporary data in '%s': about %s needed "
+                          "(%s runs, estimated from %s), %s free; use -T to put it on a "
+                          "larger file system", p->dirs.dir[0].dir, need_s,
+                          mode_names[p->mode], p->source, free_s);
+    list_free(&p->dirs, each, sizeof each);
+    return errmsg_set(err, "not enough space for temporary data in %s: about %s needed (%s runs, "
+                      "estimated from %s), %s free in all; use -T to add or pick larger file "
+                      "systems", each, need_s, mode_names[p->mode], p->source, free_s);
 }
 
 int temp_space_plan(const temp_request *rq, temp_plan *p, errmsg *err)
@@ -233,7 +253,7 @@ int temp_space_plan(const temp_request *rq, temp_plan *p, errmsg *err)
     memset(p, 0, sizeof *p);
     p->threads = rq->threads > 1 ? rq->threads : 1;
     estimate(rq, p, &ratio);
-    find_free_space(temp_prefix(rq->tmp_prefix), p);
+    find_free_space(rq, p);
     if (rq->state_found) p->free_bytes += rq->state_bytes;
     p->mode = rq->mode;
     p->why = "--temp-compression says so";
@@ -275,5 +295,11 @@ void temp_space_report(const temp_plan *p, FILE *fp)
     } else {
         fprintf(fp, "no size estimate; ");
     }
-    fprintf(fp, "%s free in '%s'\n", free_s, p->dir);
+    if (p->dirs.n == 1) {
+        fprintf(fp, "%s free in '%s'\n", free_s, p->dirs.dir[0].dir);
+        return;
+    }
+    char each[ERRMSG_MAX];
+    list_free(&p->dirs, each, sizeof each);
+    fprintf(fp, "%s free in all: %s\n", free_s, each);
 }

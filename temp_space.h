@@ -6,7 +6,9 @@
  * inputs), for uncompressed and for compact runs: from the input file's
  * size and, for BGZF, the expansion of its first blocks (it reads at most
  * TEMP_SAMPLE_BYTES of a regular file, and nothing of a pipe), else from -s.
- * It compares that with the space free there (statvfs).  The runs' format
+ * It compares that with the space free in the directories it is given (a
+ * list: the -T directories, temp_dirs.h), all of them together, as the
+ * runs are dealt to them in proportion to their room.  The runs' format
  * is the one --temp-compression forces, else compact (records in columns,
  * group_codec.h), with or without an estimate, except at output levels 0
  * and 1 on a fast disk with room to spare (TEMP_ROOM_FOR_NONE times the
@@ -15,8 +17,8 @@
  * encoding, are the faster choice.  A sort that resumes keeps the format
  * of the state it takes back.  When the
  * chosen format will not fit, it returns -1 and a one-line cause
- * naming the directory, the bytes needed and free, and suggesting -T; it
- * creates nothing.  The estimate is a guess on the safe side: a sort that
+ * naming each directory and its free space, the bytes needed, and
+ * suggesting -T; it creates nothing.  The estimate is a guess on the safe side: a sort that
  * passes can still fill the disk, and fails then as before.
  */
 #ifndef TEMP_SPACE_H
@@ -25,6 +27,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include "rocks_store.h"
+#include "temp_dirs.h"
 
 typedef enum {
     TEMP_AUTO = 0,      /* the default: compact */
@@ -52,7 +55,9 @@ typedef enum {
 typedef struct {
     temp_mode mode;             /* --temp-compression */
     const char *in_fn;          /* "-": standard input */
-    const char *tmp_prefix;     /* -T, or NULL for $TMPDIR or /tmp */
+    const char *const *dirs;    /* where the runs may go (-T); none: $TMPDIR or /tmp */
+    int n_dirs;
+    int max_dirs;               /* keep at most this many, those with most room; 0: all */
     uint64_t size_hint;         /* -s, 0 if none */
     uint64_t memory;            /* the sort's memory budget */
     uint64_t run_bytes;         /* bytes of one run (a batch) */
@@ -66,9 +71,10 @@ typedef struct {
 typedef struct {
     temp_mode mode;             /* the runs' format: never TEMP_AUTO */
     int threads;                /* compression helper threads */
-    char dir[4096];             /* the directory whose file system holds the runs */
-    int free_known;             /* statvfs worked */
-    uint64_t free_bytes;
+    temp_dirs dirs;             /* the directories the runs go to, measured */
+    int dirs_dropped;           /* directories left out for max_dirs */
+    int free_known;             /* statvfs worked for all */
+    uint64_t free_bytes;        /* in all of them together */
     const char *source;         /* where the estimate comes from; NULL: none */
     uint64_t data_bytes;        /* estimated bytes of the runs, uncompressed */
     uint64_t need_none, need_compact;   /* estimated peaks; 0 if no estimate */
@@ -78,9 +84,6 @@ typedef struct {
 /* --temp-compression's names: auto, compact, none, lz4, snappy, zstd.
  * Returns a temp_mode, or -1 if unknown. */
 int temp_parse_mode(const char *name);
-
-/* The -T prefix in effect: given, else $TMPDIR, else /tmp. */
-const char *temp_prefix(const char *given);
 
 /* Returns 0 with *plan filled, or -1 with the cause in err (see above). */
 int temp_space_plan(const temp_request *rq, temp_plan *plan, errmsg *err);
