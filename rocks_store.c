@@ -183,26 +183,35 @@ static int open_database(rocks_store *st, const store_options *o, errmsg *err)
     return errmsg_set(err, "%s: out of memory", st->dir);
 }
 
+/* Whether RocksDB failed for a cause outside the state (a full disk, no
+ * permission, a lock held, too few files or memory): the state is kept
+ * then, for a rerun on a mended machine.  Its IO errors carry strerror()'s
+ * text. */
+static int cause_outside_state(const char *msg)
+{
+    static const int causes[] = { ENOSPC, EDQUOT, EIO, EACCES, EPERM, EROFS, EMFILE, ENFILE,
+                                  ENOMEM, EAGAIN, ENOLCK };
+    for (size_t i = 0; i < sizeof causes / sizeof *causes; i++)
+        if (strstr(msg, strerror(causes[i]))) return 1;
+    return 0;
+}
+
 /* A resumable store: the earlier state taken back, or discarded (a
  * database that does not open, or does not add up) for a fresh one. */
 static int open_state(rocks_store *st, const store_options *o, errmsg *err)
 {
     enum { DOES_NOT_OPEN = 2 };
-    int had_runs = journal_records(st->journal) > 1;
     errmsg why;
     int r = open_database(st, o, &why) < 0 ? DOES_NOT_OPEN : state_restore(st, err);
-    if (r == DOES_NOT_OPEN && !had_runs) return errmsg_copy(err, &why);
-    if (r < 0) return -1;
-    if (r > 0) {
-        if (r == DOES_NOT_OPEN) {
-            errmsg_prefix(&why, "its database does not open");
-            state_discard(st, why.msg);
-        }
-        close_parts(st);
-        state_wipe(st);
-        if (open_database(st, o, err) < 0) return -1;
+    if (r == DOES_NOT_OPEN && cause_outside_state(why.msg)) return errmsg_copy(err, &why);
+    if (r <= 0) return r;
+    if (r == DOES_NOT_OPEN) {
+        errmsg_prefix(&why, "its database does not open");
+        state_discard(st, why.msg);
     }
-    return state_start(st, o, err);
+    close_parts(st);
+    if (state_wipe(st, o, err) < 0) return -1;
+    return open_database(st, o, err);
 }
 
 static int put_group(void *store, const group_span *span, const uint8_t *blob, size_t len,
@@ -234,7 +243,9 @@ rocks_store *store_open(const char *tmp_prefix, const store_options *o, errmsg *
     if (ok) ok = set_up(st, o, err) == 0;
     cleanup_release_signals();
     if (ok) return st;
-    store_close(st, 0);
+    /* A state is the caller's to keep or remove (sort_resume.h): a store
+     * that failed to open it leaves it as it is. */
+    store_close(st, st->state_owned);
     return NULL;
 }
 

@@ -82,13 +82,14 @@ def journal_cut_before_last(state):
 
 
 def journal_as_of_rocksort_0_3_0(state):
-    """Rewrites the journal's first record as rocksort 0.3.0 wrote it: without
-    the state's format, its last field."""
+    """Rewrites the journal's first record as rocksort 0.3.0 wrote it: the
+    type, then the identity, without the state's version (its second field
+    now)."""
     frames = journal_frames(state)
     path = os.path.join(state, JOURNAL)
     with open(path, "rb") as f:
         data = f.read()
-    first = frames[0][1][:-8]
+    first = frames[0][1][:8] + frames[0][1][16:]
     rest = data[frames[1][0]:]
     write_bytes(path, struct.pack("<II", len(first), zlib.crc32(first)) + first + rest)
 
