@@ -7,6 +7,7 @@
 #define _GNU_SOURCE
 #include <ctype.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <limits.h>
 #include <math.h>
@@ -15,6 +16,7 @@
 #include <string.h>
 #include <strings.h>
 #include <sys/stat.h>
+#include <unistd.h>
 #include <htslib/hts.h>
 #include <htslib/sam.h>
 #include "rocksort_usage.h"
@@ -450,8 +452,28 @@ static int parse_args(cli_state *c, int argc, char **argv)
     return 0;
 }
 
+/* A standard descriptor closed by the caller would be reused by the next
+ * file opened (a state's journal, a run), which "-" would then read or
+ * write.  Each gets /dev/null instead: a closed stdin reads as an empty
+ * one.  Returns a mask of those that were closed (bit fd). */
+static int keep_standard_fds(void)
+{
+    int closed = 0;
+    for (int fd = STDIN_FILENO; fd <= STDERR_FILENO; fd++) {
+        if (fcntl(fd, F_GETFD) >= 0 || errno != EBADF) continue;
+        int null = open("/dev/null", fd == STDIN_FILENO ? O_RDONLY : O_WRONLY);
+        if (null >= 0 && null != fd) {
+            dup2(null, fd);
+            close(null);
+        }
+        closed |= 1 << fd;
+    }
+    return closed;
+}
+
 int bam_rocksort(int argc, char *argv[])
 {
+    int closed_fds = keep_standard_fds();
     cli_state c;
     memset(&c, 0, sizeof c);
     c.level = -1;
@@ -463,7 +485,12 @@ int bam_rocksort(int argc, char *argv[])
     c.run.pg_cmdline = cmdline;
 
     int ret = 1;
-    if (parse_args(&c, argc, argv) == 0) {
+    int ok = parse_args(&c, argc, argv) == 0;
+    if (ok && (closed_fds & 1 << STDOUT_FILENO) && !strcmp(c.run.out_fn, "-")) {
+        fprintf(stderr, "samtools rocksort: cannot write to standard output: it is closed\n");
+        ok = 0;
+    }
+    if (ok) {
         /* Both process-wide: an exception RocksDB throws ends the run as a
          * signal does, with the temporary paths removed. */
         temp_env_install_terminate_handler();

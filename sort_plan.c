@@ -76,9 +76,11 @@ int open_store(sort_job *j)
 int plan_temp_space(sort_job *j)
 {
     const rocksort_opts *o = j->o;
+    /* With --resume every run goes to DIR: its disk is the one that counts. */
     temp_request rq = {
         .mode = o->temp_compression, .in_fn = o->in_fn,
-        .tmp_prefix = o->tmp_prefix, .size_hint = o->size_hint,
+        .tmp_prefix = o->resume_dir ? o->resume_dir : o->tmp_prefix,
+        .dir_option = o->resume_dir ? "--resume" : "-T", .size_hint = o->size_hint,
         .memory = plan_total_memory(o), .run_bytes = plan_batch_bytes(o),
         .threads = o->threads > 1 ? o->threads : 1,
         .out_level = output_deflate_level(o->out_mode, o->out_opts),

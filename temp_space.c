@@ -216,15 +216,15 @@ static void human(char *buf, size_t n, uint64_t bytes)
     else snprintf(buf, n, "%.1f MB", b / 1e6);
 }
 
-static int refuse(const temp_plan *p, uint64_t need, errmsg *err)
+static int refuse(const temp_plan *p, uint64_t need, const char *option, errmsg *err)
 {
     char need_s[32], free_s[32];
     human(need_s, sizeof need_s, need);
     human(free_s, sizeof free_s, p->free_bytes);
     return errmsg_set(err, "not enough space for temporary data in '%s': about %s needed "
-                      "(%s runs, estimated from %s), %s free; use -T to put it on a "
+                      "(%s runs, estimated from %s), %s free; use %s to put it on a "
                       "larger file system", p->dir, need_s, mode_names[p->mode], p->source,
-                      free_s);
+                      free_s, option);
 }
 
 int temp_space_plan(const temp_request *rq, temp_plan *p, errmsg *err)
@@ -250,7 +250,7 @@ int temp_space_plan(const temp_request *rq, temp_plan *p, errmsg *err)
                   : (uint64_t)((double)(p->need_none - STORE_FIXED_BYTES) /
                                mode_ratio(p->mode, ratio)) + STORE_FIXED_BYTES;
     if (need <= p->free_bytes) return 0;
-    return refuse(p, need, err);
+    return refuse(p, need, rq->dir_option ? rq->dir_option : "-T", err);
 }
 
 void temp_space_store_options(const temp_plan *p, store_options *so)

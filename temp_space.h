@@ -52,7 +52,8 @@ typedef enum {
 typedef struct {
     temp_mode mode;             /* --temp-compression */
     const char *in_fn;          /* "-": standard input */
-    const char *tmp_prefix;     /* -T, or NULL for $TMPDIR or /tmp */
+    const char *tmp_prefix;     /* -T, or NULL for $TMPDIR or /tmp; or --resume's DIR */
+    const char *dir_option;     /* the option that names it, for a refusal: "-T" */
     uint64_t size_hint;         /* -s, 0 if none */
     uint64_t memory;            /* the sort's memory budget */
     uint64_t run_bytes;         /* bytes of one run (a batch) */
