@@ -61,6 +61,7 @@ void resume_state_opened(sort_job *j)
     if (!j->resume.dir_shown && realpath(j->o->resume_dir, real))
         j->resume.dir_shown = strdup(real);
     signalled_job = j;
+    fate = STATE_OPEN;
     cleanup_on_signal(note_signal);
     say_what_happened(j, store_resumed(j->store));
 }
@@ -70,13 +71,14 @@ void resume_state_wrong(sort_job *j, const char *why)
     if (j->resume.on && !j->resume.state_wrong) j->resume.state_wrong = why;
 }
 
-/* A failure before the store opened touched nothing in DIR. */
+/* A failure before the store opened touched nothing in DIR, unless the
+ * store discarded a state before failing (its line said so). */
 static void say_untouched(const sort_job *j)
 {
     char *journal = NULL;
     if (asprintf(&journal, "%s/journal", j->o->resume_dir) >= 0 && access(journal, F_OK) == 0)
-        fprintf(stderr, "samtools rocksort: the state in '%s' is kept as it was\n",
-                resume_dir_shown(j));
+        fprintf(stderr, "samtools rocksort: the state in '%s' is kept %s\n", resume_dir_shown(j),
+                j->resume.discarded ? "with no run" : "as it was");
     free(journal);
 }
 

@@ -53,7 +53,8 @@ typedef struct {
     uint64_t runs_taken, records_taken, bytes_skipped;
     double seconds_before;      /* loading time of the earlier runs of the sort */
     double load_started;        /* this run's load phase began (now_seconds()) */
-    const char *state_wrong;    /* why the state itself is wrong: it goes (sort_resume.h) */
+    const char *state_wrong;    /* why the state itself is wrong: it goes (resume_fate.h) */
+    int discarded;              /* the store discarded an earlier state, then failed to open */
     char *dir_shown;            /* DIR as messages name it: its real path once it exists */
 } resume_state;
 

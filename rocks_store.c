@@ -244,7 +244,11 @@ rocks_store *store_open(const char *tmp_prefix, const store_options *o, errmsg *
     cleanup_release_signals();
     if (ok) return st;
     /* A state is the caller's to keep or remove (sort_resume.h): a store
-     * that failed to open it leaves it as it is. */
+     * that failed to open it leaves it as it is, or as discarded. */
+    if (st->discarded) {
+        errmsg_prefix(err, "not resuming from '%s' (%s), then", o->state_dir, st->discarded);
+        if (o->state_discarded) *o->state_discarded = 1;
+    }
     store_close(st, st->state_owned);
     return NULL;
 }

@@ -44,6 +44,8 @@ typedef struct {
     int parts;              /* column families runs are dealt to, 1..STORE_MAX_PARTS */
     const char *state_dir;  /* --resume: the store lives here and outlives a kill (below) */
     const char *identity;   /* with state_dir: what a later run must match to resume */
+    int *state_discarded;   /* with state_dir, if not NULL: set when store_open() discarded
+                               an earlier state, even if it then failed */
 } store_options;
 
 #define STORE_MAX_PARTS 4
@@ -84,6 +86,8 @@ int store_run_end(rocks_store *st, const void *note, size_t note_len, errmsg *er
  * minimiser.c), values (record_codec.h: htslib's in-memory bam1_core_t and
  * data) and groups (group_codec.c); the run index's spans (run_index.c);
  * the caller's notes and kept blobs (resume_state.c, sort_resume.c).
+ * test/test_state_layout.c fails on a change to most of these until the
+ * version is bumped and the layout's new hash recorded there.
  * 3: 'S' leads with it; notes say whether their digest covers every record. */
 #define STORE_STATE_VERSION 3
 

@@ -173,8 +173,13 @@ int journal_first_record(const char *path, uint8_t **rec, size_t *len, errmsg *e
     uint8_t frame[FRAME];
     *rec = NULL;
     *len = 0;
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    struct stat st;
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
     if (fd < 0) return errmsg_set(err, "cannot read '%s': %s", path, strerror(errno));
+    if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+        close(fd);
+        return errmsg_set(err, "'%s' is not a regular file", path);
+    }
     ssize_t head = pread(fd, frame, FRAME, 0);
     uint32_t want = head == FRAME ? get_u32(frame) : 0;
     uint8_t *buf = want && want <= RECORD_MAX ? malloc(FRAME + (size_t)want) : NULL;

@@ -65,6 +65,7 @@ int open_store(sort_job *j)
         .parts = READOUT_STREAMS,
         .state_dir = o->resume_dir,
         .identity = j->resume.identity,
+        .state_discarded = &j->resume.discarded,
     };
     temp_space_store_options(&j->space, &so);
     errmsg err;

@@ -58,7 +58,7 @@ static int state_damaged(sort_job *j, const char *why)
 /* The input is not the one the state was made from; the state is fine. */
 static int input_differs(const sort_job *j, const char *how)
 {
-    if (j->resume.hash_stream)
+    if (!strcmp(j->o->in_fn, "-"))
         return job_fail("standard input differs from the stream the state in '%s' was made "
                         "from (%s)", resume_dir_shown(j), how);
     return job_fail("'%s' differs from the input the state in '%s' was made from (%s)",
@@ -170,11 +170,13 @@ static int header_from_state(sort_job *j, const store_resume *r)
 }
 
 /* No record is loaded: a file is read only for --verify's digest, a
- * stream only when one is given, and then wholly. */
+ * stream only when one is given, and then wholly.  A terminal on stdin is
+ * no stream: reading it would only wait for a Ctrl-D. */
 static int take_back_complete(sort_job *j, const store_resume *r, const resume_note *n,
                               int file)
 {
-    int empty = file ? 0 : open_input_unless_empty(j);
+    int tty = !strcmp(j->o->in_fn, "-") && isatty(STDIN_FILENO);
+    int empty = file ? 0 : tty ? 1 : open_input_unless_empty(j);
     if (empty < 0 || (!file && !empty && check_stream_header(j, r) < 0)) return -1;
     if (header_from_state(j, r) < 0) return -1;
     restore_counts(j, r, n);
@@ -184,7 +186,9 @@ static int take_back_complete(sort_job *j, const store_resume *r, const resume_n
 
 static int take_back_partial(sort_job *j, const store_resume *r, const resume_note *n, int file)
 {
-    if (!file && (open_input(j) < 0 || check_stream_header(j, r) < 0)) return -1;
+    int empty = file ? 0 : open_input_unless_empty(j);
+    if (empty > 0) return input_differs(j, "it is empty");
+    if (empty < 0 || (!file && check_stream_header(j, r) < 0)) return -1;
     j->resume.kind = kind_of(j, file);
     if (n->kind != j->resume.kind) return state_damaged(j, "its positions are of another kind");
     restore_counts(j, r, n);

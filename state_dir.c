@@ -2,6 +2,7 @@
 #define _GNU_SOURCE
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -75,8 +76,11 @@ int store_state_dir_usable(const char *dir, errmsg *err)
     int journal = 0, foreign = 0, db = 0;
     for (struct dirent *e; (e = readdir(d)) != NULL;) {
         if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")) continue;
-        if (!strcmp(e->d_name, STATE_JOURNAL_NAME)) journal = 1;
-        else if (!strcmp(e->d_name, STATE_DB_NAME)) db = 1;
+        /* A FIFO or a link under a state's names is not one: reading it could hang. */
+        int kind = fstatat(dirfd(d), e->d_name, &sb, AT_SYMLINK_NOFOLLOW) == 0
+                 ? (int)(sb.st_mode & S_IFMT) : -1;
+        if (!strcmp(e->d_name, STATE_JOURNAL_NAME) && kind == S_IFREG) journal = 1;
+        else if (!strcmp(e->d_name, STATE_DB_NAME) && kind == S_IFDIR) db = 1;
         else foreign = 1;
     }
     closedir(d);

@@ -13,9 +13,11 @@ To run only these:  run_tests.py -k resume_
 
 import os
 import re
+import signal
 import subprocess
 
 import tmpfs
+from background import Background, wait_until
 from harness import PYTHON, Failure, each, run, stderr_lines, tail
 from resume import (SPILL, expect_finished, hidden_output, journal_types, kill_when, rerun,
                     resumed_runs, runs_stored, sort_args)
@@ -210,6 +212,9 @@ HARMLESS = {
     "output_name": ([], [], "other.bam"),
     "write_index": ([], ["--write-index"], "out.bam"),
     "input_threads": ([], ["--input-fmt-option", "nthreads=2"], "out.bam"),
+    "size_hint": ([], ["-s", "60M"], "out.bam"),
+    "uncompressed": ([], ["-u"], "out.bam"),
+    "temp_prefix": ([], ["-T", "OTHER_TEMP"], "out.bam"),
 }
 
 
@@ -217,15 +222,59 @@ HARMLESS = {
 def test_resume_rerun_changes_an_option(case, name):
     src, state = case.input("bulk.bam"), os.path.join(case.dir, "state")
     before, after, out = HARMLESS[name]
+    other_temp = os.path.join(case.dir, "other_tmp")
+    os.mkdir(other_temp)
+    after = [os.path.join(other_temp, "rs") if a == "OTHER_TEMP" else a for a in after]
     args = sort_args(case, state, [], SPILL + before)
     kill_when(case, args + [src], lambda: runs_stored(state) >= 10, "10 runs stored")
     lines = rerun(case, [*sort_args(case, state, [], SPILL, out), *after, src])
     if any("not resuming" in line for line in lines) or (resumed_runs(lines) or 0) < 9:
         raise Failure(f"changing {name} lost the state", lines)
     expect_finished(case, state, "bulk.bam", [], out)
-    left = [n for n in os.listdir(case.out_dir) if n.startswith(".")]
+    left = [n for n in os.listdir(case.out_dir) if n.startswith(".")] + os.listdir(other_temp)
     if left:
-        raise Failure("hidden files left beside the output", left)
+        raise Failure("hidden or temporary files left", left)
+
+
+def test_resume_rerun_from_another_directory(case):
+    """Every path given in full, the rerun run from elsewhere: the state is
+    taken back."""
+    src, state = case.input("bulk.bam"), os.path.join(case.dir, "state")
+    args = sort_args(case, state, [], SPILL) + [src]
+    kill_when(case, args, lambda: runs_stored(state) >= 10, "10 runs stored")
+    elsewhere = os.path.join(case.dir, "elsewhere")
+    os.mkdir(elsewhere)
+    result = case.rocksort(args, cwd=elsewhere)
+    lines = stderr_lines(result.stderr)
+    if result.returncode != 0 or (resumed_runs(lines) or 0) < 9:
+        raise Failure(f"exit {result.returncode}; the runs not taken back", lines)
+    expect_finished(case, state, "bulk.bam", [])
+
+
+def test_resume_sigterm_while_checking_a_stream(case):
+    """SIGTERM while a complete state checks the stream it is given: the
+    state is kept, complete, and says so; the rerun finishes."""
+    state, src = os.path.join(case.dir, "state"), case.input("bulk.bam")
+    args = sort_args(case, state, [], SPILL) + ["-"]
+    kill_stream_in_readout(case, state, args)
+    with open(src, "rb") as f:
+        data = f.read()
+    with Background(case, args, stdin=True) as bg:
+        bg.feed(data[:len(data) // 2])
+        wait_until(lambda: any("whole input is stored" in line
+                               for line in stderr_lines(bg.stderr())), "the take-back", bg)
+        bg.proc.send_signal(signal.SIGTERM)
+        status = bg.wait()
+        lines = stderr_lines(bg.stderr())
+    if status != 128 + signal.SIGTERM or "kept" not in lines[-1] \
+            or os.path.realpath(state) not in lines[-1]:
+        raise Failure(f"exit {status}, expected 143 and a line saying DIR is kept", lines)
+    if "C" not in journal_types(state):
+        raise Failure("the complete state was changed", [journal_types(state)])
+    rerun(case, args, stdin=src)
+    expect_finished(case, state, "bulk.bam", [])
+    if hidden_output(case, "out.bam"):
+        raise Failure("the killed run's hidden output is still there")
 
 
 # --- item 4: space and speed measured where the runs go --------------------------------

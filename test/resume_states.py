@@ -16,8 +16,9 @@ import struct
 import zlib
 
 from harness import Failure, stderr_lines, tail, write_bytes
-from resume import (JOURNAL, MERGING, SPILL, expect_finished, hidden_output, journal_frames,
-                    journal_types, kill_when, rerun, resumed_runs, runs_stored, sort_args)
+from resume import (JOURNAL, MERGING, SPILL, expect_finished, expect_fate_told, hidden_output,
+                    journal_frames, journal_types, kill_when, rerun, resumed_runs, runs_stored,
+                    sort_args)
 
 
 def test_resume_input_replaced_starts_afresh(case):
@@ -170,6 +171,8 @@ def test_resume_damaged_states(case):
             expect_finished(case, state, "bulk.bam", [])
         elif result.returncode != 1 or os.path.exists(case.out("out.bam")):
             raise Failure(f"{name}: exit {result.returncode}", tail(result.stderr))
+        else:
+            expect_fate_told(stderr_lines(result.stderr), state)
         if os.path.exists(case.out("out.bam")):
             os.remove(case.out("out.bam"))
 
@@ -195,6 +198,7 @@ def test_resume_corrupt_run_refused_never_wrong(case):
                       tail(result.stderr))
     if os.path.exists(state):
         raise Failure("the damaged state was kept")
+    expect_fate_told(stderr_lines(result.stderr), state)
     rerun(case, args + [src])
     expect_finished(case, state, "bulk.bam", [])
 
