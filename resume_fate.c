@@ -12,8 +12,10 @@
 
 enum { STATE_OPEN, STATE_KEPT, STATE_REMOVED };
 
-/* For the signal thread, which may speak while the main thread closes. */
+/* For the signal thread, which may speak while the main thread opens or
+ * closes the store. */
 static const sort_job *signalled_job;
+static rocks_store *_Atomic opened_store;
 static volatile sig_atomic_t fate = STATE_OPEN;
 static uint64_t runs_at_close;
 
@@ -22,19 +24,50 @@ const char *resume_dir_shown(const sort_job *j)
     return j->resume.dir_shown ? j->resume.dir_shown : j->o->resume_dir;
 }
 
-/* Called by the signal thread (cleanup.h) instead of its own line. */
+static int has_journal(const sort_job *j)
+{
+    char *journal = NULL;
+    int there = asprintf(&journal, "%s/journal", j->o->resume_dir) >= 0 &&
+                access(journal, F_OK) == 0;
+    free(journal);
+    return there;
+}
+
+/* Called by the signal thread (cleanup.h) instead of its own line.  The
+ * store opens and closes with signals held, so it is there or not. */
 static void note_signal(int sig)
 {
     const sort_job *j = signalled_job;
-    if (fate == STATE_REMOVED) {
-        fprintf(stderr, "samtools rocksort: interrupted by signal %d (%s); the state in '%s' was "
-                "removed\n", sig, strsignal(sig), resume_dir_shown(j));
-        return;
-    }
-    fprintf(stderr, "samtools rocksort: interrupted by signal %d (%s); the sort's state is kept "
-            "in '%s' (%" PRIu64 " runs stored): run the same command again to resume\n",
-            sig, strsignal(sig), resume_dir_shown(j),
-            fate == STATE_KEPT ? runs_at_close : store_runs_ingested(j->store));
+    rocks_store *st = opened_store;
+    const char *dir = resume_dir_shown(j);
+    fprintf(stderr, "samtools rocksort: interrupted by signal %d (%s); ", sig, strsignal(sig));
+    if (fate == STATE_REMOVED)
+        fprintf(stderr, "the state in '%s' was removed\n", dir);
+    else if (fate == STATE_KEPT || st)
+        fprintf(stderr, "the sort's state is kept in '%s' (%" PRIu64 " runs stored): run the "
+                "same command again to resume\n", dir,
+                fate == STATE_KEPT ? runs_at_close : store_runs_ingested(st));
+    else if (has_journal(j))
+        fprintf(stderr, "the state in '%s' is kept\n", dir);
+    else
+        fprintf(stderr, "nothing was stored in '%s'\n", dir);
+}
+
+/* DIR by its real path, once it exists. */
+static void find_dir(sort_job *j)
+{
+    char real[PATH_MAX];
+    if (!j->resume.dir_shown && realpath(j->o->resume_dir, real))
+        j->resume.dir_shown = strdup(real);
+}
+
+void resume_watch_signals(sort_job *j)
+{
+    find_dir(j);
+    signalled_job = j;
+    opened_store = NULL;
+    fate = STATE_OPEN;
+    cleanup_on_signal(note_signal);
 }
 
 static void say_what_happened(const sort_job *j, const store_resume *r)
@@ -57,12 +90,8 @@ static void say_what_happened(const sort_job *j, const store_resume *r)
 
 void resume_state_opened(sort_job *j)
 {
-    char real[PATH_MAX];
-    if (!j->resume.dir_shown && realpath(j->o->resume_dir, real))
-        j->resume.dir_shown = strdup(real);
-    signalled_job = j;
-    fate = STATE_OPEN;
-    cleanup_on_signal(note_signal);
+    find_dir(j);
+    opened_store = j->store;
     say_what_happened(j, store_resumed(j->store));
 }
 
@@ -75,11 +104,9 @@ void resume_state_wrong(sort_job *j, const char *why)
  * store discarded a state before failing (its line said so). */
 static void say_untouched(const sort_job *j)
 {
-    char *journal = NULL;
-    if (asprintf(&journal, "%s/journal", j->o->resume_dir) >= 0 && access(journal, F_OK) == 0)
+    if (has_journal(j))
         fprintf(stderr, "samtools rocksort: the state in '%s' is kept %s\n", resume_dir_shown(j),
                 j->resume.discarded ? "with no run" : "as it was");
-    free(journal);
 }
 
 void resume_close(sort_job *j, int failed)
@@ -101,7 +128,7 @@ void resume_close(sort_job *j, int failed)
         fprintf(stderr, "samtools rocksort: the state in '%s' is removed (%s): the next run "
                 "sorts afresh\n", dir, j->resume.state_wrong);
     store_close(j->store, keep);
-    j->store = NULL;
+    j->store = opened_store = NULL;
     cleanup_release_signals();
 }
 

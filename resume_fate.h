@@ -9,9 +9,11 @@
  * starts afresh in DIR (rocks_store.h).  Every other failure, and a signal,
  * keeps DIR.  Every line names DIR by its real path (a relative DIR from
  * another working directory is another state).
+ * - resume_watch_signals(), first: a signal from then on says what became
+ *   of DIR (kept, with its runs once the store is open; or nothing stored).
  * - resume_state_opened(), once the store is open: says what was taken
- *   back or why a state was discarded, warns of a state its file system
- *   cannot lock, and makes a signal from then on say that DIR is kept.
+ *   back or why a state was discarded, and warns of a state its file
+ *   system cannot lock.
  * - resume_close(), instead of store_close(): closes the store by the rule
  *   and, after a failure, says in one line whether DIR is kept (with its
  *   runs) or removed (and why).  Signals wait meanwhile, so that a
@@ -23,6 +25,7 @@
 
 #include "sort_job.h"
 
+void resume_watch_signals(sort_job *j);
 void resume_state_opened(sort_job *j);
 
 /* The state itself is wrong (why, a constant string): it goes when the

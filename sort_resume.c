@@ -240,6 +240,7 @@ int open_resumable(sort_job *j)
 {
     struct stat st;
     int file = regular_file(j->o->in_fn, &st);
+    resume_watch_signals(j);
     if (file && open_input(j) < 0) return -1;
     if (!(j->resume.identity = identity_of(j, file)) || open_store(j) < 0) return -1;
     resume_state_opened(j);
