@@ -182,7 +182,8 @@ int journal_first_record(const char *path, uint8_t **rec, size_t *len, errmsg *e
     }
     ssize_t head = pread(fd, frame, FRAME, 0);
     uint32_t want = head == FRAME ? get_u32(frame) : 0;
-    uint8_t *buf = want && want <= RECORD_MAX ? malloc(FRAME + (size_t)want) : NULL;
+    int fits = want && want <= RECORD_MAX && (uint64_t)want + FRAME <= (uint64_t)st.st_size;
+    uint8_t *buf = fits ? malloc(FRAME + (size_t)want) : NULL;
     if (buf) {
         memcpy(buf, frame, FRAME);
         if (pread(fd, buf + FRAME, want, FRAME) == (ssize_t)want)
