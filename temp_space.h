@@ -15,8 +15,9 @@
  * encoding, are the faster choice.  A sort that resumes keeps the format
  * of the state it takes back.  When the
  * chosen format will not fit, it returns -1 and a one-line cause
- * naming the directory, the bytes needed and free, and suggesting -T; it
- * creates nothing.  The estimate is a guess on the safe side: a sort that
+ * naming the directory, the bytes needed and free, and suggesting the
+ * option that names it (dir_option: -T, or --resume, whose DIR the caller
+ * passes as tmp_prefix since every run goes there); it creates nothing.  The estimate is a guess on the safe side: a sort that
  * passes can still fill the disk, and fails then as before.
  */
 #ifndef TEMP_SPACE_H
