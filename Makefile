@@ -142,11 +142,15 @@ ASAN_FLAGS = -O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sa
 
 $(ASAN_DIR)/%.o: %.c | $(HTS_LIB_FILE)
 	@mkdir -p $(ASAN_DIR)
-	$(CC) -std=gnu11 -Wall -Wextra -pthread $(ASAN_FLAGS) $(CPPFLAGS) -c -o $@ $<
+	$(CC) -std=gnu11 -Wall -Wextra -pthread $(ASAN_FLAGS) $(CPPFLAGS) -MMD -MP -c -o $@ $<
 
 $(ASAN_DIR)/%.o: %.cc | $(HTS_LIB_FILE)
 	@mkdir -p $(ASAN_DIR)
-	$(CXX) -std=c++17 -Wall -Wextra -pthread $(ASAN_FLAGS) $(CPPFLAGS) -c -o $@ $<
+	$(CXX) -std=c++17 -Wall -Wextra -pthread $(ASAN_FLAGS) $(CPPFLAGS) -MMD -MP -c -o $@ $<
+
+# A header changed rebuilds the sanitizer objects that include it, as it
+# does the release objects: a stale object laid out a struct the old way.
+-include $(wildcard $(ASAN_DIR)/*.d)
 
 $(ASAN_DIR)/$(ENGINE_LIB): $(addprefix $(ASAN_DIR)/,$(LIB_OBJS))
 	rm -f $@
