@@ -7,7 +7,6 @@
 #define _GNU_SOURCE
 #include <ctype.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <getopt.h>
 #include <limits.h>
 #include <math.h>
@@ -27,6 +26,7 @@
 #include "output_target.h"
 #include "legacy_form.h"
 #include "minimiser.h"
+#include "std_fds.h"
 #include "rocks_store.h"
 
 #define DEFAULT_MEM_PER_THREAD (768ULL << 20)
@@ -452,28 +452,9 @@ static int parse_args(cli_state *c, int argc, char **argv)
     return 0;
 }
 
-/* A standard descriptor closed by the caller would be reused by the next
- * file opened (a state's journal, a run), which "-" would then read or
- * write.  Each gets /dev/null instead: a closed stdin reads as an empty
- * one.  Returns a mask of those that were closed (bit fd). */
-static int keep_standard_fds(void)
-{
-    int closed = 0;
-    for (int fd = STDIN_FILENO; fd <= STDERR_FILENO; fd++) {
-        if (fcntl(fd, F_GETFD) >= 0 || errno != EBADF) continue;
-        int null = open("/dev/null", fd == STDIN_FILENO ? O_RDONLY : O_WRONLY);
-        if (null >= 0 && null != fd) {
-            dup2(null, fd);
-            close(null);
-        }
-        closed |= 1 << fd;
-    }
-    return closed;
-}
-
 int bam_rocksort(int argc, char *argv[])
 {
-    int closed_fds = keep_standard_fds();
+    int closed_fds = std_fds_keep_open();
     cli_state c;
     memset(&c, 0, sizeof c);
     c.level = -1;
