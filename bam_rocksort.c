@@ -15,6 +15,7 @@
 #include <string.h>
 #include <strings.h>
 #include <sys/stat.h>
+#include <unistd.h>
 #include <htslib/hts.h>
 #include <htslib/sam.h>
 #include "rocksort_usage.h"
@@ -26,6 +27,7 @@
 #include "output_target.h"
 #include "legacy_form.h"
 #include "minimiser.h"
+#include "std_fds.h"
 #include "rocks_store.h"
 
 #define DEFAULT_MEM_PER_THREAD (768ULL << 20)
@@ -463,6 +465,7 @@ static int parse_args(cli_state *c, int argc, char **argv)
 
 int bam_rocksort(int argc, char *argv[])
 {
+    int closed_fds = std_fds_keep_open();
     cli_state c;
     memset(&c, 0, sizeof c);
     c.level = -1;
@@ -474,7 +477,12 @@ int bam_rocksort(int argc, char *argv[])
     c.run.pg_cmdline = cmdline;
 
     int ret = 1;
-    if (parse_args(&c, argc, argv) == 0) {
+    int ok = parse_args(&c, argc, argv) == 0;
+    if (ok && (closed_fds & 1 << STDOUT_FILENO) && !strcmp(c.run.out_fn, "-")) {
+        fprintf(stderr, "samtools rocksort: cannot write to standard output: it is closed\n");
+        ok = 0;
+    }
+    if (ok) {
         /* Both process-wide: an exception RocksDB throws ends the run as a
          * signal does, with the temporary paths removed. */
         temp_env_install_terminate_handler();

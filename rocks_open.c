@@ -216,6 +216,19 @@ static int open_database(rocks_store *st, store_db *d, errmsg *err)
     return errmsg_set(err, "%s: out of memory", d->dir);
 }
 
+/* Whether RocksDB failed for a cause outside the state (a full disk, no
+ * permission, a lock held, too few files or memory): the state is kept
+ * then, for a rerun on a mended machine.  Its IO errors carry strerror()'s
+ * text. */
+static int cause_outside_state(const char *msg)
+{
+    static const int causes[] = { ENOSPC, EDQUOT, EIO, EACCES, EPERM, EROFS, EMFILE, ENFILE,
+                                  ENOMEM, EAGAIN, ENOLCK };
+    for (size_t i = 0; i < sizeof causes / sizeof *causes; i++)
+        if (strstr(msg, strerror(causes[i]))) return 1;
+    return 0;
+}
+
 /* A resumable store, one database: the earlier state taken back, or
  * discarded (a database that does not open, or does not add up) for a
  * fresh one. */
@@ -223,21 +236,17 @@ static int open_state(rocks_store *st, const store_options *o, errmsg *err)
 {
     enum { DOES_NOT_OPEN = 2 };
     store_db *d = &st->dbs[0];
-    int had_runs = journal_records(st->journal) > 1;
     errmsg why;
     int r = open_database(st, d, &why) < 0 ? DOES_NOT_OPEN : state_restore(st, err);
-    if (r == DOES_NOT_OPEN && !had_runs) return errmsg_copy(err, &why);
-    if (r < 0) return -1;
-    if (r > 0) {
-        if (r == DOES_NOT_OPEN) {
-            errmsg_prefix(&why, "its database does not open");
-            state_discard(st, why.msg);
-        }
-        close_parts(st);
-        state_wipe(st);
-        if (open_database(st, d, err) < 0) return -1;
+    if (r == DOES_NOT_OPEN && cause_outside_state(why.msg)) return errmsg_copy(err, &why);
+    if (r <= 0) return r;
+    if (r == DOES_NOT_OPEN) {
+        errmsg_prefix(&why, "its database does not open");
+        state_discard(st, why.msg);
     }
-    return state_start(st, o, err);
+    close_parts(st);
+    if (state_wipe(st, o, err) < 0) return -1;
+    return open_database(st, d, err);
 }
 
 /* store_path()'s text when there are several directories. */
@@ -302,7 +311,13 @@ rocks_store *store_open(const store_options *o, errmsg *err)
     if (ok) ok = set_up(st, o, err) == 0;
     cleanup_release_signals();
     if (ok) return st;
-    store_close(st, 0);
+    /* A state is the caller's to keep or remove (sort_resume.h): a store
+     * that failed to open it leaves it as it is, or as discarded. */
+    if (st->discarded) {
+        errmsg_prefix(err, "not resuming from '%s' (%s), then", o->state_dir, st->discarded);
+        if (o->state_discarded) *o->state_discarded = 1;
+    }
+    store_close(st, st->state_owned);
     return NULL;
 }
 

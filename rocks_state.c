@@ -1,9 +1,10 @@
-/* rocks_state.c -- a resumable store: its directory and journal.  See
- * rocks_store.h (store_resumed, store_keep, store_complete) and
- * rocks_store_internal.h (state_*).
+/* rocks_state.c -- a resumable store: its journal.  See rocks_store.h
+ * (store_resumed, store_keep, store_complete), rocks_store_internal.h
+ * (state_*) and state_dir.h (the directory and its first record).
  *
- * The journal's records: 'S' (the identity, the codec, the parts and the
- * state's format: the first record), 'R' (a run: its part, its entries and
+ * The journal's records: 'S' (the state's version, then the identity, the
+ * codec and the parts: the first record, written before the database
+ * exists), 'R' (a run: its part, its entries and
  * bytes, its groups' key spans and its samples, and the caller's note), 'K' (a
  * blob the caller keeps) and 'C' (the input is complete, with a note).  A
  * run is journaled before RocksDB takes it in, so the database never holds
@@ -21,97 +22,18 @@
 #include "rocks_store_internal.h"
 #include "byte_io.h"
 #include "cleanup.h"
+#include "state_dir.h"
 
-#define JOURNAL_NAME "journal"
-#define DB_NAME "db"
-enum { REC_START = 'S', REC_RUN = 'R', REC_KEEP = 'K', REC_DONE = 'C' };
-/* The records' layout and the keys' meaning.  States of rocksort 0.3.0
- * have no format field (their 'R' records held a first key, since
- * dropped): their runs are not taken back.  Format 3: template-coordinate
- * keys hold the cell barcode (CB), so runs of format 2 cannot merge with
- * new ones. */
-#define STATE_FORMAT 3
+enum { REC_START = STATE_REC_START, REC_RUN = 'R', REC_KEEP = 'K', REC_DONE = 'C' };
 
-static char *join(const char *dir, const char *name)
-{
-    char *p = NULL;
-    return asprintf(&p, "%s/%s", dir, name) < 0 ? NULL : p;
-}
-
-/* The directory, if it exists, holds nothing but a state's journal and
- * database: anything else is the user's, and stays. */
-int store_state_dir_usable(const char *dir, errmsg *err)
-{
-    struct stat sb;
-    if (stat(dir, &sb) < 0) return errno == ENOENT ? 0 : errmsg_set(err, "--resume '%s': %s", dir,
-                                                                     strerror(errno));
-    if (!S_ISDIR(sb.st_mode)) return errmsg_set(err, "--resume '%s' is not a directory", dir);
-    DIR *d = opendir(dir);
-    if (!d) return errmsg_set(err, "cannot read the state directory '%s': %s", dir, strerror(errno));
-    int journal = 0, foreign = 0, db = 0;
-    for (struct dirent *e; (e = readdir(d)) != NULL;) {
-        if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")) continue;
-        if (!strcmp(e->d_name, JOURNAL_NAME)) journal = 1;
-        else if (!strcmp(e->d_name, DB_NAME)) db = 1;
-        else foreign = 1;
-    }
-    closedir(d);
-    if (foreign || (db && !journal))
-        return errmsg_set(err, "--resume '%s' holds files that are not a rocksort state: "
-                          "refusing to use it (give a new or empty directory)", dir);
-    return 0;
-}
-
-/* ... and exists, created if missing. */
+/* The directory holds a state or nothing (state_dir.h), and exists:
+ * created if missing. */
 static int check_dir(const char *dir, errmsg *err)
 {
     if (store_state_dir_usable(dir, err) < 0) return -1;
     if (mkdir(dir, 0700) < 0 && errno != EEXIST)
         return errmsg_set(err, "cannot create the state directory '%s': %s", dir, strerror(errno));
     return 0;
-}
-
-/* Bytes of the regular files directly in dir. */
-static uint64_t dir_bytes(const char *dir)
-{
-    uint64_t sum = 0;
-    DIR *d = opendir(dir);
-    if (!d) return 0;
-    for (struct dirent *e; (e = readdir(d)) != NULL;) {
-        struct stat sb;
-        char *p = join(dir, e->d_name);
-        if (p && stat(p, &sb) == 0 && S_ISREG(sb.st_mode)) sum += (uint64_t)sb.st_size;
-        free(p);
-    }
-    closedir(d);
-    return sum;
-}
-
-int store_state_peek(const char *dir, store_codec *codec, uint64_t *bytes)
-{
-    errmsg ignored;
-    struct stat sb;
-    char *path = join(dir, JOURNAL_NAME), *db = join(dir, DB_NAME);
-    run_journal *jn = path && db && store_state_dir_usable(dir, &ignored) == 0 &&
-                      stat(path, &sb) == 0 ? journal_open(path, &ignored) : NULL;
-    int found = -1;
-    size_t len, id_len;
-    const uint8_t *rec = jn && journal_records(jn) ? journal_record(jn, 0, &len) : NULL;
-    if (rec) {
-        byte_reader r = br_of(rec, len);
-        uint64_t type = br_u64(&r);
-        br_bytes(&r, &id_len);
-        uint64_t c = br_u64(&r);
-        if (!r.bad && type == REC_START && c <= STORE_CODEC_COLUMNS) {
-            *codec = (store_codec)c;
-            *bytes = dir_bytes(db);
-            found = 0;
-        }
-    }
-    journal_close(jn);
-    free(path);
-    free(db);
-    return found;
 }
 
 static void reset_runs(rocks_store *st)
@@ -127,9 +49,27 @@ static void reset_runs(rocks_store *st)
     memset(&st->resume, 0, sizeof st->resume);
     st->resume.discarded = st->discarded;
     for (int s = 0; s < STORE_KEEP_SLOTS; s++) {
-        st->resume.kept[s] = st->salvaged[s];
-        st->resume.kept_len[s] = st->salvaged_len[s];
+        st->resume.kept[s] = st->kept_blob[s];
+        st->resume.kept_len[s] = st->kept_blob_len[s];
     }
+}
+
+/* A 'K' record's blob, copied out of the journal, whose buffer moves as
+ * records are appended.  -1 if it does not parse or memory runs out. */
+static int copy_kept(rocks_store *st, byte_reader *r)
+{
+    size_t len;
+    uint64_t slot = br_u64(r);
+    const uint8_t *blob = br_bytes(r, &len);
+    uint8_t *copy = r->bad || slot >= STORE_KEEP_SLOTS ? NULL : malloc(len + 1);
+    if (!copy) return -1;
+    memcpy(copy, blob, len);
+    free(st->kept_blob[slot]);
+    st->kept_blob[slot] = copy;
+    st->kept_blob_len[slot] = len;
+    st->resume.kept[slot] = copy;
+    st->resume.kept_len[slot] = len;
+    return 0;
 }
 
 /* A discarded state's kept blobs outlive it: what they name (the output a
@@ -137,28 +77,30 @@ static void reset_runs(rocks_store *st)
 static void salvage_kept(rocks_store *st)
 {
     for (size_t i = 1; i < journal_records(st->journal); i++) {
-        size_t len, blob_len;
+        size_t len;
         const uint8_t *rec = journal_record(st->journal, i, &len);
         byte_reader r = br_of(rec, len);
-        if (br_u64(&r) != REC_KEEP) continue;
-        uint64_t slot = br_u64(&r);
-        const uint8_t *blob = br_bytes(&r, &blob_len);
-        uint8_t *copy = r.bad || slot >= STORE_KEEP_SLOTS ? NULL : malloc(blob_len + 1);
-        if (!copy) continue;
-        memcpy(copy, blob, blob_len);
-        free(st->salvaged[slot]);
-        st->salvaged[slot] = copy;
-        st->salvaged_len[slot] = blob_len;
+        if (br_u64(&r) == REC_KEEP) copy_kept(st, &r);
     }
 }
 
-void state_wipe(rocks_store *st)
+/* The identity of a fresh state, journaled before its database is made. */
+static int journal_start(rocks_store *st, const store_options *o, errmsg *err)
 {
-    errmsg ignored;
+    byte_writer w = { 0 };
+    state_start_write(&w, o->identity, (uint64_t)o->compression, (uint64_t)st->n_parts);
+    int r = w.failed ? errmsg_set(err, "out of memory") : journal_append(st->journal, w.p, w.n, err);
+    bw_free(&w);
+    return r;
+}
+
+int state_wipe(rocks_store *st, const store_options *o, errmsg *err)
+{
     salvage_kept(st);
     cleanup_remove_path(st->dbs[0].dir);
-    journal_cut(st->journal, 0, &ignored);
     reset_runs(st);
+    if (journal_cut(st->journal, 0, err) < 0) return -1;
+    return journal_start(st, o, err);
 }
 
 void state_discard(rocks_store *st, const char *why)
@@ -171,19 +113,17 @@ void state_discard(rocks_store *st, const char *why)
 /* The 'S' record's identity against this run's: a reason to start afresh, or NULL. */
 static const char *other_sort(rocks_store *st, const store_options *o)
 {
-    size_t len, id_len;
+    size_t len;
     const uint8_t *rec = journal_record(st->journal, 0, &len);
-    byte_reader r = br_of(rec, len);
-    uint64_t type = br_u64(&r);
-    const uint8_t *id = br_bytes(&r, &id_len);
-    uint64_t codec = br_u64(&r), parts = br_u64(&r);
-    if (r.bad || type != REC_START) return "its journal is damaged";
-    if (br_u64(&r) != STATE_FORMAT || r.bad || r.at != len)
-        return "it was written by another version of rocksort";
-    if (id_len != strlen(o->identity) || memcmp(id, o->identity, id_len))
+    state_start s;
+    state_start_read(rec, len, &s);
+    if (s.type != REC_START) return "its journal is damaged";
+    if (s.version != STORE_STATE_VERSION) return "it was written by another version of rocksort";
+    if (s.bad) return "its journal is damaged";
+    if (s.identity_len != strlen(o->identity) || memcmp(s.identity, o->identity, s.identity_len))
         return "it is the state of another sort (the input or an option that orders the "
                "records changed)";
-    if (codec != (uint64_t)o->compression || parts != (uint64_t)st->n_parts)
+    if (s.codec != (uint64_t)o->compression || s.parts != (uint64_t)st->n_parts)
         return "it holds runs of another format (--temp-compression changed)";
     return NULL;
 }
@@ -192,8 +132,8 @@ int state_prepare(rocks_store *st, const store_options *o, errmsg *err)
 {
     if (!(st->state_dir = strdup(o->state_dir))) return errmsg_set(err, "out of memory");
     if (check_dir(st->state_dir, err) < 0) return -1;
-    char *path = join(st->state_dir, JOURNAL_NAME);
-    st->dbs[0].dir = join(st->state_dir, DB_NAME);
+    char *path = state_join(st->state_dir, STATE_JOURNAL_NAME);
+    st->dbs[0].dir = state_join(st->state_dir, STATE_DB_NAME);
     st->dbs[0].weight = 1;
     st->n_dbs = 1;
     if (!path || !st->dbs[0].dir) {
@@ -207,22 +147,7 @@ int state_prepare(rocks_store *st, const store_options *o, errmsg *err)
     st->n_parts = o->parts < 1 ? 1 : o->parts > STORE_DB_MAX_PARTS ? STORE_DB_MAX_PARTS : o->parts;
     const char *why = journal_records(st->journal) ? other_sort(st, o) : NULL;
     if (why) state_discard(st, why);
-    if (why || !journal_records(st->journal)) state_wipe(st);
-    return 0;
-}
-
-int state_start(rocks_store *st, const store_options *o, errmsg *err)
-{
-    if (journal_records(st->journal)) return 0;
-    byte_writer w = { 0 };
-    bw_u64(&w, REC_START);
-    bw_bytes(&w, o->identity, strlen(o->identity));
-    bw_u64(&w, (uint64_t)o->compression);
-    bw_u64(&w, (uint64_t)st->n_parts);
-    bw_u64(&w, STATE_FORMAT);
-    int r = w.failed ? errmsg_set(err, "out of memory") : journal_append(st->journal, w.p, w.n, err);
-    bw_free(&w);
-    return r;
+    return why || !journal_records(st->journal) ? state_wipe(st, o, err) : 0;
 }
 
 /* The run's groups (compact runs) and samples, as 'R' holds them. */
@@ -385,7 +310,7 @@ static void remove_leftovers(rocks_store *st)
     if (!d) return;
     for (struct dirent *e; (e = readdir(d)) != NULL;) {
         if (strncmp(e->d_name, "run-", 4)) continue;
-        char *p = join(st->dbs[0].dir, e->d_name);
+        char *p = state_join(st->dbs[0].dir, e->d_name);
         if (p) unlink(p);
         free(p);
     }
@@ -405,12 +330,9 @@ static int replay(rocks_store *st)
         case REC_RUN:
             if (restore_run(st, &r, &part, &entries) < 0) return -1;
             break;
-        case REC_KEEP: {
-            uint64_t slot = br_u64(&r);
-            if (slot >= STORE_KEEP_SLOTS) return -1;
-            st->resume.kept[slot] = br_bytes(&r, &st->resume.kept_len[slot]);
+        case REC_KEEP:
+            if (copy_kept(st, &r) < 0) return -1;
             break;
-        }
         case REC_DONE:
             st->resume.complete = 1;
             st->resume.note = br_bytes(&r, &st->resume.note_len);
@@ -423,6 +345,19 @@ static int replay(rocks_store *st)
     return 0;
 }
 
+/* The last note, copied out of the journal's buffer (see copy_kept()). */
+static int own_note(rocks_store *st)
+{
+    if (!st->resume.note) return 0;
+    uint8_t *copy = malloc(st->resume.note_len + 1);
+    if (!copy) return -1;
+    memcpy(copy, st->resume.note, st->resume.note_len);
+    free(st->note_blob);
+    st->note_blob = copy;
+    st->resume.note = copy;
+    return 0;
+}
+
 int state_restore(rocks_store *st, errmsg *err)
 {
     int r = check_runs(st, err);
@@ -431,7 +366,7 @@ int state_restore(rocks_store *st, errmsg *err)
         state_discard(st, "its database does not hold the runs its journal lists");
         return 1;
     }
-    if (replay(st) < 0) {
+    if (replay(st) < 0 || own_note(st) < 0) {
         state_discard(st, "its journal is damaged");
         return 1;
     }
@@ -450,10 +385,12 @@ void state_close(rocks_store *st, int keep)
     }
     free(st->state_dir);
     free(st->discarded);
-    for (int s = 0; s < STORE_KEEP_SLOTS; s++) free(st->salvaged[s]);
+    free(st->note_blob);
+    for (int s = 0; s < STORE_KEEP_SLOTS; s++) free(st->kept_blob[s]);
 }
 
 const store_resume *store_resumed(const rocks_store *st) { return &st->resume; }
+int store_state_unlocked(const rocks_store *st) { return st->journal ? journal_unlocked(st->journal) : 0; }
 
 /* A record of a type, a slot (REC_KEEP only) and a blob. */
 static int append_blob(rocks_store *st, uint64_t type, int slot, const void *blob, size_t len,

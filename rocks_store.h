@@ -63,6 +63,8 @@ typedef struct {
     int parts;              /* readers wanted in all, 1..STORE_DB_MAX_PARTS (see above) */
     const char *state_dir;  /* --resume: the store lives here and outlives a kill (below) */
     const char *identity;   /* with state_dir: what a later run must match to resume */
+    int *state_discarded;   /* with state_dir, if not NULL: set when store_open() discarded
+                               an earlier state, even if it then failed */
 } store_options;
 
 /* Column families of one database, and parts of the whole store. */
@@ -102,6 +104,19 @@ int store_run_put(rocks_store *st, const uint8_t *key, size_t klen,
                   const uint8_t *val, size_t vlen, errmsg *err);
 int store_run_end(rocks_store *st, const void *note, size_t note_len, errmsg *err);
 
+/* The layout of a state (--resume DIR), journaled first: a state of
+ * another version is discarded, whatever it holds.  Bump it with any change
+ * to what a state stores or how: the journal's records (rocks_state.c) and
+ * framing (run_journal.c); the runs' keys (bam_sort.c, template_key.c,
+ * minimiser.c), values (record_codec.h: htslib's in-memory bam1_core_t and
+ * data) and groups (group_codec.c); the run index's spans (run_index.c);
+ * the caller's notes and kept blobs (resume_state.c, sort_resume.c).
+ * test/test_state_layout.c fails on a change to most of these until the
+ * version is bumped and the layout's new hash recorded there.
+ * 3: 'S' leads with it; notes say whether their digest covers every record.
+ * 4: template-coordinate keys hold the cell barcode (CB). */
+#define STORE_STATE_VERSION 4
+
 /* A resumable store (opt->state_dir).  The directory is created if
  * missing; one that holds anything but a store's journal and database is
  * refused, untouched.  The store journals every run before RocksDB takes
@@ -119,7 +134,7 @@ int store_run_end(rocks_store *st, const void *note, size_t note_len, errmsg *er
  * blobs are still reported in kept[]: what they name (a half-written
  * output) outlives the state.  store_close() removes
  * the whole directory unless asked to keep it. */
-#define STORE_KEEP_SLOTS 2
+#define STORE_KEEP_SLOTS 3
 typedef struct {
     uint64_t runs;              /* runs taken back; 0: a fresh start */
     const char *discarded;      /* NULL, or why an earlier state was not used */
@@ -130,6 +145,9 @@ typedef struct {
     size_t kept_len[STORE_KEEP_SLOTS];
 } store_resume;
 const store_resume *store_resumed(const rocks_store *st);
+/* 0, or the errno of the lock on the state that its file system refused
+ * (run_journal.h): the state is then used unlocked. */
+int store_state_unlocked(const rocks_store *st);
 /* Whether a directory could hold a state: missing, or a state's (0), or
  * the user's (-1, with a cause for refusing it in err).  Creates nothing. */
 int store_state_dir_usable(const char *dir, errmsg *err);

@@ -67,8 +67,9 @@ struct rocks_store {
     run_journal *journal;
     store_resume resume;
     char *discarded;            /* resume.discarded's text */
-    uint8_t *salvaged[STORE_KEEP_SLOTS];    /* a discarded state's kept blobs */
-    size_t salvaged_len[STORE_KEEP_SLOTS];
+    uint8_t *kept_blob[STORE_KEEP_SLOTS];   /* resume.kept's copies (of a discarded state's too) */
+    size_t kept_blob_len[STORE_KEEP_SLOTS];
+    uint8_t *note_blob;         /* resume.note's copy */
     uint64_t run_entries;       /* the run being written: the keys put in it, */
     size_t run_first_sample;    /* and where its samples start */
 };
@@ -82,17 +83,18 @@ void runs_close(rocks_store *st);
 
 /* rocks_state.c: a resumable store's journal, in one database.
  * state_prepare() checks and locks the directory before the database
- * opens, and sets st->dbs[0].dir;
- * state_restore() takes the journaled runs back once it is open: 0, -1
- * with the cause in err, or 1 when the state must be discarded (why in
- * st->discarded): the caller then closes the database, calls state_wipe()
- * and opens it afresh.  state_start() journals the identity of a fresh
- * state; state_journal_run() a run, before RocksDB takes it in. */
+ * opens, and sets st->dbs[0].dir; a fresh or discarded state has its
+ * identity journaled then, before its database exists.  state_restore()
+ * takes the journaled runs back once it is open: 0, -1 with the cause in
+ * err, or 1 when the state must be discarded (why in st->discarded): the
+ * caller then closes the database, calls state_wipe() (the database
+ * removed, the journal holding only the identity again) and opens it
+ * afresh.  state_journal_run() journals a run, before RocksDB takes it in.
+ * Each returns 0 or -1 with the cause in err unless said otherwise. */
 int state_prepare(rocks_store *st, const store_options *o, errmsg *err);
 int state_restore(rocks_store *st, errmsg *err);
-void state_wipe(rocks_store *st);
+int state_wipe(rocks_store *st, const store_options *o, errmsg *err);
 void state_discard(rocks_store *st, const char *why);
-int state_start(rocks_store *st, const store_options *o, errmsg *err);
 int state_journal_run(rocks_store *st, int part, uint64_t bytes, const void *note,
                       size_t note_len, errmsg *err);
 void state_close(rocks_store *st, int keep);

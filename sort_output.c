@@ -9,6 +9,7 @@
 #include "merge_writer.h"
 #include "range_readout.h"
 #include "sort_plan.h"
+#include "resume_fate.h"
 
 /* BAM stores reference lengths and positions in 32 bits, and CRAM 3 its
  * positions (htslib writes a CRAM it cannot read back).  samtools 1.24
@@ -39,6 +40,9 @@ int open_output(sort_job *j)
         return job_fail("cannot load reference '%s' for '%s'", o->reference, o->out_fn);
     if (o->out_opts && hts_opt_apply(j->out.fp, o->out_opts) < 0)
         return job_fail("bad --output-fmt-option for '%s'", o->out_fn);
+    /* Reserved now, the index's hidden name can be journaled (sort_resume.h). */
+    if (o->index_fn && output_index_reserve(&j->out, o->index_fn, &err) < 0)
+        return job_fail("%s", err.msg);
     return 0;
 }
 
@@ -109,8 +113,7 @@ int readout(sort_job *j)
     }
     ranges_free(&plan);
     j->t_readout = now_seconds() - t0;
-    /* The output failed, not the stored runs: a resumable sort keeps them. */
-    if (ret < 0 && !j->result.store_failed) j->resume.keep = 1;
+    if (ret < 0 && j->result.store_failed) resume_state_wrong(j, "a stored run does not read back");
     return ret;
 }
 
@@ -130,7 +133,6 @@ static int flush_output(sort_job *j)
 int commit_output(sort_job *j)
 {
     errmsg err;
-    j->resume.keep = 1;     /* a rerun can write the output again */
     if (flush_output(j) < 0) return -1;
     return output_commit(&j->out, &err) == 0 ? 0 : job_fail("%s", err.msg);
 }

@@ -82,6 +82,7 @@ int open_store(sort_job *j)
         .parts = READOUT_STREAMS,
         .state_dir = o->resume_dir,
         .identity = j->resume.identity,
+        .state_discarded = &j->resume.discarded,
     };
     temp_space_store_options(&j->space, &so);
     errmsg err;
@@ -93,11 +94,13 @@ int open_store(sort_job *j)
 int plan_temp_space(sort_job *j)
 {
     const rocksort_opts *o = j->o;
+    /* With --resume every run goes to DIR: its disk is the one that counts. */
     temp_request rq = {
         .mode = o->temp_compression, .in_fn = o->in_fn,
-        .dirs = o->tmp_dirs, .n_dirs = o->n_tmp_dirs, 
+        .dirs = o->resume_dir ? &o->resume_dir : o->tmp_dirs,
+        .n_dirs = o->resume_dir ? 1 : o->n_tmp_dirs,
         .max_dirs = o->resume_dir ? 0 : dirs_within_files(),
-        .size_hint = o->size_hint,
+        .dir_option = o->resume_dir ? "--resume" : "-T", .size_hint = o->size_hint,
         .memory = plan_total_memory(o), .run_bytes = plan_batch_bytes(o),
         .threads = o->threads > 1 ? o->threads : 1,
         .out_level = output_deflate_level(o->out_mode, o->out_opts),

@@ -2,7 +2,7 @@
 #include <stdio.h>
 #include <sys/resource.h>
 #include "sort_report.h"
-#include "sort_resume.h"
+#include "resume_fate.h"
 
 /* Records in and out must match in number and, with --verify, in content. */
 int check_accounting(const sort_job *j)

@@ -18,7 +18,9 @@
  * of the state it takes back.  When the
  * chosen format will not fit, it returns -1 and a one-line cause
  * naming each directory and its free space, the bytes needed, and
- * suggesting -T; it creates nothing.  The estimate is a guess on the safe side: a sort that
+ * suggesting the option that names them (dir_option: -T, or --resume,
+ * whose DIR the caller passes as the one directory since every run goes
+ * there); it creates nothing.  The estimate is a guess on the safe side: a sort that
  * passes can still fill the disk, and fails then as before.
  */
 #ifndef TEMP_SPACE_H
@@ -55,9 +57,10 @@ typedef enum {
 typedef struct {
     temp_mode mode;             /* --temp-compression */
     const char *in_fn;          /* "-": standard input */
-    const char *const *dirs;    /* where the runs may go (-T); none: $TMPDIR or /tmp */
+    const char *const *dirs;    /* where the runs may go (-T, or --resume's DIR); none: $TMPDIR or /tmp */
     int n_dirs;
     int max_dirs;               /* keep at most this many, those with most room; 0: all */
+    const char *dir_option;     /* the option that names them, for a refusal: "-T" */
     uint64_t size_hint;         /* -s, 0 if none */
     uint64_t memory;            /* the sort's memory budget */
     uint64_t run_bytes;         /* bytes of one run (a batch) */

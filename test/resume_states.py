@@ -16,8 +16,9 @@ import struct
 import zlib
 
 from harness import Failure, each, stderr_lines, tail, write_bytes
-from resume import (JOURNAL, MERGING, SPILL, expect_finished, hidden_output, journal_frames,
-                    journal_types, kill_when, rerun, resumed_runs, runs_stored, sort_args)
+from resume import (JOURNAL, MERGING, SPILL, expect_finished, expect_fate_told, hidden_output,
+                    journal_frames, journal_types, kill_when, rerun, resumed_runs, runs_stored,
+                    sort_args)
 
 
 def test_resume_input_replaced_starts_afresh(case):
@@ -82,30 +83,31 @@ def journal_cut_before_last(state):
         f.truncate(last_at)
 
 
-def journal_of_format(state, state_format):
-    """Rewrites the journal's first record with another state format, its
-    last field: None drops it, as rocksort 0.3.0 wrote it."""
+def journal_of_version(state, version):
+    """Rewrites the journal's first record with another state version, its
+    second field; None drops the field, as rocksort 0.3.0 wrote it (the
+    type, then the identity)."""
     frames = journal_frames(state)
     path = os.path.join(state, JOURNAL)
     with open(path, "rb") as f:
         data = f.read()
-    first = frames[0][1][:-8]
-    if state_format is not None:
-        first += struct.pack("<Q", state_format)
+    head, rest_of_first = frames[0][1][:8], frames[0][1][16:]
+    version_field = b"" if version is None else struct.pack("<Q", version)
+    first = head + version_field + rest_of_first
     rest = data[frames[1][0]:]
     write_bytes(path, struct.pack("<II", len(first), zlib.crc32(first)) + first + rest)
 
 
-# 0.3.0's states have no format; format 2's template-coordinate keys lack CB.
+# 0.3.0's states have no version; version 3's template-coordinate keys lack CB.
 @each([("resume_state_of_another_version_starts_afresh", None),
-       ("resume_state_of_format_2_starts_afresh", 2)])
-def test_resume_state_of_another_version(case, state_format):
+       ("resume_state_of_version_3_starts_afresh", 3)])
+def test_resume_state_of_another_version(case, version):
     """A state whose journal has another layout is not taken back, whatever
     its runs hold: one line, and a fresh sort."""
     src, state = case.input("bulk.bam"), os.path.join(case.dir, "state")
     args = sort_args(case, state, [], SPILL) + [src]
     kill_when(case, args, lambda: runs_stored(state) >= 5, "5 runs stored")
-    journal_of_format(state, state_format)
+    journal_of_version(state, version)
     if journal_types(state)[:2] != "SK":
         raise Failure("the rewritten journal does not read", journal_types(state))
     lines = rerun(case, args)
@@ -175,6 +177,8 @@ def test_resume_damaged_states(case):
             expect_finished(case, state, "bulk.bam", [])
         elif result.returncode != 1 or os.path.exists(case.out("out.bam")):
             raise Failure(f"{name}: exit {result.returncode}", tail(result.stderr))
+        else:
+            expect_fate_told(stderr_lines(result.stderr), state)
         if os.path.exists(case.out("out.bam")):
             os.remove(case.out("out.bam"))
 
@@ -200,6 +204,7 @@ def test_resume_corrupt_run_refused_never_wrong(case):
                       tail(result.stderr))
     if os.path.exists(state):
         raise Failure("the damaged state was kept")
+    expect_fate_told(stderr_lines(result.stderr), state)
     rerun(case, args + [src])
     expect_finished(case, state, "bulk.bam", [])
 
