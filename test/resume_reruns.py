@@ -165,7 +165,9 @@ def test_resume_partial_stdin_same_header_other_records_keeps_state(case):
     kill_when(case, args, lambda: runs_stored(state) >= 8, "8 runs stored", stdin_path=src)
     runs = runs_stored(state)
     other = case.rocksort(args, stdin=same_header_other_records(case))
-    expect_kept(case, other, state, runs, "standard input differs")
+    # A kill between a run's journal record and its ingestion leaves that
+    # run to be taken in or forgotten by the next open (rocks_state.c).
+    expect_kept(case, other, state, runs - 1, "standard input differs")
     lines = rerun(case, args, stdin=src)
     if (resumed_runs(lines) or 0) < runs - 1:
         raise Failure("the right stream did not take the runs back", lines)
