@@ -1,0 +1,59 @@
+"""--resume DIR at the edges a review of issue #39 found: failures whose
+cause lies outside the state must keep it, damage found in any phase must
+remove it in one run, and DIR must go whole, whatever path names it.
+
+- A low `ulimit -n` in the readout of a complete state (RocksDB's "Too
+  many open files" while opening a run) is no damage: DIR kept, and a rerun
+  with room finishes.
+
+To run only these:  run_tests.py -k resume_
+"""
+
+import os
+import shutil
+
+from harness import PYTHON, Failure, run, stderr_lines
+from resume import (SPILL, expect_fate_told, expect_finished, hidden_output, journal_types,
+                    kill_when, rerun, sort_args)
+
+# Sets RLIMIT_NOFILE, soft and hard, as `ulimit -n N` does, then execs.
+LIMIT_FILES = ("import resource, os, sys; n = int(sys.argv[1]); "
+               "resource.setrlimit(resource.RLIMIT_NOFILE, (n, n)); "
+               "os.execvp(sys.argv[2], sys.argv[2:])")
+
+
+def test_resume_low_ulimit_in_the_readout_keeps_the_state(case):
+    """Killed in the readout, rerun under one `ulimit -n` after another,
+    each on a copy of the state: the sort finishes with the oracle's
+    records, or fails with DIR kept and the last line saying so; a cause
+    outside the state never removes it."""
+    src, state = case.input("bulk.bam"), os.path.join(case.dir, "state")
+    args = sort_args(case, state, [], SPILL) + [src]
+    kill_when(case, args, lambda: "C" in journal_types(state)
+              and hidden_output(case, "out.bam"), "the output being written")
+    saved = os.path.join(case.dir, "saved")
+    shutil.copytree(state, saved, symlinks=True)
+    shutil.rmtree(state)
+    failed = 0
+    for limit in range(12, 33, 2):
+        shutil.copytree(saved, state, symlinks=True)
+        result = run([PYTHON, "-c", LIMIT_FILES, str(limit), *case.session.rocksort_cmd, *args],
+                     cwd=case.out_dir, env=dict(case.session.env, TMPDIR=case.tmp))
+        lines = stderr_lines(result.stderr)
+        if result.returncode == 0:
+            expect_finished(case, state, "bulk.bam", [])
+            os.remove(case.out("out.bam"))
+            continue
+        if result.returncode != 1 or os.path.exists(case.out("out.bam")):
+            raise Failure(f"ulimit -n {limit}: exit {result.returncode}", lines[-5:])
+        if not os.path.exists(state):
+            raise Failure(f"ulimit -n {limit}: the state was removed", lines[-5:])
+        expect_fate_told(lines, state)
+        failed += 1
+        shutil.rmtree(state)
+    if not failed:
+        raise Failure("test is wrong: no limit made the rerun fail")
+    shutil.copytree(saved, state, symlinks=True)
+    rerun(case, args)
+    expect_finished(case, state, "bulk.bam", [])
+
