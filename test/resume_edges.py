@@ -5,6 +5,8 @@ remove it in one run, and DIR must go whole, whatever path names it.
 - A low `ulimit -n` in the readout of a complete state (RocksDB's "Too
   many open files" while opening a run) is no damage: DIR kept, and a rerun
   with room finishes.
+- A stored run damaged on disk and found by a background merge during the
+  rerun's load: DIR removed at once, not kept for a rerun that must fail.
 
 To run only these:  run_tests.py -k resume_
 """
@@ -13,8 +15,8 @@ import os
 import shutil
 
 from harness import PYTHON, Failure, run, stderr_lines
-from resume import (SPILL, expect_fate_told, expect_finished, hidden_output, journal_types,
-                    kill_when, rerun, sort_args)
+from resume import (MERGING, SPILL, expect_fate_told, expect_finished, hidden_output,
+                    journal_types, kill_when, rerun, runs_stored, sort_args)
 
 # Sets RLIMIT_NOFILE, soft and hard, as `ulimit -n N` does, then execs.
 LIMIT_FILES = ("import resource, os, sys; n = int(sys.argv[1]); "
@@ -54,6 +56,38 @@ def test_resume_low_ulimit_in_the_readout_keeps_the_state(case):
     if not failed:
         raise Failure("test is wrong: no limit made the rerun fail")
     shutil.copytree(saved, state, symlinks=True)
+    rerun(case, args)
+    expect_finished(case, state, "bulk.bam", [])
+
+
+def newest_ingested_run(state):
+    db = os.path.join(state, "db")
+    ssts = [n for n in os.listdir(db) if n.endswith(".sst") and not n.startswith("run-")]
+    return os.path.join(db, max(ssts))
+
+
+def test_resume_damaged_run_found_in_the_load_removes_the_state(case):
+    """A stored run damaged on disk; the rerun's background merges read it
+    while the rest of the input loads.  The state is shown wrong: exit 1,
+    DIR removed with a line saying why (not kept for a rerun that would
+    load the input again only to fail in the readout), and the next run
+    sorts afresh."""
+    src, state = case.input("bulk.bam"), os.path.join(case.dir, "state")
+    args = sort_args(case, state, [], MERGING) + [src]
+    kill_when(case, args, lambda: runs_stored(state) >= 8, "8 runs stored")
+    damaged = newest_ingested_run(state)
+    with open(damaged, "r+b") as f:
+        f.seek(os.path.getsize(damaged) // 3)
+        f.write(bytes(b ^ 0x5a for b in f.read(64)))
+    result = case.rocksort(args)
+    lines = stderr_lines(result.stderr)
+    if result.returncode == 0:
+        raise Failure("test is wrong: the damaged run was not read", lines[-5:])
+    if result.returncode != 1 or os.path.exists(case.out("out.bam")):
+        raise Failure(f"exit {result.returncode}, or an output written", lines[-5:])
+    if os.path.exists(state):
+        raise Failure("the damaged state was kept", lines[-5:])
+    expect_fate_told(lines, state)
     rerun(case, args)
     expect_finished(case, state, "bulk.bam", [])
 
