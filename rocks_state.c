@@ -14,6 +14,7 @@
 #define _GNU_SOURCE
 #include <dirent.h>
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -375,13 +376,23 @@ int state_restore(rocks_store *st, errmsg *err)
     return 0;
 }
 
+/* DIR goes, and so does the directory DIR names when it is a symbolic
+ * link: removing the link alone would leave the journal behind.  That
+ * directory held nothing but the state (state_dir.h). */
+static void remove_state_dir(const char *dir)
+{
+    char real[PATH_MAX];
+    if (realpath(dir, real)) cleanup_remove_path(real);
+    cleanup_remove_path(dir);
+}
+
 void state_close(rocks_store *st, int keep)
 {
     journal_close(st->journal);
     st->journal = NULL;
     if (!keep && st->state_owned) {
         cleanup_remove_path(st->dbs[0].dir);
-        cleanup_remove_path(st->state_dir);
+        remove_state_dir(st->state_dir);
     }
     free(st->state_dir);
     free(st->discarded);

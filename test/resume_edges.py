@@ -7,6 +7,8 @@ remove it in one run, and DIR must go whole, whatever path names it.
   with room finishes.
 - A stored run damaged on disk and found by a background merge during the
   rerun's load: DIR removed at once, not kept for a rerun that must fail.
+- DIR named through a symbolic link: after the sort nothing of the state
+  is left, neither the link nor the journal in the directory it names.
 
 To run only these:  run_tests.py -k resume_
 """
@@ -91,3 +93,21 @@ def test_resume_damaged_run_found_in_the_load_removes_the_state(case):
     rerun(case, args)
     expect_finished(case, state, "bulk.bam", [])
 
+
+def test_resume_dir_through_a_symlink_goes_whole(case):
+    """DIR is a symbolic link to a directory: killed, the rerun resumes
+    through the link, and once it succeeds neither the link nor anything
+    of the state in the directory it names is left."""
+    src = case.input("bulk.bam")
+    target, state = os.path.join(case.dir, "target"), os.path.join(case.dir, "state")
+    os.mkdir(target)
+    os.symlink(target, state)
+    args = sort_args(case, state, [], SPILL) + [src]
+    kill_when(case, args, lambda: runs_stored(state) >= 5, "5 runs stored")
+    rerun(case, args)
+    case.expect_same(case.out("out.bam"), case.session.expected("bulk.bam", [], "out.bam"))
+    left = os.listdir(target) if os.path.exists(target) else []
+    if os.path.lexists(state) or left:
+        raise Failure("the state is left behind", [f"link there: {os.path.lexists(state)}",
+                                                   f"in its target: {sorted(left)}"])
+    case.expect_no_temp_left()
