@@ -9,6 +9,10 @@ remove it in one run, and DIR must go whole, whatever path names it.
   rerun's load: DIR removed at once, not kept for a rerun that must fail.
 - DIR named through a symbolic link: after the sort nothing of the state
   is left, neither the link nor the journal in the directory it names.
+- An input file that is not there on the rerun (moved, its file system not
+  mounted yet, a relative name from another directory): it cannot be
+  opened, and the state, whole input and all, is kept as it was, not
+  discarded as another sort's.
 
 To run only these:  run_tests.py -k resume_
 """
@@ -111,3 +115,36 @@ def test_resume_dir_through_a_symlink_goes_whole(case):
         raise Failure("the state is left behind", [f"link there: {os.path.lexists(state)}",
                                                    f"in its target: {sorted(left)}"])
     case.expect_no_temp_left()
+
+
+def test_resume_input_missing_keeps_the_state(case):
+    """Killed in the readout; the input file is moved away.  The rerun
+    fails in one line naming it, and leaves the state exactly as it was;
+    with the file back, the next run resumes from it."""
+    src = os.path.join(case.dir, "in.bam")
+    shutil.copy(case.input("bulk.bam"), src)
+    state = os.path.join(case.dir, "state")
+    args = sort_args(case, state, [], SPILL) + [src]
+    kill_when(case, args, lambda: "C" in journal_types(state)
+              and hidden_output(case, "out.bam"), "the output being written")
+    with open(os.path.join(state, "journal"), "rb") as f:
+        journal = f.read()
+    os.rename(src, src + ".moved")
+    result = case.rocksort(args)
+    lines = stderr_lines(result.stderr)
+    if result.returncode != 1 or not any("in.bam" in line and "No such file" in line
+                                         for line in lines):
+        raise Failure(f"exit {result.returncode}, expected 1 with a line naming the input",
+                      lines[-5:])
+    expect_fate_told(lines, state)
+    with open(os.path.join(state, "journal"), "rb") as f:
+        if f.read() != journal:
+            raise Failure("the state was changed", lines[-5:])
+    os.rename(src + ".moved", src)
+    lines = rerun(case, args)
+    if not any("the whole input is stored" in line for line in lines):
+        raise Failure("the rerun did not resume from the state", lines[:3])
+    expect_finished(case, state, "bulk.bam", [])
+    hidden = [n for n in os.listdir(case.out_dir) if n.startswith(".")]
+    if hidden:
+        raise Failure("hidden files left beside the output", hidden)
