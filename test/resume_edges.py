@@ -13,6 +13,8 @@ remove it in one run, and DIR must go whole, whatever path names it.
   mounted yet, a relative name from another directory): it cannot be
   opened, and the state, whole input and all, is kept as it was, not
   discarded as another sort's.
+- A command line refused before the sort begins (an output in a missing
+  directory): the last line says the state is kept as it was.
 
 To run only these:  run_tests.py -k resume_
 """
@@ -148,3 +150,24 @@ def test_resume_input_missing_keeps_the_state(case):
     hidden = [n for n in os.listdir(case.out_dir) if n.startswith(".")]
     if hidden:
         raise Failure("hidden files left beside the output", hidden)
+
+
+def test_resume_refused_command_line_says_the_state_is_kept(case):
+    """Killed in the load; rerun with -o in a directory that does not
+    exist: refused before reading, in a line naming it, and the last line
+    says the state is kept, which it is."""
+    src, state = case.input("bulk.bam"), os.path.join(case.dir, "state")
+    args = sort_args(case, state, [], SPILL) + [src]
+    kill_when(case, args, lambda: runs_stored(state) >= 5, "5 runs stored")
+    stored = journal_types(state)
+    missing = os.path.join(case.dir, "missing", "out.bam")
+    result = case.rocksort(sort_args(case, state, [], SPILL, out=missing) + [src])
+    lines = stderr_lines(result.stderr)
+    if result.returncode != 1 or not any("missing" in line for line in lines):
+        raise Failure(f"exit {result.returncode}, expected 1 with a line naming the output",
+                      lines)
+    expect_fate_told(lines, state)
+    if journal_types(state) != stored:
+        raise Failure("the state was changed", [stored, journal_types(state)])
+    rerun(case, args)
+    expect_finished(case, state, "bulk.bam", [])
