@@ -34,14 +34,21 @@ static int dir_has_journal(const char *dir)
 
 static int has_journal(const sort_job *j) { return dir_has_journal(j->o->resume_dir); }
 
-/* Called by the signal thread (cleanup.h) instead of its own line.  The
- * store opens and closes with signals held, so it is there or not. */
+/* Called by the signal thread (cleanup.h) instead of its own line, and
+ * with sig 0 after a fatal error that cannot return (cleanup_remove_all()),
+ * whose cause has a line of its own.  The store opens and closes with
+ * signals held, so it is there or not. */
 static void note_signal(int sig)
 {
     const sort_job *j = signalled_job;
     rocks_store *st = opened_store;
-    const char *dir = resume_dir_shown(j);
-    fprintf(stderr, "samtools rocksort: interrupted by signal %d (%s); ", sig, strsignal(sig));
+    char real[PATH_MAX];
+    const char *dir = j->resume.dir_shown || !realpath(j->o->resume_dir, real)
+                    ? resume_dir_shown(j) : real;
+    if (sig)
+        fprintf(stderr, "samtools rocksort: interrupted by signal %d (%s); ", sig, strsignal(sig));
+    else
+        fprintf(stderr, "samtools rocksort: ");
     if (fate == STATE_REMOVED)
         fprintf(stderr, "the state in '%s' was removed\n", dir);
     else if (fate == STATE_KEPT || st)

@@ -15,13 +15,17 @@ remove it in one run, and DIR must go whole, whatever path names it.
   discarded as another sort's.
 - A command line refused before the sort begins (an output in a missing
   directory): the last line says the state is kept as it was.
+- RocksDB throws (`ulimit -v` too low for its threads): the process ends
+  at once, as on a signal, and its last line says what became of DIR.
 
 To run only these:  run_tests.py -k resume_
 """
 
 import os
 import shutil
+import subprocess
 
+from faults import instrumented
 from harness import PYTHON, Failure, run, stderr_lines
 from resume import (MERGING, SPILL, expect_fate_told, expect_finished, hidden_output,
                     journal_types, kill_when, rerun, runs_stored, sort_args)
@@ -171,3 +175,32 @@ def test_resume_refused_command_line_says_the_state_is_kept(case):
         raise Failure("the state was changed", [stored, journal_types(state)])
     rerun(case, args)
     expect_finished(case, state, "bulk.bam", [])
+
+
+def test_resume_rocksdb_exception_says_the_state_is_kept(case):
+    """`ulimit -v` too low for RocksDB's threads: the uncaught exception's
+    line, then one saying the state is kept (test_fault_address_space_limit
+    without --resume); without the limit the sort then finishes."""
+    if instrumented(case):
+        return
+    import resource
+    src, state = case.input("bulk.bam"), os.path.join(case.dir, "state")
+    args = sort_args(case, state, [], ["-@", "4", *SPILL]) + [src]
+    for kib in (150_000, 250_000, 400_000):
+        def limit(kib=kib):
+            resource.setrlimit(resource.RLIMIT_AS, (kib << 10, kib << 10))
+        result = subprocess.run([*case.session.rocksort_cmd, *args], stdin=subprocess.DEVNULL,
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                cwd=case.out_dir, timeout=120, preexec_fn=limit,
+                                env=dict(case.session.env, TMPDIR=case.tmp))
+        if result.returncode != 0:
+            lines = stderr_lines(result.stderr)
+            if result.returncode != 1 or not os.path.exists(state):
+                raise Failure(f"exit {result.returncode}, or DIR gone", lines[-5:])
+            expect_fate_told(lines, state)
+            rerun(case, args)
+            expect_finished(case, state, "bulk.bam", [])
+            return
+        shutil.rmtree(state, ignore_errors=True)
+        os.remove(case.out("out.bam"))
+    raise Failure("test is wrong: every limit let the sort through")
