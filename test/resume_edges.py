@@ -17,6 +17,8 @@ remove it in one run, and DIR must go whole, whatever path names it.
   directory): the last line says the state is kept as it was.
 - RocksDB throws (`ulimit -v` too low for its threads): the process ends
   at once, as on a signal, and its last line says what became of DIR.
+- The input replaced by a copy of itself (another inode): a fresh sort,
+  and the line that says so names what differs.
 
 To run only these:  run_tests.py -k resume_
 """
@@ -204,3 +206,19 @@ def test_resume_rocksdb_exception_says_the_state_is_kept(case):
         shutil.rmtree(state, ignore_errors=True)
         os.remove(case.out("out.bam"))
     raise Failure("test is wrong: every limit let the sort through")
+
+
+def test_resume_input_copied_over_names_what_differs(case):
+    """The input file replaced by a byte-for-byte copy: its inode is part
+    of the identity, so the state is discarded; the line must say why
+    (the inode), or a user cannot tell this from a changed option."""
+    src, state = os.path.join(case.dir, "in.bam"), os.path.join(case.dir, "state")
+    shutil.copy(case.input("bulk.bam"), src)
+    args = sort_args(case, state, [], SPILL) + [src]
+    kill_when(case, args, lambda: runs_stored(state) >= 5, "5 runs stored")
+    shutil.copy2(src, src + ".copy")
+    os.replace(src + ".copy", src)
+    lines = rerun(case, args)
+    if not any("not resuming" in line and "'inode' differs" in line for line in lines):
+        raise Failure("no line names the inode as what differs", lines[:3])
+    expect_finished(case, state, "bulk.bam", [])
