@@ -19,6 +19,7 @@
 #include <htslib/hts.h>
 #include <htslib/sam.h>
 #include "rocksort_usage.h"
+#include "resume_fate.h"
 #include "sort_pipeline.h"
 #include "temp_space.h"
 #include "temp_dirs.h"
@@ -489,6 +490,8 @@ int bam_rocksort(int argc, char *argv[])
         if (cleanup_start() < 0)
             fprintf(stderr, "samtools rocksort: cannot watch for signals; an interrupted run may leave temporary data\n");
         ret = rocksort_run(&c.run) == 0 ? 0 : 1;
+    } else if (c.run.resume_dir) {
+        resume_refused(c.run.resume_dir);
     }
 
     hts_opt_free(c.run.in_opts);

@@ -24,23 +24,31 @@ const char *resume_dir_shown(const sort_job *j)
     return j->resume.dir_shown ? j->resume.dir_shown : j->o->resume_dir;
 }
 
-static int has_journal(const sort_job *j)
+static int dir_has_journal(const char *dir)
 {
     char *journal = NULL;
-    int there = asprintf(&journal, "%s/journal", j->o->resume_dir) >= 0 &&
-                access(journal, F_OK) == 0;
+    int there = asprintf(&journal, "%s/journal", dir) >= 0 && access(journal, F_OK) == 0;
     free(journal);
     return there;
 }
 
-/* Called by the signal thread (cleanup.h) instead of its own line.  The
- * store opens and closes with signals held, so it is there or not. */
+static int has_journal(const sort_job *j) { return dir_has_journal(j->o->resume_dir); }
+
+/* Called by the signal thread (cleanup.h) instead of its own line, and
+ * with sig 0 after a fatal error that cannot return (cleanup_remove_all()),
+ * whose cause has a line of its own.  The store opens and closes with
+ * signals held, so it is there or not. */
 static void note_signal(int sig)
 {
     const sort_job *j = signalled_job;
     rocks_store *st = opened_store;
-    const char *dir = resume_dir_shown(j);
-    fprintf(stderr, "samtools rocksort: interrupted by signal %d (%s); ", sig, strsignal(sig));
+    char real[PATH_MAX];
+    const char *dir = j->resume.dir_shown || !realpath(j->o->resume_dir, real)
+                    ? resume_dir_shown(j) : real;
+    if (sig)
+        fprintf(stderr, "samtools rocksort: interrupted by signal %d (%s); ", sig, strsignal(sig));
+    else
+        fprintf(stderr, "samtools rocksort: ");
     if (fate == STATE_REMOVED)
         fprintf(stderr, "the state in '%s' was removed\n", dir);
     else if (fate == STATE_KEPT || st)
@@ -107,6 +115,15 @@ static void say_untouched(const sort_job *j)
     if (has_journal(j))
         fprintf(stderr, "samtools rocksort: the state in '%s' is kept %s\n", resume_dir_shown(j),
                 j->resume.discarded ? "with no run" : "as it was");
+}
+
+void resume_refused(const char *dir)
+{
+    errmsg not_a_state;
+    char real[PATH_MAX];
+    if (store_state_dir_usable(dir, &not_a_state) == 0 && dir_has_journal(dir))
+        fprintf(stderr, "samtools rocksort: the state in '%s' is kept as it was\n",
+                realpath(dir, real) ? real : dir);
 }
 
 void resume_close(sort_job *j, int failed)

@@ -34,6 +34,11 @@ void resume_state_wrong(sort_job *j, const char *why);
 
 void resume_close(sort_job *j, int failed);
 
+/* The command line was refused before any sort began (an output that can
+ * never be written, options that do not go together): if DIR holds a
+ * state, one line says it is kept as it was. */
+void resume_refused(const char *dir);
+
 /* DIR as messages name it. */
 const char *resume_dir_shown(const sort_job *j);
 

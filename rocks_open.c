@@ -216,17 +216,19 @@ static int open_database(rocks_store *st, store_db *d, errmsg *err)
     return errmsg_set(err, "%s: out of memory", d->dir);
 }
 
-/* Whether RocksDB failed for a cause outside the state (a full disk, no
- * permission, a lock held, too few files or memory): the state is kept
- * then, for a rerun on a mended machine.  Its IO errors carry strerror()'s
- * text. */
-static int cause_outside_state(const char *msg)
+int store_cause_outside(const char *msg)
 {
     static const int causes[] = { ENOSPC, EDQUOT, EIO, EACCES, EPERM, EROFS, EMFILE, ENFILE,
                                   ENOMEM, EAGAIN, ENOLCK };
     for (size_t i = 0; i < sizeof causes / sizeof *causes; i++)
         if (strstr(msg, strerror(causes[i]))) return 1;
     return 0;
+}
+
+int store_shows_damage(const char *msg)
+{
+    return (strstr(msg, "Corruption") || strstr(msg, STORE_RUN_CORRUPT)) &&
+           !store_cause_outside(msg);
 }
 
 /* A resumable store, one database: the earlier state taken back, or
@@ -238,7 +240,7 @@ static int open_state(rocks_store *st, const store_options *o, errmsg *err)
     store_db *d = &st->dbs[0];
     errmsg why;
     int r = open_database(st, d, &why) < 0 ? DOES_NOT_OPEN : state_restore(st, err);
-    if (r == DOES_NOT_OPEN && cause_outside_state(why.msg)) return errmsg_copy(err, &why);
+    if (r == DOES_NOT_OPEN && store_cause_outside(why.msg)) return errmsg_copy(err, &why);
     if (r <= 0) return r;
     if (r == DOES_NOT_OPEN) {
         errmsg_prefix(&why, "its database does not open");

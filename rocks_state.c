@@ -14,6 +14,7 @@
 #define _GNU_SOURCE
 #include <dirent.h>
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -110,8 +111,26 @@ void state_discard(rocks_store *st, const char *why)
     st->resume.discarded = st->discarded;
 }
 
-/* The 'S' record's identity against this run's: a reason to start afresh, or NULL. */
-static const char *other_sort(rocks_store *st, const store_options *o)
+/* Why two identities differ, for the line that discards a state: the name
+ * (up to its first space) of their first line that differs, such as
+ * "inode" for an input file replaced by a copy. */
+static const char *another_sort(const uint8_t *old, size_t old_len, const char *now,
+                                char *why, size_t size)
+{
+    size_t at = 0, now_len = strlen(now);
+    while (at < now_len && at < old_len && now[at] == (char)old[at]) at++;
+    while (at && now[at - 1] != '\n') at--;
+    const char *line = at < now_len ? now + at : (const char *)old + at;
+    size_t left = at < now_len ? now_len - at : old_len - at, name = 0;
+    while (name < left && line[name] != ' ' && line[name] != '\n') name++;
+    snprintf(why, size, "it is the state of another sort (the input or an option that orders "
+             "the records changed: its '%.*s' differs)", (int)name, line);
+    return why;
+}
+
+/* The 'S' record's identity against this run's: a reason to start afresh
+ * (in why, if it needs room), or NULL. */
+static const char *other_sort(rocks_store *st, const store_options *o, char *why, size_t size)
 {
     size_t len;
     const uint8_t *rec = journal_record(st->journal, 0, &len);
@@ -121,8 +140,7 @@ static const char *other_sort(rocks_store *st, const store_options *o)
     if (s.version != STORE_STATE_VERSION) return "it was written by another version of rocksort";
     if (s.bad) return "its journal is damaged";
     if (s.identity_len != strlen(o->identity) || memcmp(s.identity, o->identity, s.identity_len))
-        return "it is the state of another sort (the input or an option that orders the "
-               "records changed)";
+        return another_sort(s.identity, s.identity_len, o->identity, why, size);
     if (s.codec != (uint64_t)o->compression || s.parts != (uint64_t)st->n_parts)
         return "it holds runs of another format (--temp-compression changed)";
     return NULL;
@@ -145,7 +163,8 @@ int state_prepare(rocks_store *st, const store_options *o, errmsg *err)
     if (!st->journal) return -1;
     st->state_owned = 1;
     st->n_parts = o->parts < 1 ? 1 : o->parts > STORE_DB_MAX_PARTS ? STORE_DB_MAX_PARTS : o->parts;
-    const char *why = journal_records(st->journal) ? other_sort(st, o) : NULL;
+    char other[256];
+    const char *why = journal_records(st->journal) ? other_sort(st, o, other, sizeof other) : NULL;
     if (why) state_discard(st, why);
     return why || !journal_records(st->journal) ? state_wipe(st, o, err) : 0;
 }
@@ -375,13 +394,23 @@ int state_restore(rocks_store *st, errmsg *err)
     return 0;
 }
 
+/* DIR goes, and so does the directory DIR names when it is a symbolic
+ * link: removing the link alone would leave the journal behind.  That
+ * directory held nothing but the state (state_dir.h). */
+static void remove_state_dir(const char *dir)
+{
+    char real[PATH_MAX];
+    if (realpath(dir, real)) cleanup_remove_path(real);
+    cleanup_remove_path(dir);
+}
+
 void state_close(rocks_store *st, int keep)
 {
     journal_close(st->journal);
     st->journal = NULL;
     if (!keep && st->state_owned) {
         cleanup_remove_path(st->dbs[0].dir);
-        cleanup_remove_path(st->state_dir);
+        remove_state_dir(st->state_dir);
     }
     free(st->state_dir);
     free(st->discarded);

@@ -160,6 +160,18 @@ int store_state_peek(const char *dir, store_codec *codec, uint64_t *bytes);
 int store_keep(rocks_store *st, int slot, const void *blob, size_t len, errmsg *err);
 int store_complete(rocks_store *st, const void *note, size_t note_len, errmsg *err);
 
+/* What a failure's cause, as the store gave it (RocksDB's text names the
+ * errno), says of the stored runs.  store_cause_outside(): a cause outside
+ * them (a full disk, no permission, a lock held, too few descriptors or
+ * memory, an I/O error), after which they may read back on a mended
+ * machine; a state is kept then.  store_shows_damage(): the runs
+ * themselves are damaged, for no such cause (RocksDB's Corruption: a
+ * checksum that does not match, a file missing or cut short; a group of
+ * records that does not decode); a state is removed then. */
+#define STORE_RUN_CORRUPT "a temporary run is corrupt"
+int store_cause_outside(const char *msg);
+int store_shows_damage(const char *msg);
+
 /* Stops starting new compactions and waits for running ones to end.  If
  * background merges were planned but fell behind, merges the newest runs
  * until at most 2*sqrt(T) remain (T: runs written, when above

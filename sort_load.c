@@ -12,6 +12,7 @@
 #include "clock_util.h"
 #include "input_check.h"
 #include "record_codec.h"
+#include "resume_fate.h"
 #include "resume_progress.h"
 
 
@@ -135,8 +136,11 @@ static int start_spiller(sort_job *j)
     return r < 0 ? -1 : 0;
 }
 
+/* A run failed to go in.  A stored run found damaged meanwhile (a
+ * background merge reads them all) makes a state wrong, as in the readout. */
 static int spill_error(sort_job *j)
 {
+    if (store_shows_damage(j->q.error.msg)) resume_state_wrong(j, "a stored run does not read back");
     return job_fail("writing temporary data under '%s' failed: %s", store_run_dir(j->store),
                     j->q.error.msg);
 }

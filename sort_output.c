@@ -83,7 +83,7 @@ static int readout_single(sort_job *j, const readout_request *rq)
     j->result.store_failed = w.corrupt;
     if (ret == 0 && sources_status(&src, &err) < 0) {
         ret = errmsg_prefix(&err, "error reading the temporary database");
-        j->result.store_failed = 1;
+        j->result.store_failed = store_shows_damage(err.msg);
     }
     sources_close(&src);
     return ret == 0 ? 0 : job_fail("%s", err.msg);

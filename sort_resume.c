@@ -28,6 +28,19 @@ static int regular_file(const char *fn, struct stat *st)
     return strcmp(fn, "-") && stat(fn, st) == 0 && S_ISREG(st->st_mode);
 }
 
+/* A named input that is not there (moved, on a file system not mounted
+ * yet, a relative name from another directory) or is a directory is no
+ * stream: it fails before the state is touched, rather than making the
+ * state look like another sort's, discarded before the open fails. */
+static int named_input_missing(const sort_job *j)
+{
+    struct stat st;
+    const char *fn = j->o->in_fn;
+    if (!strcmp(fn, "-")) return 0;
+    int cause = stat(fn, &st) < 0 ? errno : S_ISDIR(st.st_mode) ? EISDIR : 0;
+    return cause ? job_fail("cannot open '%s': %s", fn, strerror(cause)) : 0;
+}
+
 static char *identity_of(const sort_job *j, int file)
 {
     identity_request rq = {
@@ -241,6 +254,7 @@ int open_resumable(sort_job *j)
     struct stat st;
     int file = regular_file(j->o->in_fn, &st);
     resume_watch_signals(j);
+    if (!file && named_input_missing(j) < 0) return -1;
     if (file && open_input(j) < 0) return -1;
     if (!(j->resume.identity = identity_of(j, file)) || open_store(j) < 0) return -1;
     resume_state_opened(j);
