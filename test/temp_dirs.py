@@ -202,6 +202,36 @@ if os.geteuid() == 0:
             expect_each_got_runs(result, dirs)
         with_disks(case, ["4M", "4M"], body)
 
+    def test_temp_dirs_full_disk_left_out(case):
+        """One of two disks is full before the sort starts (another
+        program's file): it gets no runs, and no database, which it could
+        not hold; the sort uses the other, says so in one warning naming the
+        full directory, and gives the oracle's records.  Adding a full disk
+        to -T once failed a sort that fits in the other (ENOSPC at the
+        database's open)."""
+        src = case.input("bulk.bam")
+
+        def body(dirs):
+            filler = os.path.join(dirs[1], "filler")
+            fd = os.open(filler, os.O_WRONLY | os.O_CREAT, 0o600)
+            try:
+                while os.write(fd, b"\0" * 65536) > 0:
+                    pass
+            except OSError:
+                pass
+            os.close(fd)
+            result = sorted_like_oracle(case, src, [*SPILL, *t_args(dirs)])
+            said = [line for line in stderr_lines(result.stderr)
+                    if not line.startswith("[rocksort]")]
+            if len(said) != 1 or f"'{dirs[1]}'" not in said[0] or "no runs" not in said[0]:
+                raise Failure("no single warning naming the full directory", said)
+            report = dir_report(result.stderr, dirs)
+            if dirs[1] in report or report.get(dirs[0], (0, 0))[0] == 0:
+                raise Failure(f"runs not all on the disk with room: {report}")
+            os.remove(filler)
+            expect_empty(dirs)
+        with_disks(case, ["16M", "16M"], body)
+
     def test_temp_dirs_refused_before_reading(case):
         """Two 1 MB file systems for an input given as 12 MB (-s) on a pipe
         nobody writes to: refused at once, in one line naming each directory
