@@ -95,9 +95,13 @@ int open_store(sort_job *j)
 int plan_temp_space(sort_job *j)
 {
     const rocksort_opts *o = j->o;
+    /* --resume: the runs go to its directory, whatever -T says. */
+    const char *state_dir[1] = { o->resume_dir };
     temp_request rq = {
         .mode = o->temp_compression, .in_fn = o->in_fn,
-        .dirs = o->tmp_dirs, .n_dirs = o->n_tmp_dirs,
+        .dirs = o->resume_dir ? state_dir : o->tmp_dirs,
+        .n_dirs = o->resume_dir ? 1 : o->n_tmp_dirs,
+        .resuming = o->resume_dir != NULL,
         .max_dirs = o->resume_dir ? 0 : dirs_within_files(),
         .size_hint = o->size_hint,
         .memory = plan_total_memory(o), .run_bytes = plan_batch_bytes(o),

@@ -255,16 +255,17 @@ int temp_space_left_out(const temp_plan *p, char *buf, size_t n)
     return p->dirs_unused;
 }
 
-static int refuse(const temp_plan *p, uint64_t need, errmsg *err)
+static int refuse(const temp_request *rq, const temp_plan *p, uint64_t need, errmsg *err)
 {
     char need_s[32], free_s[32], each[ERRMSG_MAX / 2];
     human(need_s, sizeof need_s, need);
     human(free_s, sizeof free_s, p->free_bytes);
     if (p->dirs.n == 1)
         return errmsg_set(err, "not enough space for temporary data in '%s': about %s needed "
-                          "(%s runs, estimated from %s), %s free; use -T to put it on a "
-                          "larger file system", p->dirs.dir[0].dir, need_s,
-                          mode_names[p->mode], p->source, free_s);
+                          "(%s runs, estimated from %s), %s free; %s", p->dirs.dir[0].dir,
+                          need_s, mode_names[p->mode], p->source, free_s, rq->resuming
+                          ? "give --resume a directory on a larger file system"
+                          : "use -T to put it on a larger file system");
     list_free(&p->dirs, 0, each, sizeof each);
     return errmsg_set(err, "not enough space for temporary data in %s: about %s needed (%s runs, "
                       "estimated from %s), %s free in all; use -T to add or pick larger file "
@@ -295,7 +296,7 @@ int temp_space_plan(const temp_request *rq, temp_plan *p, errmsg *err)
                   : (uint64_t)((double)(p->need_none - STORE_FIXED_BYTES) /
                                mode_ratio(p->mode, ratio)) + STORE_FIXED_BYTES;
     if (need <= p->free_bytes) return 0;
-    return refuse(p, need, err);
+    return refuse(rq, p, need, err);
 }
 
 void temp_space_store_options(const temp_plan *p, store_options *so)

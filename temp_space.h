@@ -57,7 +57,7 @@ typedef enum {
 typedef struct {
     temp_mode mode;             /* --temp-compression */
     const char *in_fn;          /* "-": standard input */
-    const char *const *dirs;    /* where the runs may go (-T); none: $TMPDIR or /tmp */
+    const char *const *dirs;    /* where the runs go (-T, or --resume's); none: $TMPDIR or /tmp */
     int n_dirs;
     int max_dirs;               /* keep at most this many, those with most room; 0: all */
     uint64_t size_hint;         /* -s, 0 if none */
@@ -65,6 +65,7 @@ typedef struct {
     uint64_t run_bytes;         /* bytes of one run (a batch) */
     int threads;                /* compression helper threads */
     int out_level;              /* the output's deflate level (0: uncompressed) */
+    int resuming;               /* --resume: dirs is its directory alone */
     int state_found;            /* --resume finds a state (store_state_peek()): */
     store_codec state_codec;    /* its runs' format, kept when mode is TEMP_AUTO, */
     uint64_t state_bytes;       /* and its bytes, counted as free: they are the sort's */

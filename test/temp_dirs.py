@@ -362,6 +362,28 @@ if os.geteuid() == 0:
                 raise Failure(f"-v names {said} as the runs' directories, not the state's")
         with_disks(case, ["16M", "16M"], body)
 
+    def test_temp_dirs_resume_space_checked_where_runs_go(case):
+        """With --resume the runs go to its directory, so the space check
+        measures that directory's file system, not the -T ones: a state on
+        a 1 MB disk with two large -T is refused before reading, naming the
+        state's disk and not suggesting -T; a state on a large disk with
+        two 1 MB -T sorts.  Both once went the other way (refused by the -T
+        disks' room; passed, then ENOSPC in the state mid-sort)."""
+        src, out = case.input("bulk.bam"), case.out("out.bam")
+
+        def body(dirs):
+            tiny, large = dirs[:2], dirs[2:]
+            state = os.path.join(tiny[0], "state")
+            result = case.rocksort([*SPILL, "--resume", state, *t_args(large), "-o", out, src])
+            line = expect_error(case, result, [f"'{tiny[0]}'"], out)
+            if "--resume" not in line or "-T" in line or os.path.exists(state):
+                raise Failure("the refusal does not point at --resume's directory", [line])
+            state = os.path.join(large[0], "state")
+            case.rocksort_ok([*SPILL, "--resume", state, *t_args(tiny), "-o", out, src])
+            case.expect_same(out, case.session.expected("bulk.bam", []))
+            expect_empty(dirs)
+        with_disks(case, ["1M", "1M", "32M", "32M"], body)
+
     @each((f"temp_dirs_nofile_{limit}_threads{threads}", limit, threads, used)
           for limit, threads, used in ((24, 8, 1), (64, 4, 2)))
     def test_temp_dirs_nofile(case, limit, threads, used):
