@@ -88,6 +88,20 @@ def expect_empty(dirs):
                       [f"{d}: {sorted(n)[:3]}" for d, n in left.items()])
 
 
+def fill(directory):
+    """Fills directory's file system with a file of another program's ->
+    its path."""
+    filler = os.path.join(directory, "filler")
+    fd = os.open(filler, os.O_WRONLY | os.O_CREAT, 0o600)
+    try:
+        while os.write(fd, b"\0" * 65536) > 0:
+            pass
+    except OSError:
+        pass
+    os.close(fd)
+    return filler
+
+
 def sorted_like_oracle(case, src, args, name="out.bam", shared=()):
     out = case.out(name)
     result = case.rocksort_ok(["-v", *shared, *args, "-o", out, src])
@@ -212,14 +226,7 @@ if os.geteuid() == 0:
         src = case.input("bulk.bam")
 
         def body(dirs):
-            filler = os.path.join(dirs[1], "filler")
-            fd = os.open(filler, os.O_WRONLY | os.O_CREAT, 0o600)
-            try:
-                while os.write(fd, b"\0" * 65536) > 0:
-                    pass
-            except OSError:
-                pass
-            os.close(fd)
+            filler = fill(dirs[1])
             result = sorted_like_oracle(case, src, [*SPILL, *t_args(dirs)])
             said = [line for line in stderr_lines(result.stderr)
                     if not line.startswith("[rocksort]")]
@@ -267,14 +274,7 @@ if os.geteuid() == 0:
             with Background(case, [*SPILL, *t_args(dirs), "-o", out, "-"], stdin=True) as bg:
                 bg.feed(data[:len(data) // 3])
                 wait_until(lambda: all(has_run(d) for d in dirs), "every disk holds a run", bg)
-                filler = os.path.join(dirs[1], "filler")
-                fd = os.open(filler, os.O_WRONLY | os.O_CREAT, 0o600)
-                try:
-                    while os.write(fd, b"\0" * 65536) > 0:
-                        pass
-                except OSError:
-                    pass
-                os.close(fd)
+                filler = fill(dirs[1])
                 bg.feed(data[len(data) // 3:])
                 bg.end_input()
                 status = bg.wait()
