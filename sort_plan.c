@@ -71,10 +71,12 @@ int open_store(sort_job *j)
     const rocksort_opts *o = j->o;
     store_dir dirs[STORE_MAX_DIRS];
     const temp_dirs *td = &j->space.dirs;
-    for (int i = 0; i < td->n; i++) dirs[i] = (store_dir){ td->dir[i].place, td->dir[i].weight };
+    int n_dirs = 0;
+    for (int i = 0; i < td->n; i++)
+        if (!td->dir[i].unused) dirs[n_dirs++] = (store_dir){ td->dir[i].place, td->dir[i].weight };
     store_options so = {
         .dirs = dirs,
-        .n_dirs = td->n,
+        .n_dirs = n_dirs,
         .size_hint = o->size_hint,
         .run_bytes = plan_batch_bytes(o),
         .max_open_files = open_file_budget(),
@@ -113,6 +115,8 @@ int plan_temp_space(sort_job *j)
         job_warn("ulimit -n leaves room for the temporary databases of %d of the %d -T "
                  "directories: the runs go to those with the most room", j->space.dirs.n,
                  j->space.dirs.n + j->space.dirs_dropped);
+    char left_out[ERRMSG_MAX];
+    if (temp_space_left_out(&j->space, left_out, sizeof left_out)) job_warn("%s", left_out);
     return 0;
 }
 

@@ -74,15 +74,24 @@ static int places_on(const temp_dirs *set, dev_t dev)
     return n;
 }
 
+/* A place's room: its file system's free space, shared equally by the
+ * set's places on it. */
+static uint64_t room_of(const temp_dirs *set, const temp_dir *d)
+{
+    return d->free_bytes / (uint64_t)places_on(set, d->dev);
+}
+
 /* Each file system's room, shared by its places; equal shares when the
- * room of any is unknown. */
+ * room of any is unknown.  In KiB: even 16 places of 2^64 bytes each sum
+ * to less than 2^59, far from dir_turn's int64 limit. */
 static void set_weights(temp_dirs *set)
 {
     int known;
     temp_dirs_free(set, &known);
     for (int i = 0; i < set->n; i++) {
         temp_dir *d = &set->dir[i];
-        d->weight = known ? (d->free_bytes >> 20) / (uint64_t)places_on(set, d->dev) : 1;
+        d->unused = 0;
+        d->weight = known ? room_of(set, d) >> 10 : 1;
         if (d->weight == 0) d->weight = 1;
     }
 }
@@ -104,8 +113,9 @@ uint64_t temp_dirs_free(const temp_dirs *set, int *known)
     uint64_t sum = 0;
     *known = 1;
     for (int i = 0; i < set->n; i++) {
-        int first = 1;
-        for (int j = 0; j < i; j++) first &= set->dir[j].dev != set->dir[i].dev;
+        int first = !set->dir[i].unused;
+        for (int j = 0; j < i; j++)
+            first &= set->dir[j].unused || set->dir[j].dev != set->dir[i].dev;
         if (!set->dir[i].free_known) *known = 0;
         else if (first) sum += set->dir[i].free_bytes;
     }
@@ -123,6 +133,26 @@ void temp_dirs_keep(temp_dirs *set, int n)
         set->n--;
     }
     set_weights(set);
+}
+
+/* Smooth weighted dealing gives each place within one run of its share:
+ * with weights of room beyond one run, a place gets fewer runs than
+ * room / run_bytes whenever the runs fit in all the rooms beyond one run. */
+int temp_dirs_fit_runs(temp_dirs *set, uint64_t run_bytes)
+{
+    int known, fit = 0;
+    temp_dirs_free(set, &known);
+    if (set->n < 2 || !known || run_bytes == 0) return 0;
+    for (int i = 0; i < set->n; i++) fit += room_of(set, &set->dir[i]) >= run_bytes;
+    if (fit == 0) return 0;
+    for (int i = 0; i < set->n; i++) {
+        temp_dir *d = &set->dir[i];
+        uint64_t room = room_of(set, d);
+        d->unused = room < run_bytes;
+        d->weight = d->unused ? 0 : (room - run_bytes) >> 10;
+        if (!d->unused && d->weight == 0) d->weight = 1;
+    }
+    return set->n - fit;
 }
 
 void dir_turn_init(dir_turn *t, const uint64_t *weights, int n)

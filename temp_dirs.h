@@ -8,7 +8,11 @@
  * once, however many places lie on it: its places share it equally, so
  * runs dealt by weight fill every file system in proportion to its room,
  * and temp_dirs_free() is what all of them can hold together.  A directory
- * named twice is kept once.  temp_dirs_check() refuses a list of several
+ * named twice is kept once.  temp_dirs_fit_runs() leaves out the places
+ * with less room than one run (a full disk among several would fail the
+ * sort at its first run, or at the database's open) and weights the rest
+ * by their room beyond one run: a place is then never dealt more runs than
+ * it holds while all of them together hold the runs.  temp_dirs_check() refuses a list of several
  * places in which one is not a directory (a prefix only makes sense
  * alone).  temp_dirs_keep() keeps the n places with the most room.
  *
@@ -33,7 +37,8 @@ typedef struct {
     char dir[TEMP_PATH_MAX];    /* the directory whose file system holds the runs */
     int free_known;             /* statvfs worked */
     uint64_t free_bytes;        /* free on that file system */
-    uint64_t weight;            /* its share of the runs, in MiB of room */
+    uint64_t weight;            /* its share of the runs, in KiB of room; 0: unused */
+    int unused;                 /* too little room for one run: no runs go there */
     dev_t dev;                  /* its file system */
 } temp_dir;
 
@@ -52,12 +57,18 @@ int temp_dirs_check(const char *const *places, int n, errmsg *err);
 /* Fills *set from n >= 1 places (n == 0: the default). */
 void temp_dirs_measure(temp_dirs *set, const char *const *places, int n);
 
-/* Free bytes on all the set's file systems together; *known is 0 if
- * statvfs failed for any of them. */
+/* Free bytes on all the set's file systems together (those of unused
+ * places left out); *known is 0 if statvfs failed for any of them. */
 uint64_t temp_dirs_free(const temp_dirs *set, int *known);
 
 /* Keeps the n places with the largest weight, in their given order. */
 void temp_dirs_keep(temp_dirs *set, int n);
+
+/* With several places whose room is known, marks unused those with room
+ * for less than one run of run_bytes, unless that is all of them, and
+ * weights the others by their room beyond one run.  Returns the places
+ * left unused. */
+int temp_dirs_fit_runs(temp_dirs *set, uint64_t run_bytes);
 
 typedef struct {
     int n;

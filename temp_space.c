@@ -216,19 +216,43 @@ static void human(char *buf, size_t n, uint64_t bytes)
     else snprintf(buf, n, "%.1f MB", b / 1e6);
 }
 
-/* "'/a' (1.0 GB free), '/b' (unknown free)" into buf. */
-static void list_free(const temp_dirs *dirs, char *buf, size_t n)
+/* "'/a' (1.0 GB free), '/b' (unknown free)" into buf; only the unused
+ * places (temp_dirs_fit_runs()) if unused_only. */
+static void list_free(const temp_dirs *dirs, int unused_only, char *buf, size_t n)
 {
     size_t at = 0;
     buf[0] = '\0';
     for (int i = 0; i < dirs->n && at < n; i++) {
+        const temp_dir *d = &dirs->dir[i];
         char free_s[32] = "unknown";
-        if (dirs->dir[i].free_known) human(free_s, sizeof free_s, dirs->dir[i].free_bytes);
-        int w = snprintf(buf + at, n - at, "%s'%s' (%s free)", i ? ", " : "", dirs->dir[i].dir,
-                         free_s);
+        if (unused_only && !d->unused) continue;
+        if (d->free_known) human(free_s, sizeof free_s, d->free_bytes);
+        int w = snprintf(buf + at, n - at, "%s'%s' (%s free%s)", at ? ", " : "", d->dir, free_s,
+                         d->unused && !unused_only ? ", too little for a run" : "");
         if (w < 0) break;
         at += (size_t)w;
     }
+}
+
+/* A directory with room for less than one run of the chosen format gets
+ * none: dealt one, it would fail a sort that fits in the others. */
+static void leave_out_small_dirs(const temp_request *rq, temp_plan *p, double ratio)
+{
+    p->run_estimate = (uint64_t)((double)rq->run_bytes / mode_ratio(p->mode, ratio));
+    p->dirs_unused = temp_dirs_fit_runs(&p->dirs, p->run_estimate);
+    if (!p->dirs_unused) return;
+    p->free_bytes = temp_dirs_free(&p->dirs, &p->free_known);
+    if (rq->state_found) p->free_bytes += rq->state_bytes;
+}
+
+int temp_space_left_out(const temp_plan *p, char *buf, size_t n)
+{
+    char each[ERRMSG_MAX / 2], run_s[32];
+    if (!p->dirs_unused) return 0;
+    list_free(&p->dirs, 1, each, sizeof each);
+    human(run_s, sizeof run_s, p->run_estimate);
+    snprintf(buf, n, "no runs go to %s: a run takes about %s", each, run_s);
+    return p->dirs_unused;
 }
 
 static int refuse(const temp_plan *p, uint64_t need, const char *option, errmsg *err)
@@ -241,7 +265,7 @@ static int refuse(const temp_plan *p, uint64_t need, const char *option, errmsg 
                           "(%s runs, estimated from %s), %s free; use %s to put it on a "
                           "larger file system", p->dirs.dir[0].dir, need_s,
                           mode_names[p->mode], p->source, free_s, option);
-    list_free(&p->dirs, each, sizeof each);
+    list_free(&p->dirs, 0, each, sizeof each);
     return errmsg_set(err, "not enough space for temporary data in %s: about %s needed (%s runs, "
                       "estimated from %s), %s free in all; use %s to add or pick larger file "
                       "systems", each, need_s, mode_names[p->mode], p->source, free_s, option);
@@ -264,6 +288,7 @@ int temp_space_plan(const temp_request *rq, temp_plan *p, errmsg *err)
     } else if (rq->mode == TEMP_AUTO) {
         choose_mode(rq, p);
     }
+    leave_out_small_dirs(rq, p, ratio);
     if (!p->source || !p->free_known) return 0;
     uint64_t need = p->mode == TEMP_NONE ? p->need_none
                   : p->mode == TEMP_COMPACT ? p->need_compact
@@ -300,6 +325,6 @@ void temp_space_report(const temp_plan *p, FILE *fp)
         return;
     }
     char each[ERRMSG_MAX];
-    list_free(&p->dirs, each, sizeof each);
+    list_free(&p->dirs, 0, each, sizeof each);
     fprintf(fp, "%s free in all: %s\n", free_s, each);
 }

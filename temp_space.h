@@ -8,7 +8,9 @@
  * TEMP_SAMPLE_BYTES of a regular file, and nothing of a pipe), else from -s.
  * It compares that with the space free in the directories it is given (a
  * list: the -T directories, temp_dirs.h), all of them together, as the
- * runs are dealt to them in proportion to their room.  The runs' format
+ * runs are dealt to them in proportion to their room; among several, one
+ * with room for less than one run (of the chosen format, from the batch
+ * size) gets none and its room does not count.  The runs' format
  * is the one --temp-compression forces, else compact (records in columns,
  * group_codec.h), with or without an estimate, except at output levels 0
  * and 1 on a fast disk with room to spare (TEMP_ROOM_FOR_NONE times the
@@ -76,6 +78,8 @@ typedef struct {
     int threads;                /* compression helper threads */
     temp_dirs dirs;             /* the directories the runs go to, measured */
     int dirs_dropped;           /* directories left out for max_dirs */
+    int dirs_unused;            /* of dirs, those too small for one run (dir->unused) */
+    uint64_t run_estimate;      /* bytes of one run in the chosen format */
     int free_known;             /* statvfs worked for all */
     uint64_t free_bytes;        /* in all of them together */
     const char *source;         /* where the estimate comes from; NULL: none */
@@ -90,6 +94,11 @@ int temp_parse_mode(const char *name);
 
 /* Returns 0 with *plan filled, or -1 with the cause in err (see above). */
 int temp_space_plan(const temp_request *rq, temp_plan *plan, errmsg *err);
+
+/* The directories that get no runs (room for less than one, among several
+ * that have room: temp_dirs_fit_runs()), as a sentence naming each with its
+ * free space, in buf; returns how many, 0 (buf untouched) if none. */
+int temp_space_left_out(const temp_plan *plan, char *buf, size_t n);
 
 /* Sets the store's codec, level and helper threads for plan->mode. */
 void temp_space_store_options(const temp_plan *plan, store_options *so);

@@ -88,6 +88,20 @@ def expect_empty(dirs):
                       [f"{d}: {sorted(n)[:3]}" for d, n in left.items()])
 
 
+def fill(directory):
+    """Fills directory's file system with a file of another program's ->
+    its path."""
+    filler = os.path.join(directory, "filler")
+    fd = os.open(filler, os.O_WRONLY | os.O_CREAT, 0o600)
+    try:
+        while os.write(fd, b"\0" * 65536) > 0:
+            pass
+    except OSError:
+        pass
+    os.close(fd)
+    return filler
+
+
 def sorted_like_oracle(case, src, args, name="out.bam", shared=()):
     out = case.out(name)
     result = case.rocksort_ok(["-v", *shared, *args, "-o", out, src])
@@ -202,6 +216,29 @@ if os.geteuid() == 0:
             expect_each_got_runs(result, dirs)
         with_disks(case, ["4M", "4M"], body)
 
+    def test_temp_dirs_full_disk_left_out(case):
+        """One of two disks is full before the sort starts (another
+        program's file): it gets no runs, and no database, which it could
+        not hold; the sort uses the other, says so in one warning naming the
+        full directory, and gives the oracle's records.  Adding a full disk
+        to -T once failed a sort that fits in the other (ENOSPC at the
+        database's open)."""
+        src = case.input("bulk.bam")
+
+        def body(dirs):
+            filler = fill(dirs[1])
+            result = sorted_like_oracle(case, src, [*SPILL, *t_args(dirs)])
+            said = [line for line in stderr_lines(result.stderr)
+                    if not line.startswith("[rocksort]")]
+            if len(said) != 1 or f"'{dirs[1]}'" not in said[0] or "no runs" not in said[0]:
+                raise Failure("no single warning naming the full directory", said)
+            report = dir_report(result.stderr, dirs)
+            if dirs[1] in report or report.get(dirs[0], (0, 0))[0] == 0:
+                raise Failure(f"runs not all on the disk with room: {report}")
+            os.remove(filler)
+            expect_empty(dirs)
+        with_disks(case, ["16M", "16M"], body)
+
     def test_temp_dirs_refused_before_reading(case):
         """Two 1 MB file systems for an input given as 12 MB (-s) on a pipe
         nobody writes to: refused at once, in one line naming each directory
@@ -237,14 +274,7 @@ if os.geteuid() == 0:
             with Background(case, [*SPILL, *t_args(dirs), "-o", out, "-"], stdin=True) as bg:
                 bg.feed(data[:len(data) // 3])
                 wait_until(lambda: all(has_run(d) for d in dirs), "every disk holds a run", bg)
-                filler = os.path.join(dirs[1], "filler")
-                fd = os.open(filler, os.O_WRONLY | os.O_CREAT, 0o600)
-                try:
-                    while os.write(fd, b"\0" * 65536) > 0:
-                        pass
-                except OSError:
-                    pass
-                os.close(fd)
+                filler = fill(dirs[1])
                 bg.feed(data[len(data) // 3:])
                 bg.end_input()
                 status = bg.wait()
@@ -331,6 +361,28 @@ if os.geteuid() == 0:
             if said != [os.path.join(state, "db")]:
                 raise Failure(f"-v names {said} as the runs' directories, not the state's")
         with_disks(case, ["16M", "16M"], body)
+
+    def test_temp_dirs_resume_space_checked_where_runs_go(case):
+        """With --resume the runs go to its directory, so the space check
+        measures that directory's file system, not the -T ones: a state on
+        a 1 MB disk with two large -T is refused before reading, naming the
+        state's disk and not suggesting -T; a state on a large disk with
+        two 1 MB -T sorts.  Both once went the other way (refused by the -T
+        disks' room; passed, then ENOSPC in the state mid-sort)."""
+        src, out = case.input("bulk.bam"), case.out("out.bam")
+
+        def body(dirs):
+            tiny, large = dirs[:2], dirs[2:]
+            state = os.path.join(tiny[0], "state")
+            result = case.rocksort([*SPILL, "--resume", state, *t_args(large), "-o", out, src])
+            line = expect_error(case, result, [f"'{tiny[0]}'"], out)
+            if "--resume" not in line or "-T" in line or os.path.exists(state):
+                raise Failure("the refusal does not point at --resume's directory", [line])
+            state = os.path.join(large[0], "state")
+            case.rocksort_ok([*SPILL, "--resume", state, *t_args(tiny), "-o", out, src])
+            case.expect_same(out, case.session.expected("bulk.bam", []))
+            expect_empty(dirs)
+        with_disks(case, ["1M", "1M", "32M", "32M"], body)
 
     @each((f"temp_dirs_nofile_{limit}_threads{threads}", limit, threads, used)
           for limit, threads, used in ((24, 8, 1), (64, 4, 2)))

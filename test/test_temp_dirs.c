@@ -50,6 +50,52 @@ static const char *check_turn(void)
     return NULL;
 }
 
+/* A set of places on file systems of their own with the given rooms, in
+ * MB, as temp_dirs_measure() would make it; weights for run_mb runs. */
+static int fit(temp_dirs *set, const double *room_mb, int n, double run_mb)
+{
+    memset(set, 0, sizeof *set);
+    for (int i = 0; i < n; i++) {
+        temp_dir *d = &set->dir[set->n++];
+        d->free_known = 1;
+        d->free_bytes = (uint64_t)(room_mb[i] * 1e6);
+        d->weight = d->free_bytes >> 20 ? d->free_bytes >> 20 : 1;
+        d->dev = (dev_t)(i + 1);
+    }
+    return temp_dirs_fit_runs(set, (uint64_t)(run_mb * 1e6));
+}
+
+/* As many runs as the used places hold beyond one run each, dealt by the
+ * set's weights: no place may get more than its room holds, a place too
+ * small for one run none.  Dealt by room alone, as before, the first
+ * case's disk smaller than a run got one, and the second's 18 MB disk two
+ * runs of 10 MB. */
+static const char *check_runs_fit(void)
+{
+    static const struct { double room[4]; int n; double run; } cases[] = {
+        { { 1000, 5 }, 2, 6 }, { { 79, 18, 55 }, 3, 10 }, { { 300, 8.4, 0.5 }, 3, 9.6 },
+        { { 100, 10, 10, 60 }, 4, 6 }, { { 7, 7, 7 }, 3, 3 }, { { 64, 33, 17 }, 3, 16 },
+    };
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        temp_dirs set;
+        fit(&set, cases[c].room, cases[c].n, cases[c].run);
+        double beyond = 0;
+        uint64_t w[TEMP_MAX_DIRS];
+        int used[TEMP_MAX_DIRS], count[TEMP_MAX_DIRS] = { 0 }, k = 0;
+        for (int i = 0; i < set.n; i++) {
+            if (cases[c].room[i] >= cases[c].run) beyond += cases[c].room[i] - cases[c].run;
+            if (set.dir[i].weight) used[k] = i, w[k++] = set.dir[i].weight;
+        }
+        dir_turn t;
+        dir_turn_init(&t, w, k);
+        for (int r = 0; r < (int)(beyond / cases[c].run); r++) count[used[dir_turn_next(&t)]]++;
+        for (int i = 0; i < set.n; i++)
+            if (count[i] * cases[c].run > cases[c].room[i])
+                return "a place dealt more runs than it holds";
+    }
+    return NULL;
+}
+
 /* Two directories on one file system: its room counts once, shared. */
 static const char *check_one_file_system(void)
 {
@@ -109,6 +155,7 @@ int main(void)
     report("temp_dirs_made", made ? NULL : "cannot make the test's directories");
     report("temp_dirs_turn", check_turn());
     report("temp_dirs_one_file_system", check_one_file_system());
+    report("temp_dirs_runs_fit", check_runs_fit());
     report("temp_dirs_refusal_names_each", check_refusal_names_each());
     report("temp_dirs_prefix_among_several", check_prefix_among_several());
     rmdir(one);
