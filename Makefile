@@ -66,11 +66,12 @@ PYTHON    = .venv/bin/python
 LIB_OBJS = bam_rocksort.o rocksort_usage.o legacy_form.o \
        sort_pipeline.o sort_job.o sort_plan.o sort_load.o spill_queue.o sort_output.o sort_report.o \
        input_check.o fd_budget.o merge_plan.o run_merge.o bam_sort.o template_key.o minimiser.o \
-       sort_batch.o batch_sort.o record_codec.o rocks_store.o rocks_merge.o output_file.o \
-       output_target.o cleanup.o progress.o temp_env.o store_stream.o temp_space.o \
+       sort_batch.o batch_sort.o record_codec.o rocks_open.o rocks_store.o rocks_merge.o output_file.o \
+       output_target.o cleanup.o progress.o temp_env.o store_stream.o temp_space.o temp_dirs.o \
        merge_sources.o merge_writer.o readout_plan.o range_readout.o key_ranges.o output_parts.o \
        readout_model.o thread_cpu.o pool_jobs.o batch_groups.o group_codec.o group_feed.o group_writer.o run_index.o rocks_read.o \
-       rocks_state.o run_journal.o resume_state.o resume_progress.o sort_resume.o disk_speed.o
+       rocks_state.o state_dir.o run_journal.o resume_state.o resume_progress.o sort_resume.o disk_speed.o \
+       resume_identity.o resume_fate.o std_fds.o
 OBJS = bamtk.o $(LIB_OBJS)
 ENGINE_LIB = librocksort.a
 # The C unit tests: every test/test_*.c is one program, linked with the
@@ -141,11 +142,15 @@ ASAN_FLAGS = -O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sa
 
 $(ASAN_DIR)/%.o: %.c | $(HTS_LIB_FILE)
 	@mkdir -p $(ASAN_DIR)
-	$(CC) -std=gnu11 -Wall -Wextra -pthread $(ASAN_FLAGS) $(CPPFLAGS) -c -o $@ $<
+	$(CC) -std=gnu11 -Wall -Wextra -pthread $(ASAN_FLAGS) $(CPPFLAGS) -MMD -MP -c -o $@ $<
 
 $(ASAN_DIR)/%.o: %.cc | $(HTS_LIB_FILE)
 	@mkdir -p $(ASAN_DIR)
-	$(CXX) -std=c++17 -Wall -Wextra -pthread $(ASAN_FLAGS) $(CPPFLAGS) -c -o $@ $<
+	$(CXX) -std=c++17 -Wall -Wextra -pthread $(ASAN_FLAGS) $(CPPFLAGS) -MMD -MP -c -o $@ $<
+
+# A header changed rebuilds the sanitizer objects that include it, as it
+# does the release objects: a stale object laid out a struct the old way.
+-include $(wildcard $(ASAN_DIR)/*.d)
 
 $(ASAN_DIR)/$(ENGINE_LIB): $(addprefix $(ASAN_DIR)/,$(LIB_OBJS))
 	rm -f $@
@@ -167,14 +172,20 @@ test-asan:
 	  $(PYTHON) test/run_tests.py --binary $(ASAN_DIR)/samtools
 
 # A subset under valgrind (memcheck is ~30x slower than ASan): every order,
-# spilling, CRAM, pipes, bad input and accounting, and the readout merged in
-# 4 key ranges (two sorts).  Any memcheck error or definite leak makes
-# rocksort exit 99, which fails the test.
+# spilling, CRAM, pipes, bad input and accounting, samtools' own template
+# and -I cases, a refused template after spilling, the readout merged in 4
+# key ranges (two sorts), and resumed states (one taken back with no run but
+# its journal appended to; directories that are not states): tests that
+# kill at a later phase wait too long under memcheck.  Any memcheck error or
+# definite leak makes rocksort exit 99, which fails the test.
 VALGRIND_TESTS = 'mixed_*' 'ties_stable_*' 'tricky_names_spilled_*' 'bulk_spilled_*' \
                  'input_cram_*' 'output_cram_coord' 'stdin_*' 'bad_input_*' 'verify_*' \
-                 'error_*' 'output_sam_*' 'readout_verify_in_memory_k4' \
+                 'error_*' 'output_sam_*' 'upstream_sort_template_coordinate_*' \
+                 'upstream_sort_minimiser_indexed_t2' 'template_error_cb_integer_spilled' \
+                 'readout_verify_in_memory_k4' \
                  'readout_verify_spilled_k4' 'resume_kill_in_readout_file' \
-                 'resume_fresh_run_succeeds_and_removes_dir'
+                 'resume_fresh_run_succeeds_and_removes_dir' 'resume_state_without_runs_big_header' \
+                 'resume_refuses_foreign_*'
 # Reports go to build/valgrind/, not stderr, where tests check every line.
 VALGRIND = valgrind -q --vgdb=no --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite \
            --show-leak-kinds=definite --log-file=$(CURDIR)/build/valgrind/%p.log

@@ -15,16 +15,20 @@
 #include <string.h>
 #include <strings.h>
 #include <sys/stat.h>
+#include <unistd.h>
 #include <htslib/hts.h>
 #include <htslib/sam.h>
 #include "rocksort_usage.h"
+#include "resume_fate.h"
 #include "sort_pipeline.h"
 #include "temp_space.h"
+#include "temp_dirs.h"
 #include "cleanup.h"
 #include "temp_env.h"
 #include "output_target.h"
 #include "legacy_form.h"
 #include "minimiser.h"
+#include "std_fds.h"
 #include "rocks_store.h"
 
 #define DEFAULT_MEM_PER_THREAD (768ULL << 20)
@@ -217,7 +221,13 @@ static int io_option(cli_state *c, int ch, const char *arg)
         break;
     case 'f': c->legacy_full_name = 1; break;
     case 'O': c->out_fmt = arg; break;
-    case 'T': r->tmp_prefix = arg; break;
+    case 'T':
+        if (r->n_tmp_dirs == TEMP_MAX_DIRS) {
+            fprintf(stderr, "samtools rocksort: -T given more than %d times\n", TEMP_MAX_DIRS);
+            return -1;
+        }
+        r->tmp_dirs[r->n_tmp_dirs++] = arg;
+        break;
     case 'k': r->keep_db = 1; break;
     case 'v': r->verbose = 1; break;
     case OPT_VERIFY: r->verify = 1; break;
@@ -432,6 +442,10 @@ static int parse_args(cli_state *c, int argc, char **argv)
         return -1;
     }
     errmsg err;
+    if (temp_dirs_check(c->run.tmp_dirs, c->run.n_tmp_dirs, &err) < 0) {
+        fprintf(stderr, "samtools rocksort: %s\n", err.msg);
+        return -1;
+    }
     if (c->run.resume_dir && store_state_dir_usable(c->run.resume_dir, &err) < 0) {
         fprintf(stderr, "samtools rocksort: %s\n", err.msg);
         return -1;
@@ -452,6 +466,7 @@ static int parse_args(cli_state *c, int argc, char **argv)
 
 int bam_rocksort(int argc, char *argv[])
 {
+    int closed_fds = std_fds_keep_open();
     cli_state c;
     memset(&c, 0, sizeof c);
     c.level = -1;
@@ -463,13 +478,20 @@ int bam_rocksort(int argc, char *argv[])
     c.run.pg_cmdline = cmdline;
 
     int ret = 1;
-    if (parse_args(&c, argc, argv) == 0) {
+    int ok = parse_args(&c, argc, argv) == 0;
+    if (ok && (closed_fds & 1 << STDOUT_FILENO) && !strcmp(c.run.out_fn, "-")) {
+        fprintf(stderr, "samtools rocksort: cannot write to standard output: it is closed\n");
+        ok = 0;
+    }
+    if (ok) {
         /* Both process-wide: an exception RocksDB throws ends the run as a
          * signal does, with the temporary paths removed. */
         temp_env_install_terminate_handler();
         if (cleanup_start() < 0)
             fprintf(stderr, "samtools rocksort: cannot watch for signals; an interrupted run may leave temporary data\n");
         ret = rocksort_run(&c.run) == 0 ? 0 : 1;
+    } else if (c.run.resume_dir) {
+        resume_refused(c.run.resume_dir);
     }
 
     hts_opt_free(c.run.in_opts);

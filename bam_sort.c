@@ -316,8 +316,9 @@ size_t sort_key_max_len(const sort_spec *s, const bam1_t *b)
         body = name_body_max_len(b);
         break;
     case ORDER_TEMPLATE:
+        /* CB and MI both lie in the aux data: their lengths sum to less */
         body = TEMPLATE_FIXED_LEN + (s->ctx ? s->ctx->longest_library : 0) + 1
-             + (size_t)b->l_data + 1 + (size_t)b->core.l_qname + 1;
+             + (size_t)b->l_data + 2 + (size_t)b->core.l_qname + 1;
         break;
     case ORDER_MINIMISER:
         body = MINIMISER_BODY_LEN;
@@ -351,15 +352,17 @@ size_t sort_key_encode(const sort_spec *s, const bam1_t *b, uint64_t seq, uint8_
 
 const char *sort_key_error(const sort_spec *s, const bam1_t *b)
 {
-    const char *mc, *mi;
+    template_tags tags;
     if (s->order == ORDER_TEMPLATE && !s->by_tag) {
-        switch (template_problem(b, &mc, &mi)) {
+        switch (template_problem(b, &tags)) {
         case TEMPLATE_NO_MC:
             return "has no MC tag; --template-coordinate needs the mate's CIGAR "
                    "(run samtools fixmate -m first)";
         case TEMPLATE_BAD_MC:
             return "has an MC tag that is not a string; --template-coordinate needs "
                    "the one samtools fixmate -m writes";
+        case TEMPLATE_BAD_CB:
+            return "has a CB tag that is not a string";
         case TEMPLATE_BAD_MI:
             return "has an MI tag that is not a string";
         }

@@ -175,6 +175,8 @@ void cleanup_remove_all(void)
     for (size_t i = 0; i < n_paths; i++)
         if (paths[i]) cleanup_remove_path(paths[i]);
     if (locked) pthread_mutex_unlock(&lock);
+    void (*say)(int) = say_on_signal;
+    if (say) say(0);
 }
 
 static void *signal_waiter(void *arg)

@@ -47,7 +47,8 @@ int cleanup_interrupted(void);
 void cleanup_remove_path(const char *path);
 
 /* For a fatal error that cannot return (an exception RocksDB does not
- * catch): removes every registered path now, as a signal would. */
+ * catch): removes every registered path now, as a signal would, and has
+ * the line cleanup_on_signal() set up said for it too (with sig 0). */
 void cleanup_remove_all(void);
 
 #endif

@@ -89,7 +89,7 @@ static int send_group(group_feed *f, const uint8_t *blob, size_t len, errmsg *er
     if (!s) return f->stop ? 1 : -1;
     if (group_decode(blob, len, &s->g.rec, &s->scratch) < 0 || !s->g.rec.n) {
         group_feed_release(f, &s->g);
-        return errmsg_set(err, "a temporary run is corrupt: a group of records does not decode");
+        return errmsg_set(err, STORE_RUN_CORRUPT ": a group of records does not decode");
     }
     publish(f, s);
     return 0;

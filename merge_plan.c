@@ -11,6 +11,8 @@
 #define ROCKS_NON_TABLE_FILES 10
 /* A merge of fewer runs is not worth a thread of its own. */
 #define MIN_USEFUL_WIDTH 4
+/* Runs a database may keep open at the least, however low `ulimit -n`. */
+#define MIN_RUNS_PER_DB 8
 /* Descriptor counts when `ulimit -n` sets no limit: more than any sort
  * opens, yet small enough for RocksDB's table cache to take as a size. */
 #define FILES_UNLIMITED (1 << 20)
@@ -31,6 +33,16 @@ files_plan files_plan_for(int max_open_files, int threads)
     f.max_runs = runs;
     f.table_cache = runs - f.merge_threads + ROCKS_NON_TABLE_FILES;
     return f;
+}
+
+int files_min_per_db(void) { return STORE_OWN_FILES + MIN_RUNS_PER_DB; }
+
+int files_share(int max_open_files, int n, double share)
+{
+    if (max_open_files < 0 || n <= 1) return max_open_files;
+    int floor_each = files_min_per_db();
+    if (max_open_files < n * floor_each) return max_open_files / n;
+    return floor_each + (int)((double)(max_open_files - n * floor_each) * share);
 }
 
 merge_plan merge_plan_for(uint64_t t)

@@ -7,7 +7,8 @@
  * merges (each keeps its inputs and its output open, several at once), and
  * sizes RocksDB's table cache so that the two never add up past the budget.
  * merge_plan_for() gives the background merges for T runs; fit_to_files()
- * narrows a plan to a files_plan.
+ * narrows a plan to a files_plan.  With several databases (one per temp
+ * directory), files_share() splits the budget among them.
  */
 #ifndef MERGE_PLAN_H
 #define MERGE_PLAN_H
@@ -24,6 +25,14 @@ typedef struct {
 /* max_open_files: descriptors the store may use, -1 for no limit;
  * threads: the background threads it was offered. */
 files_plan files_plan_for(int max_open_files, int threads);
+
+/* The fewest descriptors one database takes: its own files and room for
+ * a few runs. */
+int files_min_per_db(void);
+
+/* One database's part of max_open_files (-1: no limit) among n: the
+ * minimum each, the rest in proportion to share (0..1). */
+int files_share(int max_open_files, int n, double share);
 
 /* Universal compaction merges sorted runs in the background so that the
  * readout merges at most a budget of B = k + T/k runs, k = sqrt(T): about

@@ -1,8 +1,10 @@
 /* output_file.c -- see output_file.h. */
 #define _GNU_SOURCE
+#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <libgen.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,10 +30,18 @@ static void apply_umask(int fd)
     if (fchmod(fd, 0666 & ~mask) < 0) { /* harmless: the file stays private */ }
 }
 
+#define HIDDEN_SUFFIX ".rocksort."
+#define MKSTEMP_CHARS 6
+
+/* ".NAME.rocksort.XXXXXX" in path's directory, by that directory's real
+ * path: a resumed sort finds the name again from any working directory. */
 static char *temp_name_beside(const char *path)
 {
-    char *d = strdup(path), *b = strdup(path), *tmpl = NULL;
-    if (d && b && asprintf(&tmpl, "%s/.%s.rocksort.XXXXXX", dirname(d), basename(b)) < 0)
+    char *d = strdup(path), *b = strdup(path), *tmpl = NULL, real[PATH_MAX];
+    const char *dir = d ? dirname(d) : NULL;
+    if (dir && realpath(dir, real)) dir = real;
+    if (dir && b && asprintf(&tmpl, "%s/.%s" HIDDEN_SUFFIX "XXXXXX", strcmp(dir, "/") ? dir : "",
+                             basename(b)) < 0)
         tmpl = NULL;
     free(d);
     free(b);
@@ -50,12 +60,19 @@ int output_deflate_level(const char *mode, const hts_opt *opts)
 
 int output_is_hidden_partial(const output_file *o, const char *path)
 {
-    if (!o->final_path || (o->tmp_path && !strcmp(path, o->tmp_path))) return 0;
-    char *tmpl = temp_name_beside(o->final_path);
-    size_t n = tmpl ? strlen(tmpl) : 0, x = strlen("XXXXXX");
-    int same = tmpl && strlen(path) == n && !strncmp(path, tmpl, n - x);
-    free(tmpl);
-    return same;
+    if ((o->tmp_path && !strcmp(path, o->tmp_path)) ||
+        (o->idx_tmp_path && !strcmp(path, o->idx_tmp_path)))
+        return 0;
+    const char *base = strrchr(path, '/');
+    base = base ? base + 1 : path;
+    size_t n = strlen(base), tail = strlen(HIDDEN_SUFFIX) + MKSTEMP_CHARS;
+    if (base[0] != '.' || n <= tail + 1 || strncmp(base + n - tail, HIDDEN_SUFFIX,
+                                                   strlen(HIDDEN_SUFFIX)))
+        return 0;
+    for (size_t i = n - MKSTEMP_CHARS; i < n; i++)
+        if (!isalnum((unsigned char)base[i])) return 0;
+    struct stat st;
+    return lstat(path, &st) == 0 && S_ISREG(st.st_mode);
 }
 
 /* A fresh, private name beside path, created empty; registered for cleanup.
@@ -141,9 +158,9 @@ int output_open(output_file *o, const char *fn, const char *mode, errmsg *err)
     return ret;
 }
 
-/* The index's names; *write_to is where to write it (malloc'd). */
-static int index_names(output_file *o, const char *idx_fn, char **write_to, errmsg *err)
+int output_index_reserve(output_file *o, const char *idx_fn, errmsg *err)
 {
+    if (o->idx_write_path) return 0;
     char *path = NULL;
     int kind = output_target(idx_fn, &path, err);
     if (kind < 0) return -1;
@@ -154,9 +171,9 @@ static int index_names(output_file *o, const char *idx_fn, char **write_to, errm
         o->idx_tmp_path = reserve_temp_beside(path, NULL, err);
         if (!o->idx_tmp_path) return -1;
     }
-    *write_to = strdup(o->idx_tmp_path ? o->idx_tmp_path : path);
+    o->idx_write_path = strdup(o->idx_tmp_path ? o->idx_tmp_path : path);
     if (!o->idx_final_path) free(path);
-    if (!*write_to) { errmsg_set(err, "out of memory"); return -1; }
+    if (!o->idx_write_path) { errmsg_set(err, "out of memory"); return -1; }
     return 0;
 }
 
@@ -164,7 +181,7 @@ int output_index_begin(output_file *o, sam_hdr_t *h, const char *idx_fn, int min
                        errmsg *err)
 {
     /* htslib keeps the name, not a copy: it lives as long as the output. */
-    if (index_names(o, idx_fn, &o->idx_write_path, err) < 0) return -1;
+    if (output_index_reserve(o, idx_fn, err) < 0) return -1;
     int ret = sam_idx_init(o->fp, h, min_shift, o->idx_write_path);
     if (ret < 0) {
         failed(err, "cannot start the index", idx_fn);
@@ -181,7 +198,7 @@ int output_index_after(output_file *o, const char *idx_fn, int min_shift, int th
         errmsg_set(err, "an index built after the output needs an output file");
         return -1;
     }
-    if (index_names(o, idx_fn, &o->idx_write_path, err) < 0) return -1;
+    if (output_index_reserve(o, idx_fn, err) < 0) return -1;
     o->idx_min_shift = min_shift;
     o->idx_threads = threads;
     o->idx_after = 1;

@@ -38,6 +38,11 @@ typedef struct {
  * cause in err (also for a destination output_target() refuses). */
 int output_open(output_file *o, const char *fn, const char *mode, errmsg *err);
 
+/* Reserves the index's hidden name (and the name itself) before the
+ * records are written, so that a resumable sort can journal it; the two
+ * calls below reserve it if this was not called. */
+int output_index_reserve(output_file *o, const char *idx_fn, errmsg *err);
+
 /* Builds an index while the records are written: call it after the header
  * and before the first record.  The index is written under a temporary name
  * too and renamed to idx_fn right after the output (written in place if
@@ -64,9 +69,11 @@ int output_commit(output_file *o, errmsg *err);
  * compressed formats); uncompressed SAM counts as 0. */
 int output_deflate_level(const char *mode, const hts_opt *opts);
 
-/* Whether path is a hidden name this output could have been written under
- * by an earlier run (which SIGKILL ended before it could remove it), and
- * not the current one: a resumed sort removes it. */
+/* Whether path is a regular file under a hidden name of the form outputs
+ * and indexes are written under (".NAME.rocksort.XXXXXX", by the real
+ * path of its directory), and not one of o's own: an earlier run that
+ * SIGKILL ended left it, and a resumed sort that journaled it removes it,
+ * whatever this run's output is. */
 int output_is_hidden_partial(const output_file *o, const char *path);
 void output_abort(output_file *o);
 

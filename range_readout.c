@@ -110,7 +110,7 @@ static int write_piece(piece_line *l, int i, merge_writer *w, errmsg *err)
     if (status == 0) status = merge_write(w, src.merge, err);
     if (status == 0 && sources_status(&src, err) < 0) {
         status = errmsg_prefix(err, "error reading the temporary database");
-        w->corrupt = 1;
+        if (store_shows_damage(err->msg)) w->corrupt = 1;
     }
     sources_close(&src);
     errmsg close_err;

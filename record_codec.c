@@ -30,28 +30,9 @@ int record_value_unpack(const uint8_t *val, size_t len, bam1_t *b)
     return bam_copy1(b, &view) ? 0 : -1;
 }
 
-/* Not cryptographic, but every bit of the input reaches every bit of the
- * result, so a lost, duplicated or altered record changes the sum.  The
- * golden-ratio step keeps a zero word from leaving the state unchanged. */
-static uint64_t mix(uint64_t h, uint64_t w)
-{
-    return mix64(h ^ w) + 0x9e3779b97f4a7c15ULL;
-}
-
-static uint64_t digest_bytes(uint64_t h, const uint8_t *p, size_t n)
-{
-    uint64_t w;
-    for (; n >= 8; p += 8, n -= 8) {
-        memcpy(&w, p, 8);
-        h = mix(h, w);
-    }
-    w = 0;
-    memcpy(&w, p, n);
-    return mix(h, w ^ ((uint64_t)n << 56));
-}
-
 uint64_t record_digest(const bam1_t *b)
 {
-    uint64_t h = digest_bytes(0x243f6a8885a308d3ULL, (const uint8_t *)&b->core, sizeof b->core);
-    return digest_bytes(h, b->data, (size_t)b->l_data);
+    /* Not cryptographic, but a lost, duplicated or altered record changes the sum. */
+    uint64_t h = mix64_bytes(0x243f6a8885a308d3ULL, &b->core, sizeof b->core);
+    return mix64_bytes(h, b->data, (size_t)b->l_data);
 }

@@ -4,11 +4,10 @@
 #include "resume_progress.h"
 #include "clock_util.h"
 #include "mix64.h"
-#include "record_codec.h"
 
-uint64_t resume_stream_hash(uint64_t hash, const bam1_t *b)
+uint64_t resume_stream_hash(uint64_t hash, uint64_t digest)
 {
-    return mix64(hash ^ record_digest(b));
+    return mix64(hash ^ digest);
 }
 
 uint64_t resume_position(const sort_job *j)
@@ -24,7 +23,8 @@ void resume_note_now(const sort_job *j, byte_writer *w)
 {
     resume_note n = {
         .kind = j->resume.kind, .pos = j->resume.pos_before, .records = j->records_in,
-        .bytes = j->bytes_in, .digest = j->digest_in, .stream_hash = j->resume.stream_hash,
+        .bytes = j->bytes_in, .digest = j->digest_in, .digested = (uint64_t)j->resume.digested,
+        .stream_hash = j->resume.stream_hash,
         .placed = (uint64_t)sort_spec_saw_placed(&j->sort),
         .micros = (uint64_t)(1e6 * (j->resume.seconds_before + now_seconds()
                                     - j->resume.load_started)),
@@ -41,7 +41,6 @@ int resume_input_complete(sort_job *j)
     int r = w.failed ? errmsg_set(&err, "out of memory")
           : store_complete(j->store, w.p, w.n, &err);
     bw_free(&w);
-    if (r < 0) j->resume.keep = 1;
     return r < 0 ? job_fail("%s", err.msg) : 0;
 }
 

@@ -5,8 +5,9 @@
  * the kind j->resume.kind says (resume_state.h).  When a batch is full,
  * resume_note_now() writes the note its run carries: that position and
  * the counts, checksums and loading time of every record before it.  A
- * stream's records are hashed as they are read (resume_stream_hash()), so
- * that a rerun can tell the same stream again.  resume_input_complete()
+ * stream's records are hashed as they are read (resume_stream_hash(), from
+ * each record's digest, record_codec.h), so that a rerun can tell the same
+ * stream again.  resume_input_complete()
  * journals, after the last run, that the whole input is stored; 0, or -1
  * once the failure is reported.
  */
@@ -17,7 +18,7 @@
 
 uint64_t resume_position(const sort_job *j);
 void resume_note_now(const sort_job *j, byte_writer *w);
-uint64_t resume_stream_hash(uint64_t hash, const bam1_t *b);
+uint64_t resume_stream_hash(uint64_t hash, uint64_t record_digest);
 int resume_input_complete(sort_job *j);
 
 #endif

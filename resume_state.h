@@ -15,6 +15,10 @@
 #include <stdint.h>
 #include "byte_io.h"
 
+/* bgzf_tell()'s virtual offset: the block's file offset, shifted left by
+ * this many bits, then the offset within the block. */
+#define BGZF_WITHIN_BLOCK_BITS 16
+
 /* How a position finds the next record again. */
 typedef enum {
     POS_BGZF = 1,       /* a BGZF virtual offset: BAM, bgzipped SAM */
@@ -26,7 +30,8 @@ typedef struct {
     uint64_t kind, pos;         /* position_kind, and where the next record starts */
     uint64_t records;           /* records before it: the next one's sequence number */
     uint64_t bytes;             /* their decoded bytes */
-    uint64_t digest;            /* --verify's sum of their digests */
+    uint64_t digest;            /* --verify's sum of their digests, */
+    uint64_t digested;          /* if every one of them was digested (else 0) */
     uint64_t stream_hash;       /* a stream's: an order-dependent hash of them */
     uint64_t placed;            /* a placed record was among them (-M) */
     uint64_t micros;            /* loading time spent on them, over every run of the sort */
@@ -42,12 +47,15 @@ typedef struct {
     uint64_t pos_before;        /* the position before the record being read */
     int hash_stream;            /* a stream: its records are hashed (stream_hash) */
     uint64_t stream_hash;
+    int digested;               /* digest_in covers every record read so far */
     char *header_text;          /* the input's header as read, kept in the state */
     char *identity;             /* what a rerun must match (sort_resume.c) */
     uint64_t runs_taken, records_taken, bytes_skipped;
     double seconds_before;      /* loading time of the earlier runs of the sort */
     double load_started;        /* this run's load phase began (now_seconds()) */
-    int keep;                   /* a failure a rerun can get past: keep the state */
+    const char *state_wrong;    /* why the state itself is wrong: it goes (resume_fate.h) */
+    int discarded;              /* the store discarded an earlier state, then failed to open */
+    char *dir_shown;            /* DIR as messages name it: its real path once it exists */
 } resume_state;
 
 #endif

@@ -28,77 +28,99 @@ static uint64_t runs_for(const rocks_store *st, uint64_t size)
     return st->run_bytes ? (size + st->run_bytes - 1) / st->run_bytes : 1;
 }
 
-void merges_configure(rocks_store *st, const store_options *o)
+/* Each database merges its own runs: its share of the size plans them. */
+void merges_configure(rocks_store *st, store_db *d, const store_options *o, double share)
 {
-    merge_plan p = { 2, st->files.merge_width, st->files.max_runs };
-    st->run_bytes = o->run_bytes;
-    st->merges_planned = o->size_hint > 0;
-    if (o->size_hint > 0) p = merge_plan_for(runs_for(st, o->size_hint));
-    else rocksdb_options_set_disable_auto_compactions(st->opts, 1);
-    p = fit_to_files(&st->files, p);
+    merge_plan p = { 2, d->files.merge_width, d->files.max_runs };
+    d->merges_planned = o->size_hint > 0;
+    if (o->size_hint > 0)
+        p = merge_plan_for(runs_for(st, (uint64_t)((double)o->size_hint * share)));
+    else rocksdb_options_set_disable_auto_compactions(d->opts, 1);
+    p = fit_to_files(&d->files, p);
     /* Merged runs stay in level 0 next to fresh ones. */
-    rocksdb_options_set_num_levels(st->opts, 1);
-    st->universal = rocksdb_universal_compaction_options_create();
-    rocksdb_universal_compaction_options_set_min_merge_width(st->universal, p.min_width);
-    rocksdb_universal_compaction_options_set_max_merge_width(st->universal, p.max_width);
-    rocksdb_universal_compaction_options_set_size_ratio(st->universal, MERGE_SIZE_RATIO);
-    rocksdb_universal_compaction_options_set_stop_style(st->universal,
+    rocksdb_options_set_num_levels(d->opts, 1);
+    d->universal = rocksdb_universal_compaction_options_create();
+    rocksdb_universal_compaction_options_set_min_merge_width(d->universal, p.min_width);
+    rocksdb_universal_compaction_options_set_max_merge_width(d->universal, p.max_width);
+    rocksdb_universal_compaction_options_set_size_ratio(d->universal, MERGE_SIZE_RATIO);
+    rocksdb_universal_compaction_options_set_stop_style(d->universal,
                                                         rocksdb_similar_size_compaction_stop_style);
     /* Never rewrite everything to bound space: temp data is short-lived. */
-    rocksdb_universal_compaction_options_set_max_size_amplification_percent(st->universal, ROCKS_NEVER);
-    rocksdb_options_set_compaction_style(st->opts, rocksdb_universal_compaction);
-    rocksdb_options_set_universal_compaction_options(st->opts, st->universal);
-    rocksdb_options_set_level0_file_num_compaction_trigger(st->opts, p.trigger);
+    rocksdb_universal_compaction_options_set_max_size_amplification_percent(d->universal,
+                                                                            ROCKS_NEVER);
+    rocksdb_options_set_compaction_style(d->opts, rocksdb_universal_compaction);
+    rocksdb_options_set_universal_compaction_options(d->opts, d->universal);
+    rocksdb_options_set_level0_file_num_compaction_trigger(d->opts, p.trigger);
 }
 
 static uint64_t part_property(rocks_store *st, int part, const char *name)
 {
-    char *v = rocksdb_property_value_cf(st->db, st->part[part], name);
+    char *v = rocksdb_property_value_cf(part_db(st, part), st->part[part], name);
     uint64_t n = v ? strtoull(v, NULL, 10) : 0;
     free(v);
     return n;
 }
 
-/* A per-part count, summed over the parts. */
-static uint64_t int_property(rocks_store *st, const char *name)
+/* A per-part count, summed over the parts of d, or of every database when
+ * d is NULL. */
+static uint64_t int_property(rocks_store *st, const store_db *d, const char *name)
 {
+    int from = d ? d->first_part : 0, to = d ? d->first_part + d->n_parts : st->n_parts;
     uint64_t n = 0;
-    for (int i = 0; i < st->n_parts; i++) n += part_property(st, i, name);
+    for (int i = from; i < to; i++) n += part_property(st, i, name);
     return n;
 }
 
-/* Database-wide: any part's handle gives the same count. */
-static uint64_t running_merges(rocks_store *st)
+static int db_runs(rocks_store *st, const store_db *d)
 {
-    return part_property(st, 0, "rocksdb.num-running-compactions");
+    /* One level (see merges_configure): every run is a level-0 file. */
+    return (int)int_property(st, d, "rocksdb.num-files-at-level0");
 }
 
-/* Options change for every part alike.  Returns 0, or -1 if refused. */
-static int set_part_options(rocks_store *st, int count, const char *const *keys,
-                            const char *const *vals)
+/* The parts of d that hold runs (at least 1). */
+static int parts_holding_runs(rocks_store *st, const store_db *d)
+{
+    int n = 0;
+    for (int i = d->first_part; i < d->first_part + d->n_parts; i++)
+        n += part_property(st, i, "rocksdb.num-files-at-level0") > 0;
+    return n > 1 ? n : 1;
+}
+
+/* Database-wide: any of its parts gives the count; summed over them all. */
+static uint64_t running_merges(rocks_store *st)
+{
+    uint64_t n = 0;
+    for (int i = 0; i < st->n_dbs; i++)
+        n += part_property(st, st->dbs[i].first_part, "rocksdb.num-running-compactions");
+    return n;
+}
+
+/* Options change for every part of d alike.  Returns 0, or -1 if refused. */
+static int set_part_options(rocks_store *st, const store_db *d, int count,
+                            const char *const *keys, const char *const *vals)
 {
     int ret = 0;
-    for (int i = 0; i < st->n_parts; i++) {
+    for (int i = d->first_part; i < d->first_part + d->n_parts; i++) {
         char *rerr = NULL;
-        rocksdb_set_options_cf(st->db, st->part[i], count, keys, vals, &rerr);
+        rocksdb_set_options_cf(d->db, st->part[i], count, keys, vals, &rerr);
         if (rerr) ret = -1;
         free(rerr);
     }
     return ret;
 }
 
-static void set_auto_compaction(rocks_store *st, int on)
+static void set_auto_compaction(rocks_store *st, const store_db *d, int on)
 {
     const char *keys[1] = { "disable_auto_compactions" };
     const char *vals[1] = { on ? "false" : "true" };
-    set_part_options(st, 1, keys, vals);
+    set_part_options(st, d, 1, keys, vals);
 }
 
-/* Turns background merging on: a merge starts once `trigger` runs exist and
- * takes min_width to max_width of them, neighbours in age whose sizes
- * differ by at most size_ratio percent. */
-static int start_merging(rocks_store *st, int trigger, int min_width, int max_width,
-                         int size_ratio)
+/* Turns background merging on in d: a merge starts once `trigger` runs
+ * exist and takes min_width to max_width of them, neighbours in age whose
+ * sizes differ by at most size_ratio percent. */
+static int start_merging(rocks_store *st, const store_db *d, int trigger, int min_width,
+                         int max_width, int size_ratio)
 {
     char trig[24], universal[160];
     snprintf(trig, sizeof trig, "%d", trigger);
@@ -108,38 +130,49 @@ static int start_merging(rocks_store *st, int trigger, int min_width, int max_wi
     const char *keys[] = { "level0_file_num_compaction_trigger", "compaction_options_universal",
                            "disable_auto_compactions" };
     const char *vals[] = { trig, universal, "false" };
-    return set_part_options(st, 3, keys, vals);
+    return set_part_options(st, d, 3, keys, vals);
 }
 
+/* Each database plans for its share of the runs, and merges only past
+ * STORE_MERGE_MIN_RUNS of its own. */
 int store_plan_merges(rocks_store *st, uint64_t size_estimate)
 {
-    uint64_t t = runs_for(st, size_estimate);
-    if (t <= STORE_MERGE_MIN_RUNS) return 0;
-    merge_plan p = fit_to_files(&st->files, merge_plan_for(t));
-    if (start_merging(st, p.trigger, p.min_width, p.max_width, MERGE_SIZE_RATIO) < 0) return -1;
-    st->merges_planned = 1;
-    return p.min_width;
+    uint64_t total = 0;
+    int fewest = 0;
+    for (int i = 0; i < st->n_dbs; i++) total += st->dbs[i].weight;
+    for (int i = 0; i < st->n_dbs; i++) {
+        store_db *d = &st->dbs[i];
+        double share = total ? (double)d->weight / (double)total : 1;
+        uint64_t t = runs_for(st, (uint64_t)((double)size_estimate * share));
+        if (t <= STORE_MERGE_MIN_RUNS) continue;
+        merge_plan p = fit_to_files(&d->files, merge_plan_for(t));
+        if (start_merging(st, d, p.trigger, p.min_width, p.max_width, MERGE_SIZE_RATIO) < 0)
+            return -1;
+        d->merges_planned = 1;
+        if (!fewest || p.min_width < fewest) fewest = p.min_width;
+    }
+    return fewest;
 }
 
 /* Merges runs of similar size (a merged run is not taken again with fresh
  * ones), as many at once as a merge may keep open, while more than `keep`
- * runs are left.  Each part merges its own runs, so each keeps its share.
- * When no runs are similar, RocksDB merges the newest once a part holds
- * more runs than the trigger, down to the trigger. */
-static int start_merging_to_fit(rocks_store *st, int keep)
+ * runs are left in d.  Each part merges its own runs, so each keeps its
+ * share.  When no runs are similar, RocksDB merges the newest once a part
+ * holds more runs than the trigger, down to the trigger. */
+static int start_merging_to_fit(rocks_store *st, const store_db *d, int keep)
 {
-    int parts = st->parts_used > 1 ? st->parts_used : 1;
+    int parts = parts_holding_runs(st, d);
     int per_part = keep / parts > 2 ? keep / parts : 2;
-    return start_merging(st, per_part, 2, st->files.merge_width, MERGE_SIZE_RATIO);
+    return start_merging(st, d, per_part, 2, d->files.merge_width, MERGE_SIZE_RATIO);
 }
 
-/* Too many runs for the open-file limit and no merges planned: start them. */
-void merges_after_run(rocks_store *st)
+/* Too many runs in d for its open-file share and no merges planned: start them. */
+void merges_after_run(rocks_store *st, store_db *d)
 {
-    if (st->compaction_forced || st->merges_planned) return;
-    if (int_property(st, "rocksdb.num-files-at-level0") < (uint64_t)st->files.max_runs / 2) return;
-    st->compaction_forced = 1;
-    start_merging_to_fit(st, st->files.max_runs / 2);
+    if (d->compaction_forced || d->merges_planned) return;
+    if (db_runs(st, d) < d->files.max_runs / 2) return;
+    d->compaction_forced = 1;
+    start_merging_to_fit(st, d, d->files.max_runs / 2);
 }
 
 static void nap(void)
@@ -153,32 +186,45 @@ static void wait_for_running_merges(rocks_store *st)
     while (running_merges(st) > 0) nap();
 }
 
-/* Lets the merges set up by start that run until at most target runs are
- * left, or until none has run for a second; then stops merging.  Returns
- * the runs it removed, or -1 if RocksDB refused the options. */
-static int merge_until(rocks_store *st, int target, int start)
+/* Whether a database marked in `on` holds more than its target. */
+static int any_above(rocks_store *st, const int *target, const int *on)
 {
-    int before = store_sorted_runs(st);
-    if (start < 0) return -1;
-    for (int idle = 0; store_sorted_runs(st) > target && idle < IDLE_NAPS; idle++) {
+    for (int i = 0; i < st->n_dbs; i++)
+        if (on[i] && db_runs(st, &st->dbs[i]) > target[i]) return 1;
+    return 0;
+}
+
+/* Lets the merges started in the databases marked in `on` run until each
+ * holds at most its target, or until none has run for a second; then
+ * stops merging.  The databases merge at once, each on its own disk.
+ * Returns the runs removed. */
+static int merge_until(rocks_store *st, const int *target, const int *on)
+{
+    int before[STORE_MAX_DIRS], removed = 0;
+    for (int i = 0; i < st->n_dbs; i++) before[i] = db_runs(st, &st->dbs[i]);
+    for (int idle = 0; any_above(st, target, on) && idle < IDLE_NAPS; idle++) {
         nap();
         if (running_merges(st) > 0) idle = 0;
     }
-    set_auto_compaction(st, 0);
+    for (int i = 0; i < st->n_dbs; i++)
+        if (on[i]) set_auto_compaction(st, &st->dbs[i], 0);
     wait_for_running_merges(st);
-    int removed = before - store_sorted_runs(st);
-    if (removed > 0) st->catch_up_runs += removed + 1;
+    for (int i = 0; i < st->n_dbs; i++) {
+        int gone = before[i] - db_runs(st, &st->dbs[i]);
+        if (gone > 0) st->catch_up_runs += gone + 1;
+        if (gone > 0) removed += gone;
+    }
     return removed;
 }
 
-/* The most runs the readout may merge: those the open-file budget lets it
- * keep open, and with background merges planned, 2*sqrt(T) of the T runs
- * written (when above STORE_MERGE_MIN_RUNS). */
-static int readout_runs(const rocks_store *st)
+/* The most runs the readout may merge from d: those its open-file share
+ * lets it keep open, and with background merges planned, 2*sqrt(T) of the
+ * T runs written to it (when above STORE_MERGE_MIN_RUNS). */
+static int readout_runs(const store_db *d)
 {
-    int target = st->files.max_runs;
-    if (st->merges_planned && st->runs > STORE_MERGE_MIN_RUNS) {
-        int budget = (int)floor(2.0 * sqrt((double)st->runs));
+    int target = d->files.max_runs;
+    if (d->merges_planned && d->runs > STORE_MERGE_MIN_RUNS) {
+        int budget = (int)floor(2.0 * sqrt((double)d->runs));
         if (budget < target) target = budget;
     }
     return target;
@@ -186,25 +232,39 @@ static int readout_runs(const rocks_store *st)
 
 /* Background merges fall behind when input arrives faster than one thread
  * can rewrite it (a file on busy cores), and without a plan they merge
- * only what the open-file limit demands.  Merge down to readout_runs():
- * the newest (smallest) runs in one merge when a merge may hold them all
- * open at once, else in merges of similar runs, which rewrite each byte a
- * few times rather than once per merge. */
+ * only what the open-file limit demands.  Each database merges down to
+ * readout_runs(): the newest (smallest) runs in one merge when a merge may
+ * hold them all open at once, else in merges of similar runs, which
+ * rewrite each byte a few times rather than once per merge. */
 static void merge_down_to_budget(rocks_store *st)
 {
-    int target = readout_runs(st), n = store_sorted_runs(st);
-    if (n <= target) return;
-    int width = n - target + 1;
-    if (st->parts_used <= 1 && width <= st->files.merge_width)
-        merge_until(st, target, start_merging(st, target + 1, width, width, ANY_SIZE_RATIO));
-    while (store_sorted_runs(st) > target)
-        if (merge_until(st, target, start_merging_to_fit(st, target)) <= 0) return;
+    int target[STORE_MAX_DIRS], on[STORE_MAX_DIRS] = { 0 }, any = 0;
+    for (int i = 0; i < st->n_dbs; i++) {
+        store_db *d = &st->dbs[i];
+        int n = db_runs(st, d), width;
+        target[i] = readout_runs(d);
+        width = n - target[i] + 1;
+        if (n <= target[i] || parts_holding_runs(st, d) > 1 || width > d->files.merge_width)
+            continue;
+        on[i] = start_merging(st, d, target[i] + 1, width, width, ANY_SIZE_RATIO) == 0;
+        any |= on[i];
+    }
+    if (any) merge_until(st, target, on);
+    for (;;) {
+        any = 0;
+        for (int i = 0; i < st->n_dbs; i++) {
+            store_db *d = &st->dbs[i];
+            on[i] = db_runs(st, d) > target[i] && start_merging_to_fit(st, d, target[i]) == 0;
+            any |= on[i];
+        }
+        if (!any || merge_until(st, target, on) <= 0) return;
+    }
 }
 
 double store_settle(rocks_store *st)
 {
     double t0 = now_seconds();
-    set_auto_compaction(st, 0);
+    for (int i = 0; i < st->n_dbs; i++) set_auto_compaction(st, &st->dbs[i], 0);
     wait_for_running_merges(st);
     merge_down_to_budget(st);
     return now_seconds() - t0;
@@ -212,8 +272,7 @@ double store_settle(rocks_store *st)
 
 int store_sorted_runs(rocks_store *st)
 {
-    /* One level (see merges_configure): every run is a level-0 file. */
-    return (int)int_property(st, "rocksdb.num-files-at-level0");
+    return (int)int_property(st, NULL, "rocksdb.num-files-at-level0");
 }
 
 int store_catch_up_runs(const rocks_store *st) { return st->catch_up_runs; }

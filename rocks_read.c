@@ -45,7 +45,7 @@ store_iter *store_iter_open_range(rocks_store *st, int part, size_t readahead,
     }
     if (si->lo) rocksdb_readoptions_set_iterate_lower_bound(si->read, (const char *)si->lo, si->lo_len);
     if (si->hi) rocksdb_readoptions_set_iterate_upper_bound(si->read, (const char *)si->hi, si->hi_len);
-    si->it = rocksdb_create_iterator_cf(st->db, si->read, st->part[part]);
+    si->it = rocksdb_create_iterator_cf(part_db(st, part), si->read, st->part[part]);
     return si;
 }
 
@@ -101,8 +101,8 @@ int store_get(rocks_store *st, int part, const uint8_t *key, size_t klen, size_t
     if (!read) return errmsg_set(err, "out of memory");
     char *rerr = NULL;
     rocksdb_set_perf_level(rocksdb_disable);
-    *val = (uint8_t *)rocksdb_get_cf(st->db, read, st->part[part], (const char *)key, klen,
-                                     vlen, &rerr);
+    *val = (uint8_t *)rocksdb_get_cf(part_db(st, part), read, st->part[part], (const char *)key,
+                                     klen, vlen, &rerr);
     rocksdb_readoptions_destroy(read);
     if (rerr) {
         errmsg_set(err, "%s", rerr);

@@ -1,9 +1,10 @@
-/* rocks_state.c -- a resumable store: its directory and journal.  See
- * rocks_store.h (store_resumed, store_keep, store_complete) and
- * rocks_store_internal.h (state_*).
+/* rocks_state.c -- a resumable store: its journal.  See rocks_store.h
+ * (store_resumed, store_keep, store_complete), rocks_store_internal.h
+ * (state_*) and state_dir.h (the directory and its first record).
  *
- * The journal's records: 'S' (the identity, the codec, the parts and the
- * state's format: the first record), 'R' (a run: its part, its entries and
+ * The journal's records: 'S' (the state's version, then the identity, the
+ * codec and the parts: the first record, written before the database
+ * exists), 'R' (a run: its part, its entries and
  * bytes, its groups' key spans and its samples, and the caller's note), 'K' (a
  * blob the caller keeps) and 'C' (the input is complete, with a note).  A
  * run is journaled before RocksDB takes it in, so the database never holds
@@ -13,6 +14,7 @@
 #define _GNU_SOURCE
 #include <dirent.h>
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,95 +23,18 @@
 #include "rocks_store_internal.h"
 #include "byte_io.h"
 #include "cleanup.h"
+#include "state_dir.h"
 
-#define JOURNAL_NAME "journal"
-#define DB_NAME "db"
-enum { REC_START = 'S', REC_RUN = 'R', REC_KEEP = 'K', REC_DONE = 'C' };
-/* The records' layout.  States of rocksort 0.3.0 have no format field
- * (their 'R' records held a first key, since dropped): their runs are not
- * taken back. */
-#define STATE_FORMAT 2
+enum { REC_START = STATE_REC_START, REC_RUN = 'R', REC_KEEP = 'K', REC_DONE = 'C' };
 
-static char *join(const char *dir, const char *name)
-{
-    char *p = NULL;
-    return asprintf(&p, "%s/%s", dir, name) < 0 ? NULL : p;
-}
-
-/* The directory, if it exists, holds nothing but a state's journal and
- * database: anything else is the user's, and stays. */
-int store_state_dir_usable(const char *dir, errmsg *err)
-{
-    struct stat sb;
-    if (stat(dir, &sb) < 0) return errno == ENOENT ? 0 : errmsg_set(err, "--resume '%s': %s", dir,
-                                                                     strerror(errno));
-    if (!S_ISDIR(sb.st_mode)) return errmsg_set(err, "--resume '%s' is not a directory", dir);
-    DIR *d = opendir(dir);
-    if (!d) return errmsg_set(err, "cannot read the state directory '%s': %s", dir, strerror(errno));
-    int journal = 0, foreign = 0, db = 0;
-    for (struct dirent *e; (e = readdir(d)) != NULL;) {
-        if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")) continue;
-        if (!strcmp(e->d_name, JOURNAL_NAME)) journal = 1;
-        else if (!strcmp(e->d_name, DB_NAME)) db = 1;
-        else foreign = 1;
-    }
-    closedir(d);
-    if (foreign || (db && !journal))
-        return errmsg_set(err, "--resume '%s' holds files that are not a rocksort state: "
-                          "refusing to use it (give a new or empty directory)", dir);
-    return 0;
-}
-
-/* ... and exists, created if missing. */
+/* The directory holds a state or nothing (state_dir.h), and exists:
+ * created if missing. */
 static int check_dir(const char *dir, errmsg *err)
 {
     if (store_state_dir_usable(dir, err) < 0) return -1;
     if (mkdir(dir, 0700) < 0 && errno != EEXIST)
         return errmsg_set(err, "cannot create the state directory '%s': %s", dir, strerror(errno));
     return 0;
-}
-
-/* Bytes of the regular files directly in dir. */
-static uint64_t dir_bytes(const char *dir)
-{
-    uint64_t sum = 0;
-    DIR *d = opendir(dir);
-    if (!d) return 0;
-    for (struct dirent *e; (e = readdir(d)) != NULL;) {
-        struct stat sb;
-        char *p = join(dir, e->d_name);
-        if (p && stat(p, &sb) == 0 && S_ISREG(sb.st_mode)) sum += (uint64_t)sb.st_size;
-        free(p);
-    }
-    closedir(d);
-    return sum;
-}
-
-int store_state_peek(const char *dir, store_codec *codec, uint64_t *bytes)
-{
-    errmsg ignored;
-    struct stat sb;
-    char *path = join(dir, JOURNAL_NAME), *db = join(dir, DB_NAME);
-    run_journal *jn = path && db && store_state_dir_usable(dir, &ignored) == 0 &&
-                      stat(path, &sb) == 0 ? journal_open(path, &ignored) : NULL;
-    int found = -1;
-    size_t len, id_len;
-    const uint8_t *rec = jn && journal_records(jn) ? journal_record(jn, 0, &len) : NULL;
-    if (rec) {
-        byte_reader r = br_of(rec, len);
-        uint64_t type = br_u64(&r);
-        br_bytes(&r, &id_len);
-        uint64_t c = br_u64(&r);
-        if (!r.bad && type == REC_START && c <= STORE_CODEC_COLUMNS) {
-            *codec = (store_codec)c;
-            *bytes = dir_bytes(db);
-            found = 0;
-        }
-    }
-    journal_close(jn);
-    free(path);
-    free(db);
-    return found;
 }
 
 static void reset_runs(rocks_store *st)
@@ -120,14 +45,32 @@ static void reset_runs(rocks_store *st)
     }
     for (size_t i = 0; i < st->n_samples; i++) free((uint8_t *)st->samples[i].key);
     st->n_samples = 0;
-    st->runs = st->bytes_written = 0;
+    st->runs = st->bytes_written = st->dbs[0].runs = 0;
     st->parts_used = 0;
     memset(&st->resume, 0, sizeof st->resume);
     st->resume.discarded = st->discarded;
     for (int s = 0; s < STORE_KEEP_SLOTS; s++) {
-        st->resume.kept[s] = st->salvaged[s];
-        st->resume.kept_len[s] = st->salvaged_len[s];
+        st->resume.kept[s] = st->kept_blob[s];
+        st->resume.kept_len[s] = st->kept_blob_len[s];
     }
+}
+
+/* A 'K' record's blob, copied out of the journal, whose buffer moves as
+ * records are appended.  -1 if it does not parse or memory runs out. */
+static int copy_kept(rocks_store *st, byte_reader *r)
+{
+    size_t len;
+    uint64_t slot = br_u64(r);
+    const uint8_t *blob = br_bytes(r, &len);
+    uint8_t *copy = r->bad || slot >= STORE_KEEP_SLOTS ? NULL : malloc(len + 1);
+    if (!copy) return -1;
+    memcpy(copy, blob, len);
+    free(st->kept_blob[slot]);
+    st->kept_blob[slot] = copy;
+    st->kept_blob_len[slot] = len;
+    st->resume.kept[slot] = copy;
+    st->resume.kept_len[slot] = len;
+    return 0;
 }
 
 /* A discarded state's kept blobs outlive it: what they name (the output a
@@ -135,28 +78,30 @@ static void reset_runs(rocks_store *st)
 static void salvage_kept(rocks_store *st)
 {
     for (size_t i = 1; i < journal_records(st->journal); i++) {
-        size_t len, blob_len;
+        size_t len;
         const uint8_t *rec = journal_record(st->journal, i, &len);
         byte_reader r = br_of(rec, len);
-        if (br_u64(&r) != REC_KEEP) continue;
-        uint64_t slot = br_u64(&r);
-        const uint8_t *blob = br_bytes(&r, &blob_len);
-        uint8_t *copy = r.bad || slot >= STORE_KEEP_SLOTS ? NULL : malloc(blob_len + 1);
-        if (!copy) continue;
-        memcpy(copy, blob, blob_len);
-        free(st->salvaged[slot]);
-        st->salvaged[slot] = copy;
-        st->salvaged_len[slot] = blob_len;
+        if (br_u64(&r) == REC_KEEP) copy_kept(st, &r);
     }
 }
 
-void state_wipe(rocks_store *st)
+/* The identity of a fresh state, journaled before its database is made. */
+static int journal_start(rocks_store *st, const store_options *o, errmsg *err)
 {
-    errmsg ignored;
+    byte_writer w = { 0 };
+    state_start_write(&w, o->identity, (uint64_t)o->compression, (uint64_t)st->n_parts);
+    int r = w.failed ? errmsg_set(err, "out of memory") : journal_append(st->journal, w.p, w.n, err);
+    bw_free(&w);
+    return r;
+}
+
+int state_wipe(rocks_store *st, const store_options *o, errmsg *err)
+{
     salvage_kept(st);
-    cleanup_remove_path(st->dir);
-    journal_cut(st->journal, 0, &ignored);
+    cleanup_remove_path(st->dbs[0].dir);
     reset_runs(st);
+    if (journal_cut(st->journal, 0, err) < 0) return -1;
+    return journal_start(st, o, err);
 }
 
 void state_discard(rocks_store *st, const char *why)
@@ -166,22 +111,37 @@ void state_discard(rocks_store *st, const char *why)
     st->resume.discarded = st->discarded;
 }
 
-/* The 'S' record's identity against this run's: a reason to start afresh, or NULL. */
-static const char *other_sort(rocks_store *st, const store_options *o)
+/* Why two identities differ, for the line that discards a state: the name
+ * (up to its first space) of their first line that differs, such as
+ * "inode" for an input file replaced by a copy. */
+static const char *another_sort(const uint8_t *old, size_t old_len, const char *now,
+                                char *why, size_t size)
 {
-    size_t len, id_len;
+    size_t at = 0, now_len = strlen(now);
+    while (at < now_len && at < old_len && now[at] == (char)old[at]) at++;
+    while (at && now[at - 1] != '\n') at--;
+    const char *line = at < now_len ? now + at : (const char *)old + at;
+    size_t left = at < now_len ? now_len - at : old_len - at, name = 0;
+    while (name < left && line[name] != ' ' && line[name] != '\n') name++;
+    snprintf(why, size, "it is the state of another sort (the input or an option that orders "
+             "the records changed: its '%.*s' differs)", (int)name, line);
+    return why;
+}
+
+/* The 'S' record's identity against this run's: a reason to start afresh
+ * (in why, if it needs room), or NULL. */
+static const char *other_sort(rocks_store *st, const store_options *o, char *why, size_t size)
+{
+    size_t len;
     const uint8_t *rec = journal_record(st->journal, 0, &len);
-    byte_reader r = br_of(rec, len);
-    uint64_t type = br_u64(&r);
-    const uint8_t *id = br_bytes(&r, &id_len);
-    uint64_t codec = br_u64(&r), parts = br_u64(&r);
-    if (r.bad || type != REC_START) return "its journal is damaged";
-    if (br_u64(&r) != STATE_FORMAT || r.bad || r.at != len)
-        return "it was written by another version of rocksort";
-    if (id_len != strlen(o->identity) || memcmp(id, o->identity, id_len))
-        return "it is the state of another sort (the input or an option that orders the "
-               "records changed)";
-    if (codec != (uint64_t)o->compression || parts != (uint64_t)st->n_parts)
+    state_start s;
+    state_start_read(rec, len, &s);
+    if (s.type != REC_START) return "its journal is damaged";
+    if (s.version != STORE_STATE_VERSION) return "it was written by another version of rocksort";
+    if (s.bad) return "its journal is damaged";
+    if (s.identity_len != strlen(o->identity) || memcmp(s.identity, o->identity, s.identity_len))
+        return another_sort(s.identity, s.identity_len, o->identity, why, size);
+    if (s.codec != (uint64_t)o->compression || s.parts != (uint64_t)st->n_parts)
         return "it holds runs of another format (--temp-compression changed)";
     return NULL;
 }
@@ -190,9 +150,11 @@ int state_prepare(rocks_store *st, const store_options *o, errmsg *err)
 {
     if (!(st->state_dir = strdup(o->state_dir))) return errmsg_set(err, "out of memory");
     if (check_dir(st->state_dir, err) < 0) return -1;
-    char *path = join(st->state_dir, JOURNAL_NAME);
-    st->dir = join(st->state_dir, DB_NAME);
-    if (!path || !st->dir) {
+    char *path = state_join(st->state_dir, STATE_JOURNAL_NAME);
+    st->dbs[0].dir = state_join(st->state_dir, STATE_DB_NAME);
+    st->dbs[0].weight = 1;
+    st->n_dbs = 1;
+    if (!path || !st->dbs[0].dir) {
         free(path);
         return errmsg_set(err, "out of memory");
     }
@@ -200,25 +162,11 @@ int state_prepare(rocks_store *st, const store_options *o, errmsg *err)
     free(path);
     if (!st->journal) return -1;
     st->state_owned = 1;
-    st->n_parts = o->parts < 1 ? 1 : o->parts > STORE_MAX_PARTS ? STORE_MAX_PARTS : o->parts;
-    const char *why = journal_records(st->journal) ? other_sort(st, o) : NULL;
+    st->n_parts = o->parts < 1 ? 1 : o->parts > STORE_DB_MAX_PARTS ? STORE_DB_MAX_PARTS : o->parts;
+    char other[256];
+    const char *why = journal_records(st->journal) ? other_sort(st, o, other, sizeof other) : NULL;
     if (why) state_discard(st, why);
-    if (why || !journal_records(st->journal)) state_wipe(st);
-    return 0;
-}
-
-int state_start(rocks_store *st, const store_options *o, errmsg *err)
-{
-    if (journal_records(st->journal)) return 0;
-    byte_writer w = { 0 };
-    bw_u64(&w, REC_START);
-    bw_bytes(&w, o->identity, strlen(o->identity));
-    bw_u64(&w, (uint64_t)o->compression);
-    bw_u64(&w, (uint64_t)st->n_parts);
-    bw_u64(&w, STATE_FORMAT);
-    int r = w.failed ? errmsg_set(err, "out of memory") : journal_append(st->journal, w.p, w.n, err);
-    bw_free(&w);
-    return r;
+    return why || !journal_records(st->journal) ? state_wipe(st, o, err) : 0;
 }
 
 /* The run's groups (compact runs) and samples, as 'R' holds them. */
@@ -279,6 +227,7 @@ static int restore_run(rocks_store *st, byte_reader *r, int *part, uint64_t *ent
     if (st->index && run_index_end_run(st->index, *part) < 0) return -1;
     if (*part >= st->parts_used) st->parts_used = *part + 1;
     st->runs++;
+    st->dbs[0].runs++;
     st->bytes_written += bytes;
     return 0;
 }
@@ -291,7 +240,8 @@ static int db_entries(rocks_store *st, uint64_t *have)
 {
     static const char field[] = "# entries=";
     for (int p = 0; p < st->n_parts; p++) {
-        char *v = rocksdb_property_value_cf(st->db, st->part[p], "rocksdb.aggregated-table-properties");
+        char *v = rocksdb_property_value_cf(part_db(st, p), st->part[p],
+                                            "rocksdb.aggregated-table-properties");
         const char *at = v ? strstr(v, field) : NULL;
         char *end = NULL;
         if (at) have[p] = strtoull(at + sizeof field - 1, &end, 10);
@@ -337,12 +287,14 @@ static int take_in_last_run(rocks_store *st, size_t last, int part, errmsg *err)
         n_runs += br_u64(&r) == REC_RUN;
     }
     char *path = NULL;
-    if (asprintf(&path, "%s/run-%06zu.sst", st->dir, n_runs) < 0) return errmsg_set(err, "out of memory");
+    if (asprintf(&path, "%s/run-%06zu.sst", st->dbs[0].dir, n_runs) < 0)
+        return errmsg_set(err, "out of memory");
     char *rerr = NULL;
     int there = access(path, F_OK) == 0;
     if (there) {
         const char *files[1] = { path };
-        rocksdb_ingest_external_file_cf(st->db, st->part[part], files, 1, st->ingest, &rerr);
+        rocksdb_ingest_external_file_cf(part_db(st, part), st->part[part], files, 1, st->ingest,
+                                        &rerr);
     }
     int taken = there && !rerr;
     free(rerr);
@@ -373,11 +325,11 @@ static int check_runs(rocks_store *st, errmsg *err)
  * behind by RocksDB's move of a run into the database. */
 static void remove_leftovers(rocks_store *st)
 {
-    DIR *d = opendir(st->dir);
+    DIR *d = opendir(st->dbs[0].dir);
     if (!d) return;
     for (struct dirent *e; (e = readdir(d)) != NULL;) {
         if (strncmp(e->d_name, "run-", 4)) continue;
-        char *p = join(st->dir, e->d_name);
+        char *p = state_join(st->dbs[0].dir, e->d_name);
         if (p) unlink(p);
         free(p);
     }
@@ -397,12 +349,9 @@ static int replay(rocks_store *st)
         case REC_RUN:
             if (restore_run(st, &r, &part, &entries) < 0) return -1;
             break;
-        case REC_KEEP: {
-            uint64_t slot = br_u64(&r);
-            if (slot >= STORE_KEEP_SLOTS) return -1;
-            st->resume.kept[slot] = br_bytes(&r, &st->resume.kept_len[slot]);
+        case REC_KEEP:
+            if (copy_kept(st, &r) < 0) return -1;
             break;
-        }
         case REC_DONE:
             st->resume.complete = 1;
             st->resume.note = br_bytes(&r, &st->resume.note_len);
@@ -415,6 +364,19 @@ static int replay(rocks_store *st)
     return 0;
 }
 
+/* The last note, copied out of the journal's buffer (see copy_kept()). */
+static int own_note(rocks_store *st)
+{
+    if (!st->resume.note) return 0;
+    uint8_t *copy = malloc(st->resume.note_len + 1);
+    if (!copy) return -1;
+    memcpy(copy, st->resume.note, st->resume.note_len);
+    free(st->note_blob);
+    st->note_blob = copy;
+    st->resume.note = copy;
+    return 0;
+}
+
 int state_restore(rocks_store *st, errmsg *err)
 {
     int r = check_runs(st, err);
@@ -423,7 +385,7 @@ int state_restore(rocks_store *st, errmsg *err)
         state_discard(st, "its database does not hold the runs its journal lists");
         return 1;
     }
-    if (replay(st) < 0) {
+    if (replay(st) < 0 || own_note(st) < 0) {
         state_discard(st, "its journal is damaged");
         return 1;
     }
@@ -432,20 +394,32 @@ int state_restore(rocks_store *st, errmsg *err)
     return 0;
 }
 
+/* DIR goes, and so does the directory DIR names when it is a symbolic
+ * link: removing the link alone would leave the journal behind.  That
+ * directory held nothing but the state (state_dir.h). */
+static void remove_state_dir(const char *dir)
+{
+    char real[PATH_MAX];
+    if (realpath(dir, real)) cleanup_remove_path(real);
+    cleanup_remove_path(dir);
+}
+
 void state_close(rocks_store *st, int keep)
 {
     journal_close(st->journal);
     st->journal = NULL;
     if (!keep && st->state_owned) {
-        cleanup_remove_path(st->dir);
-        cleanup_remove_path(st->state_dir);
+        cleanup_remove_path(st->dbs[0].dir);
+        remove_state_dir(st->state_dir);
     }
     free(st->state_dir);
     free(st->discarded);
-    for (int s = 0; s < STORE_KEEP_SLOTS; s++) free(st->salvaged[s]);
+    free(st->note_blob);
+    for (int s = 0; s < STORE_KEEP_SLOTS; s++) free(st->kept_blob[s]);
 }
 
 const store_resume *store_resumed(const rocks_store *st) { return &st->resume; }
+int store_state_unlocked(const rocks_store *st) { return st->journal ? journal_unlocked(st->journal) : 0; }
 
 /* A record of a type, a slot (REC_KEEP only) and a blob. */
 static int append_blob(rocks_store *st, uint64_t type, int slot, const void *blob, size_t len,

@@ -1,23 +1,30 @@
 /* rocks_store.h -- the temporary RocksDB that holds sorted runs.
  *
- * Contract: store_open() creates a fresh directory (mkdtemp, mode 0700) under
- * a prefix and a database in it.  Sorted runs are bulk-loaded: the caller
- * writes keys in increasing order between store_run_begin() and
- * store_run_end(), which builds an SST file and ingests it (no memtable, no
- * write-ahead log).  With a size hint, universal compaction merges runs in
- * the background so that the final readout merges about 2*sqrt(T) of them.
- * Without merges, runs are dealt in turn to up to `parts` column families,
- * each read in key order by its own store_iter_open(), so that several threads
- * can read the runs at once; with merges planned every run goes to part 0,
- * as a merge only combines runs of one part.  Runs bypass the page cache:
+ * Contract: store_open() creates a fresh directory (mkdtemp, mode 0700) in
+ * each of the directories it is given (or beside a lone prefix) and a
+ * database in each: one database per directory, so that a database's runs,
+ * and the runs its merges write, stay on that directory's disk.  Sorted
+ * runs are bulk-loaded: the caller writes keys in increasing order between
+ * store_run_begin() and store_run_end(), which builds an SST file in one of
+ * the directories, dealt in turn in proportion to their weights
+ * (temp_dirs.h), and ingests it there (no memtable, no write-ahead log, no
+ * copy: the file is written where it stays).  With a size hint, universal
+ * compaction merges each database's runs in the background so that the
+ * final readout merges about 2*sqrt(T) of the T runs of each.  The runs are
+ * read back in parts, each a column family with a reader of its own: at
+ * least one per database, so that every disk is read at once, and with one
+ * database, while nothing merges, up to `parts` of them (runs dealt in
+ * turn); a merge only combines runs of one part, so with merges planned a
+ * database's runs all go to its first part.  Runs bypass the page cache:
  * the SST writer drops what it wrote, and reads and merges use direct I/O
- * where the temp file system allows it.  Nothing in the directory is ever
- * synced (temp_env.h): the runs need no durability.  A merge keeps its runs
- * open, and so does the readout: the store stays within max_open_files
- * descriptors (merge_plan.h), merging more, and after the load if it must,
- * when that is low.  store_close() removes the
- * directory unless asked to keep it.  Failures return -1 (NULL for
- * store_open()) with the cause in an errmsg (errmsg.h).
+ * where the temp file system allows it.  Nothing in the directories is
+ * ever synced (temp_env.h): the runs need no durability.  A merge keeps its
+ * runs open, and so does the readout: the store stays within
+ * max_open_files descriptors (merge_plan.h), shared among the databases,
+ * merging more, and after the load if it must, when that is low.
+ * store_close() removes the directories unless asked to keep them.
+ * Failures return -1 (NULL for store_open()) with the cause in an errmsg
+ * (errmsg.h), naming the directory of the failed write.
  */
 #ifndef ROCKS_STORE_H
 #define ROCKS_STORE_H
@@ -28,6 +35,7 @@
 #include <htslib/thread_pool.h>
 #include "group_writer.h"
 #include "key_bytes.h"
+#include "temp_dirs.h"
 
 /* How runs hold their records: RocksDB's block codecs, or groups of records
  * in columns (group_codec.h), the compact runs. */
@@ -36,7 +44,18 @@ typedef enum {
     STORE_CODEC_COLUMNS
 } store_codec;
 
+/* One place the runs may go: an existing directory, or alone a prefix
+ * ("dir/name": the database goes in dir/name.rocksort.XXXXXX). */
 typedef struct {
+    const char *path;
+    uint64_t weight;        /* its share of the runs (dir_turn, temp_dirs.h) */
+} store_dir;
+
+#define STORE_MAX_DIRS TEMP_MAX_DIRS
+
+typedef struct {
+    const store_dir *dirs;  /* where the runs go, 1..STORE_MAX_DIRS; unused with state_dir */
+    int n_dirs;
     store_codec compression;
     int compression_threads;/* threads compressing one run's blocks; <= 1: the writer's own */
     hts_tpool *pool;        /* NULL, or the sort's pool: compact runs' groups are encoded
@@ -44,18 +63,26 @@ typedef struct {
     uint64_t size_hint;     /* expected total bytes of all runs; 0: unknown */
     uint64_t run_bytes;     /* expected bytes of one run */
     int max_open_files;     /* descriptors the store may use in all; -1: no limit */
-    int background_threads; /* compaction threads */
-    int parts;              /* column families runs are dealt to, 1..STORE_MAX_PARTS */
+    int background_threads; /* compaction threads of each database */
+    int parts;              /* readers wanted in all, 1..STORE_DB_MAX_PARTS (see above) */
     const char *state_dir;  /* --resume: the store lives here and outlives a kill (below) */
     const char *identity;   /* with state_dir: what a later run must match to resume */
+    int *state_discarded;   /* with state_dir, if not NULL: set when store_open() discarded
+                               an earlier state, even if it then failed */
 } store_options;
 
-#define STORE_MAX_PARTS 4
+/* Column families of one database, and parts of the whole store. */
+#define STORE_DB_MAX_PARTS 4
+#define STORE_MAX_PARTS STORE_MAX_DIRS
+
+/* The databases the open-file budget can hold, each with its own files and
+ * room for a few runs: the caller spreads the runs over at most this many
+ * directories.  max_open_files < 0: no limit. */
+int store_dirs_that_fit(int max_open_files);
 
 typedef struct rocks_store rocks_store;
 
-/* tmp_prefix: an existing directory, or a path prefix ("dir/name"). */
-rocks_store *store_open(const char *tmp_prefix, const store_options *opt, errmsg *err);
+rocks_store *store_open(const store_options *opt, errmsg *err);
 
 /* Without a size hint, the caller may still estimate the total (from the
  * input file's size) once loading has begun: past STORE_MERGE_MIN_RUNS
@@ -90,6 +117,18 @@ int store_run_end(rocks_store *st, const void *note, size_t note_len, errmsg *er
  * in key order like records.  A run takes records or groups, not both. */
 int store_run_put_group(rocks_store *st, const group_span *span, const uint8_t *blob,
                         size_t len, uint64_t record_bytes, errmsg *err);
+/* The layout of a state (--resume DIR), journaled first: a state of
+ * another version is discarded, whatever it holds.  Bump it with any change
+ * to what a state stores or how: the journal's records (rocks_state.c) and
+ * framing (run_journal.c); the runs' keys (bam_sort.c, template_key.c,
+ * minimiser.c), values (record_codec.h: htslib's in-memory bam1_core_t and
+ * data) and groups (group_codec.c); the run index's spans (run_index.c);
+ * the caller's notes and kept blobs (resume_state.c, sort_resume.c).
+ * test/test_state_layout.c fails on a change to most of these until the
+ * version is bumped and the layout's new hash recorded there.
+ * 3: 'S' leads with it; notes say whether their digest covers every record.
+ * 4: template-coordinate keys hold the cell barcode (CB). */
+#define STORE_STATE_VERSION 4
 
 /* A resumable store (opt->state_dir).  The directory is created if
  * missing; one that holds anything but a store's journal and database is
@@ -108,7 +147,7 @@ int store_run_put_group(rocks_store *st, const group_span *span, const uint8_t *
  * blobs are still reported in kept[]: what they name (a half-written
  * output) outlives the state.  store_close() removes
  * the whole directory unless asked to keep it. */
-#define STORE_KEEP_SLOTS 2
+#define STORE_KEEP_SLOTS 3
 typedef struct {
     uint64_t runs;              /* runs taken back; 0: a fresh start */
     const char *discarded;      /* NULL, or why an earlier state was not used */
@@ -119,6 +158,9 @@ typedef struct {
     size_t kept_len[STORE_KEEP_SLOTS];
 } store_resume;
 const store_resume *store_resumed(const rocks_store *st);
+/* 0, or the errno of the lock on the state that its file system refused
+ * (run_journal.h): the state is then used unlocked. */
+int store_state_unlocked(const rocks_store *st);
 /* Whether a directory could hold a state: missing, or a state's (0), or
  * the user's (-1, with a cause for refusing it in err).  Creates nothing. */
 int store_state_dir_usable(const char *dir, errmsg *err);
@@ -130,6 +172,18 @@ int store_state_dir_usable(const char *dir, errmsg *err);
 int store_state_peek(const char *dir, store_codec *codec, uint64_t *bytes);
 int store_keep(rocks_store *st, int slot, const void *blob, size_t len, errmsg *err);
 int store_complete(rocks_store *st, const void *note, size_t note_len, errmsg *err);
+
+/* What a failure's cause, as the store gave it (RocksDB's text names the
+ * errno), says of the stored runs.  store_cause_outside(): a cause outside
+ * them (a full disk, no permission, a lock held, too few descriptors or
+ * memory, an I/O error), after which they may read back on a mended
+ * machine; a state is kept then.  store_shows_damage(): the runs
+ * themselves are damaged, for no such cause (RocksDB's Corruption: a
+ * checksum that does not match, a file missing or cut short; a group of
+ * records that does not decode); a state is removed then. */
+#define STORE_RUN_CORRUPT "a temporary run is corrupt"
+int store_cause_outside(const char *msg);
+int store_shows_damage(const char *msg);
 
 /* Stops starting new compactions and waits for running ones to end.  If
  * background merges were planned but fell behind, merges the newest runs
@@ -198,11 +252,24 @@ size_t store_straddlers(const rocks_store *st, int part, const uint8_t *lo, size
 int store_get(rocks_store *st, int part, const uint8_t *key, size_t klen, size_t readahead,
               uint8_t **val, size_t *vlen, errmsg *err);
 
-/* True when runs are read with direct I/O (the temp file system allows it). */
+/* True when runs are read with direct I/O (every temp file system allows it). */
 int store_direct_io(const rocks_store *st);
+/* The databases' directories, for messages: one, or several as
+ * "a/samtools-rocksort.X', 'b/samtools-rocksort.Y" (to be quoted '%s'). */
 const char *store_path(const rocks_store *st);
+/* The directory the last run was written to, or is being written to. */
+const char *store_run_dir(const rocks_store *st);
 
-/* Closes the database; removes its directory unless keep is set. */
+/* The databases, one per directory: for -v and -k. */
+int store_dirs(const rocks_store *st);
+typedef struct {
+    const char *path;           /* the database's directory */
+    uint64_t runs;              /* runs written there */
+    uint64_t bytes_written;     /* every byte RocksDB wrote there: runs, merges, its own files */
+} store_dir_report;
+store_dir_report store_dir_at(const rocks_store *st, int i);
+
+/* Closes the databases; removes their directories unless keep is set. */
 void store_close(rocks_store *st, int keep);
 
 #endif

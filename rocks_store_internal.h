@@ -1,11 +1,12 @@
 /* rocks_store_internal.h -- the store's state, for rocks_store.c,
  * rocks_read.c and rocks_merge.c only.
  *
- * Contract: rocks_store.c opens the database, writes runs into it and
- * closes it; rocks_read.c reads them back; rocks_merge.c decides when
- * RocksDB merges runs (universal compaction) and waits for those merges.
- * Nothing outside the three files includes this header: the rest of the
- * program sees rocks_store.h.
+ * Contract: rocks_open.c opens the databases (one per temp directory)
+ * and closes them; rocks_store.c writes runs into them; rocks_read.c reads
+ * them back; rocks_merge.c decides when RocksDB merges runs (universal
+ * compaction) and waits for those merges; rocks_state.c journals a
+ * resumable store.  Nothing outside these files includes this header: the
+ * rest of the program sees rocks_store.h.
  */
 #ifndef ROCKS_STORE_INTERNAL_H
 #define ROCKS_STORE_INTERNAL_H
@@ -20,26 +21,40 @@
 /* For RocksDB's triggers and percentages: a value never reached. */
 #define ROCKS_NEVER (1 << 30)
 
-struct rocks_store {
-    char *dir;
+/* One database: the runs of one directory. */
+typedef struct {
+    char *dir;                  /* its directory (mkdtemp'd, or the state's) */
     rocksdb_t *db;
-    rocksdb_column_family_handle_t *part[STORE_MAX_PARTS];
-    int n_parts;                /* column families created */
-    int parts_used;             /* of those, how many hold runs */
     rocksdb_options_t *opts;
+    rocksdb_universal_compaction_options_t *universal;
+    files_plan files;           /* its share of the open-file budget */
+    int first_part, n_parts;    /* its column families: parts first_part, ... */
+    uint64_t weight;            /* its share of the runs (temp_dirs.h) */
+    uint64_t runs;              /* runs written to it */
+    int bytes_counter;          /* temp_env_count_writes()'s handle; -1: none */
+    int merges_planned;         /* a size hint or estimate set up background merges */
+    int compaction_forced;
+    int direct_io;              /* its runs are read (and merged) bypassing the page cache */
+} store_db;
+
+struct rocks_store {
+    store_db dbs[STORE_MAX_DIRS];
+    int n_dbs;
+    char *paths;                /* store_path()'s text; NULL: the first directory's */
+    rocksdb_column_family_handle_t *part[STORE_MAX_PARTS];
+    int part_db[STORE_MAX_PARTS];   /* the database holding each part */
+    int n_parts;                /* column families created, in all */
+    int parts_used;             /* of those, 0..parts_used-1 may hold runs */
+    dir_turn turn;              /* which database the next run goes to */
+    int run_db;                 /* the database of the run being written, or the last */
     rocksdb_envoptions_t *envopts;
     rocksdb_block_based_table_options_t *table;
-    rocksdb_universal_compaction_options_t *universal;
     rocksdb_ingestexternalfileoptions_t *ingest;
     rocksdb_sstfilewriter_t *writer;
     char *run_path;
     _Atomic uint64_t runs;       /* read by the signal thread too (sort_resume.c) */
     uint64_t bytes_written;
-    files_plan files;           /* the open-file budget's split */
-    int compaction_forced;
-    int merges_planned;         /* a size hint or estimate set up background merges */
     int catch_up_runs;          /* runs merged at settle time, after the load */
-    int direct_io;              /* runs are read (and merged) bypassing the page cache */
     uint64_t run_bytes;         /* expected size of one run */
     key_sample *samples;        /* see store_samples(); the store owns their keys */
     size_t n_samples, samples_cap;
@@ -52,37 +67,54 @@ struct rocks_store {
     run_journal *journal;
     store_resume resume;
     char *discarded;            /* resume.discarded's text */
-    uint8_t *salvaged[STORE_KEEP_SLOTS];    /* a discarded state's kept blobs */
-    size_t salvaged_len[STORE_KEEP_SLOTS];
+    uint8_t *kept_blob[STORE_KEEP_SLOTS];   /* resume.kept's copies (of a discarded state's too) */
+    size_t kept_blob_len[STORE_KEEP_SLOTS];
+    uint8_t *note_blob;         /* resume.note's copy */
     uint64_t run_entries;       /* the run being written: the keys put in it, */
     size_t run_first_sample;    /* and where its samples start */
 };
 
-/* rocks_state.c: a resumable store's journal.  state_prepare() checks and
- * locks the directory before the database opens, and sets st->dir;
- * state_restore() takes the journaled runs back once it is open: 0, -1
- * with the cause in err, or 1 when the state must be discarded (why in
- * st->discarded): the caller then closes the database, calls state_wipe()
- * and opens it afresh.  state_start() journals the identity of a fresh
- * state; state_journal_run() a run, before RocksDB takes it in. */
+/* rocks_store.c: RocksDB's malloc'd error as the cause in err, after
+ * `what`; returns -1.  runs_prepare() sets up the runs' writer (compact
+ * runs' groups and index), runs_close() frees it with the samples. */
+int rocks_fail(errmsg *err, const char *what, char *rocks_err);
+int runs_prepare(rocks_store *st, const store_options *o, errmsg *err);
+void runs_close(rocks_store *st);
+
+/* rocks_state.c: a resumable store's journal, in one database.
+ * state_prepare() checks and locks the directory before the database
+ * opens, and sets st->dbs[0].dir; a fresh or discarded state has its
+ * identity journaled then, before its database exists.  state_restore()
+ * takes the journaled runs back once it is open: 0, -1 with the cause in
+ * err, or 1 when the state must be discarded (why in st->discarded): the
+ * caller then closes the database, calls state_wipe() (the database
+ * removed, the journal holding only the identity again) and opens it
+ * afresh.  state_journal_run() journals a run, before RocksDB takes it in.
+ * Each returns 0 or -1 with the cause in err unless said otherwise. */
 int state_prepare(rocks_store *st, const store_options *o, errmsg *err);
 int state_restore(rocks_store *st, errmsg *err);
-void state_wipe(rocks_store *st);
+int state_wipe(rocks_store *st, const store_options *o, errmsg *err);
 void state_discard(rocks_store *st, const char *why);
-int state_start(rocks_store *st, const store_options *o, errmsg *err);
 int state_journal_run(rocks_store *st, int part, uint64_t bytes, const void *note,
                       size_t note_len, errmsg *err);
 void state_close(rocks_store *st, int keep);
 
-/* The column families' names, part i as store_part_names[i]. */
-extern const char *const store_part_names[STORE_MAX_PARTS];
+/* The column families' names, a database's i-th as store_part_names[i]. */
+extern const char *const store_part_names[STORE_DB_MAX_PARTS];
+
+/* The database that holds part p. */
+static inline rocksdb_t *part_db(const rocks_store *st, int p)
+{
+    return st->dbs[st->part_db[p]].db;
+}
 
 /* A key sample (store_samples()), with its weight; -1 when out of memory. */
 int store_add_sample(rocks_store *st, const uint8_t *key, size_t klen, uint64_t weight);
 
-/* rocks_merge.c: the compaction options at open, and after each run the
- * merges the open-file budget forces when none were planned. */
-void merges_configure(rocks_store *st, const store_options *o);
-void merges_after_run(rocks_store *st);
+/* rocks_merge.c: a database's compaction options at open (share: its
+ * fraction of the runs), and after each run the merges the open-file
+ * budget forces when none were planned. */
+void merges_configure(rocks_store *st, store_db *d, const store_options *o, double share);
+void merges_after_run(rocks_store *st, store_db *d);
 
 #endif

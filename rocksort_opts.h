@@ -25,7 +25,8 @@ typedef struct {
     int threads;                /* -@: extra threads */
     int merge_threads;          /* --merge-threads: key ranges merged at once; 0: auto */
     size_t mem_per_thread;      /* -m */
-    const char *tmp_prefix;     /* -T, or NULL for $TMPDIR */
+    const char *tmp_dirs[TEMP_MAX_DIRS]; /* -T, each time given; none: $TMPDIR */
+    int n_tmp_dirs;
     uint64_t size_hint;         /* -s, 0 if none */
     temp_mode temp_compression; /* --temp-compression */
     int keep_db;                /* -k */

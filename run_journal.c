@@ -22,6 +22,7 @@ struct run_journal {
     size_t *at;                         /* where each record's bytes start */
     size_t n, at_cap;
     uint64_t dropped;
+    int unlocked;                       /* errno of a lock the file system refused */
 };
 
 static uint32_t get_u32(const uint8_t *p)
@@ -37,6 +38,18 @@ static void put_u32(uint8_t *p, uint32_t v)
 static int fail(run_journal *j, const char *what, errmsg *err)
 {
     return errmsg_set(err, "%s '%s': %s", what, j->path, strerror(errno ? errno : EIO));
+}
+
+/* The length of the whole, intact record framed at p (n bytes there), or
+ * 0 if there is none.  No record is empty: a zero length is a tail of
+ * zeros (a file extended by a crash before its data reached the disk),
+ * whose CRC-32 of nothing would pass. */
+static size_t whole_record(const uint8_t *p, size_t n)
+{
+    if (n < FRAME) return 0;
+    uint32_t len = get_u32(p), crc = get_u32(p + 4);
+    if (len == 0 || len > RECORD_MAX || len > n - FRAME) return 0;
+    return (uint32_t)crc32(0L, p + FRAME, len) == crc ? len : 0;
 }
 
 static int add_index(run_journal *j, size_t at)
@@ -59,11 +72,8 @@ static int load(run_journal *j, errmsg *err)
         if (r <= 0) return fail(j, "cannot read", err);
         got += (size_t)r;
     }
-    size_t at = 0;
-    while (got - at >= FRAME) {
-        uint32_t len = get_u32(j->data + at), crc = get_u32(j->data + at + 4);
-        if (len > RECORD_MAX || len > got - at - FRAME) break;
-        if ((uint32_t)crc32(0L, j->data + at + FRAME, len) != crc) break;
+    size_t at = 0, len;
+    while ((len = whole_record(j->data + at, got - at)) > 0) {
         if (add_index(j, at + FRAME) < 0) return errmsg_set(err, "out of memory reading '%s'", j->path);
         at += FRAME + len;
     }
@@ -84,11 +94,15 @@ run_journal *journal_open(const char *path, errmsg *err)
     j->fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
     int ok = j->fd >= 0 || (fail(j, "cannot open", err), 0);
     if (ok && flock(j->fd, LOCK_EX | LOCK_NB) < 0) {
-        ok = 0;
-        if (errno == EWOULDBLOCK)
+        if (errno == EWOULDBLOCK) {
+            ok = 0;
             errmsg_set(err, "'%s' is in use by another sort", path);
-        else
+        } else if (errno == ENOLCK || errno == ENOSYS || errno == EOPNOTSUPP) {
+            j->unlocked = errno;    /* a file system without locks: see the header */
+        } else {
+            ok = 0;
             fail(j, "cannot lock", err);
+        }
     }
     if (ok && load(j, err) == 0) return j;
     journal_close(j);
@@ -106,6 +120,7 @@ void journal_close(run_journal *j)
 }
 
 size_t journal_records(const run_journal *j) { return j->n; }
+int journal_unlocked(const run_journal *j) { return j->unlocked; }
 uint64_t journal_dropped_bytes(const run_journal *j) { return j->dropped; }
 
 const uint8_t *journal_record(const run_journal *j, size_t i, size_t *len)
@@ -131,8 +146,10 @@ int journal_append(run_journal *j, const void *rec, size_t len, errmsg *err)
         ssize_t w = pwrite(j->fd, p + done, FRAME + len - done, (off_t)(j->size + done));
         if (w < 0 && errno == EINTR) continue;
         if (w <= 0) {
+            int cause = w < 0 ? errno : EIO;
             j->n--;
             if (ftruncate(j->fd, (off_t)j->size) < 0) { /* the open cuts it anyway */ }
+            errno = cause;
             return fail(j, "cannot write", err);
         }
         done += (size_t)w;
@@ -149,4 +166,36 @@ int journal_cut(run_journal *j, size_t i, errmsg *err)
     j->size = at;
     j->n = i;
     return 0;
+}
+
+int journal_first_record(const char *path, uint8_t **rec, size_t *len, errmsg *err)
+{
+    uint8_t frame[FRAME];
+    *rec = NULL;
+    *len = 0;
+    struct stat st;
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0) return errmsg_set(err, "cannot read '%s': %s", path, strerror(errno));
+    if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+        close(fd);
+        return errmsg_set(err, "'%s' is not a regular file", path);
+    }
+    ssize_t head = pread(fd, frame, FRAME, 0);
+    uint32_t want = head == FRAME ? get_u32(frame) : 0;
+    int fits = want && want <= RECORD_MAX && (uint64_t)want + FRAME <= (uint64_t)st.st_size;
+    uint8_t *buf = fits ? malloc(FRAME + (size_t)want) : NULL;
+    if (buf) {
+        memcpy(buf, frame, FRAME);
+        if (pread(fd, buf + FRAME, want, FRAME) == (ssize_t)want)
+            *len = whole_record(buf, FRAME + (size_t)want);
+    }
+    close(fd);
+    if (head == 0) return 0;
+    if (!*len) {
+        free(buf);
+        return errmsg_set(err, "'%s' does not begin with a whole journal record", path);
+    }
+    memmove(buf, buf + FRAME, *len);
+    *rec = buf;
+    return 1;
 }

@@ -7,7 +7,11 @@
  * first record that is torn (a kill during its write) or damaged, and the
  * file is cut there, so that appends go on from the last good record.
  * journal_append() writes one record; journal_cut() forgets records from
- * index i on, in memory and in the file.  Nothing is synced: the log lives
+ * index i on, in memory and in the file.  The lock is flock(): on a file
+ * system that keeps such locks per node (Lustre with localflock, BeeGFS by
+ * default) it stops a second sort on the same node only; on one without
+ * locks at all (ENOLCK, ENOSYS, EOPNOTSUPP) the journal opens unlocked and
+ * journal_unlocked() says why.  Nothing is synced: the log lives
  * as long as the page cache does, like the temporary runs it describes
  * (a process killed leaves both; a machine that crashes loses the scratch
  * disk's recent writes, and then the records fail their CRC).  Returns 0,
@@ -31,7 +35,16 @@ const uint8_t *journal_record(const run_journal *j, size_t i, size_t *len);
 /* Bytes of the file cut away at the open: a torn or damaged tail. */
 uint64_t journal_dropped_bytes(const run_journal *j);
 
+/* 0, or the errno of a lock the file system refused. */
+int journal_unlocked(const run_journal *j);
+
 int journal_append(run_journal *j, const void *rec, size_t len, errmsg *err);
 int journal_cut(run_journal *j, size_t i, errmsg *err);
+
+/* Without opening it as a journal (no lock, no repair): the first record
+ * of the log at path, malloc'd into *rec: 1; 0 if the file is empty; -1
+ * with the cause in err if it cannot be read or does not begin with a
+ * whole record (a file that is not a journal). */
+int journal_first_record(const char *path, uint8_t **rec, size_t *len, errmsg *err);
 
 #endif

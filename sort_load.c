@@ -12,6 +12,7 @@
 #include "clock_util.h"
 #include "input_check.h"
 #include "record_codec.h"
+#include "resume_fate.h"
 #include "resume_progress.h"
 #include "thread_cpu.h"
 
@@ -33,28 +34,56 @@ int prepare_header(sort_job *j)
     return 0;
 }
 
-/* Threads decompress the input.  A resumable sort finds a SAM input's
- * records again by their offsets, which htslib's threaded SAM parsing
- * reads far ahead of: SAM gets threads for its BGZF decompression only. */
+/* A resumable sort finds a SAM input's records again by their offsets,
+ * which htslib's threaded SAM parsing reads far ahead of: SAM is parsed
+ * on this thread then, with threads for its BGZF decompression only. */
+static int threaded_parsing_allowed(const sort_job *j)
+{
+    return !j->resume.on || j->in->format.format != sam;
+}
+
+/* Threads decompress the input. */
 static void share_pool(sort_job *j)
 {
     if (!j->pool.pool) return;
     thread_name_scope named;
     thread_name_push(&named, THREAD_INPUT);   /* BGZF's reader thread takes the name */
-    if (!j->resume.on || j->in->format.format != sam) hts_set_thread_pool(j->in, &j->pool);
+    if (threaded_parsing_allowed(j)) hts_set_thread_pool(j->in, &j->pool);
     else if (j->in->format.compression == bgzf)
         bgzf_thread_pool(j->in->fp.bgzf, j->pool.pool, j->pool.qsize);
     thread_name_pop(&named);
 }
 
-int open_input(sort_job *j)
+/* --input-fmt-option, but nthreads where it would turn on threaded SAM
+ * parsing (above). */
+static int apply_input_options(sort_job *j)
+{
+    for (const hts_opt *x = j->o->in_opts; x; x = x->next) {
+        if (x->opt == HTS_OPT_NTHREADS && !threaded_parsing_allowed(j)) continue;
+        hts_opt one = *x;
+        one.next = NULL;
+        if (hts_opt_apply(j->in, &one) < 0) return -1;
+    }
+    return 0;
+}
+
+/* Opens the input; 1 if it holds no byte at all (htslib's empty format),
+ * then closed again. */
+static int open_file(sort_job *j)
 {
     const rocksort_opts *o = j->o;
     j->in = hts_open_format(o->in_fn, "r", o->in_format);
-    if (!j->in) {
-        job_fail("cannot open '%s': %s", o->in_fn, strerror(errno));
-        return -1;
-    }
+    if (!j->in) return job_fail("cannot open '%s': %s", o->in_fn, strerror(errno));
+    if (j->in->format.format != empty_format) return 0;
+    sam_close(j->in);
+    j->in = NULL;
+    return 1;
+}
+
+/* The open input's header, options and checks. */
+static int read_header(sort_job *j)
+{
+    const rocksort_opts *o = j->o;
     if (j->in->format.category != sequence_data) {
         job_fail("'%s' is not a SAM, BAM or CRAM file", o->in_fn);
         return -1;
@@ -64,7 +93,7 @@ int open_input(sort_job *j)
         job_fail("cannot load reference '%s' for '%s'", o->reference, o->in_fn);
         return -1;
     }
-    if (o->in_opts && hts_opt_apply(j->in, o->in_opts) < 0) {
+    if (apply_input_options(j) < 0) {
         job_fail("bad --input-fmt-option for '%s'", o->in_fn);
         return -1;
     }
@@ -87,6 +116,19 @@ int open_input(sort_job *j)
     return prepare_header(j);
 }
 
+int open_input_unless_empty(sort_job *j)
+{
+    int empty = open_file(j);
+    return empty ? empty : read_header(j);
+}
+
+int open_input(sort_job *j)
+{
+    int empty = open_file(j);
+    if (empty > 0) return job_fail("'%s' is not a SAM, BAM or CRAM file", j->o->in_fn);
+    return empty < 0 ? -1 : read_header(j);
+}
+
 static int start_spiller(sort_job *j, sort_batch *first)
 {
     size_t cap = plan_batch_bytes(j->o);
@@ -101,12 +143,12 @@ static int start_spiller(sort_job *j, sort_batch *first)
     return r < 0 ? -1 : 0;
 }
 
-/* A full temp disk is one a rerun can get past: a resumable sort keeps
- * what it stored. */
+/* A run failed to go in.  A stored run found damaged meanwhile (a
+ * background merge reads them all) makes a state wrong, as in the readout. */
 static int spill_error(sort_job *j)
 {
-    j->resume.keep = 1;
-    return job_fail("writing temporary data under '%s' failed: %s", store_path(j->store),
+    if (store_shows_damage(j->q.error.msg)) resume_state_wrong(j, "a stored run does not read back");
+    return job_fail("writing temporary data under '%s' failed: %s", store_run_dir(j->store),
                     j->q.error.msg);
 }
 
@@ -128,10 +170,6 @@ static sort_batch *hand_over(sort_job *j, sort_batch *full)
 /* A BAM record's bytes besides its variable-length data (bam1_t's l_data):
  * block_size and the fixed fields. */
 #define BAM_FIXED_BYTES 36
-
-/* bgzf_tell()'s virtual offset: the block's file offset, shifted left by
- * this many bits, then the offset within the block. */
-#define BGZF_WITHIN_BLOCK_BITS 16
 
 /* Bytes of a regular input file consumed so far; -1 if unknown (CRAM). */
 static int64_t input_offset(const sort_job *j)
@@ -182,6 +220,15 @@ static void report_refs_beyond(const sort_job *j, const bam1_t *b)
              mate ? b->core.mtid : b->core.tid, j->n_refs, j->n_refs == 1 ? "" : "s");
 }
 
+/* The errno of a read that failed under htslib (EIO from a failing disk),
+ * which a record's error does not tell apart from damage; 0 if none. */
+static int input_errno(const sort_job *j)
+{
+    hFILE *h = j->in->format.format == cram ? cram_fd_get_fp(j->in->fp.cram)
+             : j->in->format.compression == bgzf ? j->in->fp.bgzf->fp : j->in->fp.hfile;
+    return h ? herrno(h) : 0;
+}
+
 /* A CRAM slice fails to decode most often because its reference was not
  * found (moved FASTA, empty REF_PATH); htslib's own message says so, but it
  * is silenced, so say it here.  htslib's BAM reader returns -3 for a
@@ -189,7 +236,10 @@ static void report_refs_beyond(const sort_job *j, const bam1_t *b)
 static void report_read_error(const sort_job *j, const bam1_t *b, int r)
 {
     unsigned long long n = j->records_in;
-    if (r == -3 && refs_beyond_header(j, b))
+    int read_errno = input_errno(j);
+    if (read_errno)
+        job_fail("cannot read '%s' (after %llu records): %s", j->o->in_fn, n, strerror(read_errno));
+    else if (r == -3 && refs_beyond_header(j, b))
         report_refs_beyond(j, b);
     else if (j->in->format.format == cram && !reference_given(j->o))
         job_fail("cannot decode CRAM '%s' (after %llu records): reference sequence not found, "
@@ -209,7 +259,8 @@ static int take_record(sort_job *j, sort_batch **cur, bam1_t *b)
         return -1;
     }
     /* A stream's records are hashed as read, before -M rewrites them. */
-    uint64_t hash = j->resume.hash_stream ? resume_stream_hash(j->resume.stream_hash, b) : 0;
+    uint64_t digest = j->o->verify || j->resume.hash_stream ? record_digest(b) : 0;
+    uint64_t hash = j->resume.hash_stream ? resume_stream_hash(j->resume.stream_hash, digest) : 0;
     while ((added = batch_add(*cur, &j->sort, b, j->records_in, &err)) == 0) {
         if (!j->size_planned) plan_from_input(j, input_offset(j));
         if (!(*cur = hand_over(j, *cur))) return j->q.failed ? spill_error(j) : -1;
@@ -218,14 +269,12 @@ static int take_record(sort_job *j, sort_batch **cur, bam1_t *b)
     j->resume.stream_hash = hash;
     j->records_in++;
     j->bytes_in += (uint64_t)b->l_data + BAM_FIXED_BYTES;
-    if (j->o->verify) j->digest_in += record_digest(b);
+    j->digest_in += digest;
     if ((j->records_in & PROGRESS_EVERY) == 0) report_reading(j);
     return 0;
 }
 
-/* sam_read1()'s last result r: an error, or an end of file that must also
- * be the input's real end (input_check.h). */
-static int check_read_end(const sort_job *j, const bam1_t *b, int r)
+int check_read_end(const sort_job *j, const bam1_t *b, int r)
 {
     errmsg err;
     if (r < -1) {

@@ -18,6 +18,16 @@
 int open_input(sort_job *j);
 int load(sort_job *j);
 
+/* open_input(), or 1 with nothing opened when the input holds no byte at
+ * all (an empty or closed standard input): a resumed sort whose state holds
+ * the whole stream needs none (sort_resume.h). */
+int open_input_unless_empty(sort_job *j);
+
+/* sam_read1()'s last result r, b its record: 0 for an end of file that is
+ * also the input's real end (input_check.h), else -1 once the read error or
+ * the early end is reported. */
+int check_read_end(const sort_job *j, const bam1_t *b, int r);
+
 /* The sort order, readied for j->hdr, and the @PG line: open_input() does
  * it; a resumed sort that reads no input does it on the header it kept. */
 int prepare_header(sort_job *j);

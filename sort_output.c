@@ -10,15 +10,21 @@
 #include "range_readout.h"
 #include "sort_plan.h"
 #include "thread_cpu.h"
+#include "resume_fate.h"
 
-/* BAM stores reference lengths in 32 bits; fail before hours of sorting. */
-static int check_bam_can_hold_references(const sort_job *j)
+/* BAM stores reference lengths and positions in 32 bits, and CRAM 3 its
+ * positions (htslib writes a CRAM it cannot read back).  samtools 1.24
+ * refuses both when a reference is longer than 2^31-1, whatever the
+ * records hold; so do we, before hours of sorting. */
+static int check_output_can_hold_references(const sort_job *j)
 {
-    if (!strchr(j->o->out_mode, 'b')) return 0;
+    const char *binary = strpbrk(j->o->out_mode + 1, "bc");
+    if (!binary) return 0;
     for (int tid = 0; tid < sam_hdr_nref(j->hdr); tid++)
         if (sam_hdr_tid2len(j->hdr, tid) > INT32_MAX) {
-            job_fail("BAM output '%s' cannot hold reference '%s' (longer than 2^31-1): "
-                     "write SAM or CRAM", j->o->out_fn, sam_hdr_tid2name(j->hdr, tid));
+            job_fail("%s output '%s' cannot hold reference '%s' (longer than 2^31-1): "
+                     "write SAM", *binary == 'b' ? "BAM" : "CRAM", j->o->out_fn,
+                     sam_hdr_tid2name(j->hdr, tid));
             return -1;
         }
     return 0;
@@ -28,7 +34,7 @@ int open_output(sort_job *j)
 {
     const rocksort_opts *o = j->o;
     errmsg err;
-    if (check_bam_can_hold_references(j) < 0) return -1;
+    if (check_output_can_hold_references(j) < 0) return -1;
     if (output_open(&j->out, o->out_fn, o->out_mode, &err) < 0) return job_fail("%s", err.msg);
     thread_name_scope named;
     thread_name_push(&named, THREAD_OUTPUT);  /* BGZF's writer thread takes the name */
@@ -38,6 +44,9 @@ int open_output(sort_job *j)
         return job_fail("cannot load reference '%s' for '%s'", o->reference, o->out_fn);
     if (o->out_opts && hts_opt_apply(j->out.fp, o->out_opts) < 0)
         return job_fail("bad --output-fmt-option for '%s'", o->out_fn);
+    /* Reserved now, the index's hidden name can be journaled (sort_resume.h). */
+    if (o->index_fn && output_index_reserve(&j->out, o->index_fn, &err) < 0)
+        return job_fail("%s", err.msg);
     return 0;
 }
 
@@ -78,7 +87,7 @@ static int readout_single(sort_job *j, const readout_request *rq)
     j->result.store_failed = w.corrupt;
     if (ret == 0 && sources_status(&src, &err) < 0) {
         ret = errmsg_prefix(&err, "error reading the temporary database");
-        j->result.store_failed = 1;
+        j->result.store_failed = store_shows_damage(err.msg);
     }
     sources_close(&src);
     return ret == 0 ? 0 : job_fail("%s", err.msg);
@@ -108,8 +117,7 @@ int readout(sort_job *j)
     }
     ranges_free(&plan);
     j->t_readout = now_seconds() - t0;
-    /* The output failed, not the stored runs: a resumable sort keeps them. */
-    if (ret < 0 && !j->result.store_failed) j->resume.keep = 1;
+    if (ret < 0 && j->result.store_failed) resume_state_wrong(j, "a stored run does not read back");
     return ret;
 }
 
@@ -129,7 +137,6 @@ static int flush_output(sort_job *j)
 int commit_output(sort_job *j)
 {
     errmsg err;
-    j->resume.keep = 1;     /* a rerun can write the output again */
     if (flush_output(j) < 0) return -1;
     return output_commit(&j->out, &err) == 0 ? 0 : job_fail("%s", err.msg);
 }

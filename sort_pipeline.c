@@ -20,6 +20,7 @@
 #include "sort_output.h"
 #include "sort_report.h"
 #include "sort_resume.h"
+#include "resume_fate.h"
 #include "cleanup.h"
 #include "thread_cpu.h"
 
@@ -40,19 +41,13 @@ static int load_input(sort_job *j)
     return 0;
 }
 
-/* What the store keeps when the sort ends: with --resume, the state after
- * a failure a rerun can get past (a signal never gets here: cleanup.h);
- * with -k, the database of a sort that succeeded. */
+/* With -k, the database of a sort that succeeded stays.  (--resume's
+ * state follows its own rule: resume_fate.h.) */
 static int keep_store(const sort_job *j, int failed)
 {
-    if (j->resume.on) {
-        if (failed && j->resume.keep)
-            fprintf(stderr, "samtools rocksort: the sort's state is kept in '%s': run the same "
-                    "command again to resume\n", j->o->resume_dir);
-        return failed && j->resume.keep;
-    }
-    if (j->o->keep_db && !failed)
-        fprintf(stderr, "[rocksort] kept the temporary database: %s\n", store_path(j->store));
+    for (int i = 0; j->o->keep_db && !failed && i < store_dirs(j->store); i++)
+        fprintf(stderr, "[rocksort] kept the temporary database: %s\n",
+                store_dir_at(j->store, i).path);
     return j->o->keep_db && !failed;
 }
 
@@ -77,7 +72,10 @@ static int load_phase(sort_job *j)
 
 static int finish(sort_job *j)
 {
-    if (check_accounting(j) < 0) return -1;
+    if (check_accounting(j) < 0) {
+        resume_state_wrong(j, "its records do not add up to those read");
+        return -1;
+    }
     return commit_output(j);
 }
 
@@ -86,9 +84,11 @@ static void cleanup(sort_job *j, int failed)
     spill_free(&j->q);
     batch_destroy(j->tail);
     if (failed && (j->out.fp || j->out.tmp_path)) output_abort(&j->out);
-    if (j->store) store_close(j->store, keep_store(j, failed));
+    if (j->resume.on) resume_close(j, failed);
+    else if (j->store) store_close(j->store, keep_store(j, failed));
     free(j->resume.header_text);
     free(j->resume.identity);
+    free(j->resume.dir_shown);
     sort_spec_free(&j->sort);
     if (j->hdr) sam_hdr_destroy(j->hdr);
     if (j->in) sam_close(j->in);

@@ -61,10 +61,29 @@ int spill_pooled(const sort_job *j)
     return j->o->threads >= SPILL_POOL_MIN_THREADS && j->pool.pool != NULL;
 }
 
+/* Descriptors the input and the output take between the temp space check
+ * and the store's open: the file itself, an index or reference. */
+#define FD_INPUT_OUTPUT 4
+
+/* How many temp directories the descriptors can hold a database in each. */
+static int dirs_within_files(void)
+{
+    int budget = open_file_budget();
+    if (budget < 0) return store_dirs_that_fit(-1);
+    return store_dirs_that_fit(budget > FD_INPUT_OUTPUT ? budget - FD_INPUT_OUTPUT : 0);
+}
+
 int open_store(sort_job *j)
 {
     const rocksort_opts *o = j->o;
+    store_dir dirs[STORE_MAX_DIRS];
+    const temp_dirs *td = &j->space.dirs;
+    int n_dirs = 0;
+    for (int i = 0; i < td->n; i++)
+        if (!td->dir[i].unused) dirs[n_dirs++] = (store_dir){ td->dir[i].place, td->dir[i].weight };
     store_options so = {
+        .dirs = dirs,
+        .n_dirs = n_dirs,
         .size_hint = o->size_hint,
         .run_bytes = plan_batch_bytes(o),
         .max_open_files = open_file_budget(),
@@ -72,13 +91,14 @@ int open_store(sort_job *j)
         .parts = READOUT_STREAMS,
         .state_dir = o->resume_dir,
         .identity = j->resume.identity,
+        .state_discarded = &j->resume.discarded,
     };
     temp_space_store_options(&j->space, &so);
     if (spill_pooled(j)) so.pool = j->pool.pool;
     errmsg err;
     thread_name_scope named;
     thread_name_push(&named, THREAD_STORE);   /* RocksDB's helper threads take the name */
-    j->store = store_open(temp_prefix(o->tmp_prefix), &so, &err);
+    j->store = store_open(&so, &err);
     thread_name_pop(&named);
     return j->store ? 0 : job_fail("%s", err.msg);
 }
@@ -87,9 +107,13 @@ int open_store(sort_job *j)
 int plan_temp_space(sort_job *j)
 {
     const rocksort_opts *o = j->o;
+    /* With --resume every run goes to DIR: its disk is the one that counts. */
     temp_request rq = {
         .mode = o->temp_compression, .in_fn = o->in_fn,
-        .tmp_prefix = o->tmp_prefix, .size_hint = o->size_hint,
+        .dirs = o->resume_dir ? &o->resume_dir : o->tmp_dirs,
+        .n_dirs = o->resume_dir ? 1 : o->n_tmp_dirs,
+        .max_dirs = o->resume_dir ? 0 : dirs_within_files(),
+        .dir_option = o->resume_dir ? "--resume" : "-T", .size_hint = o->size_hint,
         .memory = plan_total_memory(o), .run_bytes = plan_batch_bytes(o),
         .threads = o->threads > 1 ? o->threads : 1,
         .out_level = output_deflate_level(o->out_mode, o->out_opts),
@@ -97,7 +121,14 @@ int plan_temp_space(sort_job *j)
     if (o->resume_dir)
         rq.state_found = store_state_peek(o->resume_dir, &rq.state_codec, &rq.state_bytes) == 0;
     errmsg err;
-    return temp_space_plan(&rq, &j->space, &err) == 0 ? 0 : job_fail("%s", err.msg);
+    if (temp_space_plan(&rq, &j->space, &err) < 0) return job_fail("%s", err.msg);
+    if (j->space.dirs_dropped)
+        job_warn("ulimit -n leaves room for the temporary databases of %d of the %d -T "
+                 "directories: the runs go to those with the most room", j->space.dirs.n,
+                 j->space.dirs.n + j->space.dirs_dropped);
+    char left_out[ERRMSG_MAX];
+    if (temp_space_left_out(&j->space, left_out, sizeof left_out)) job_warn("%s", left_out);
+    return 0;
 }
 
 

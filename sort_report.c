@@ -3,7 +3,7 @@
 #include <string.h>
 #include <sys/resource.h>
 #include "sort_report.h"
-#include "sort_resume.h"
+#include "resume_fate.h"
 
 /* Records in and out must match in number and, with --verify, in content. */
 int check_accounting(const sort_job *j)
@@ -99,6 +99,17 @@ static void report_threads(const sort_job *j)
     report_phase_threads(j, MARK_READOUT, "readout");
 }
 
+/* Where the runs went: each directory's runs and the bytes written there. */
+static void report_dirs(const sort_job *j)
+{
+    for (int i = 0; j->store && i < store_dirs(j->store); i++) {
+        store_dir_report d = store_dir_at(j->store, i);
+        fprintf(stderr, "[rocksort] temp dir '%s': %llu runs; %llu bytes written (runs, merges "
+                "and RocksDB's own files)\n", d.path, (unsigned long long)d.runs,
+                (unsigned long long)d.bytes_written);
+    }
+}
+
 void report_verbose(const sort_job *j)
 {
     struct rusage ru;
@@ -106,6 +117,7 @@ void report_verbose(const sort_job *j)
     report_sizing(j);
     resume_report(j);
     temp_space_report(&j->space, stderr);
+    report_dirs(j);
     fprintf(stderr, "[rocksort] memory: %s\n", memory_use(j));
     if (store_runs_ingested(j->store))
         fprintf(stderr, "[rocksort] temp reads: %s; %d reader thread%s\n", store_direct_io(j->store)

@@ -4,19 +4,24 @@
  * (rocks_store.h), and each run carries a note of how far the input had
  * been read when its batch was full (resume_state.h).  open_resumable() is
  * the open phase then (sort_pipeline.c).  It opens the store under this
- * sort's identity: the input (a regular file's path, size, modification
- * time and header; a stream only as such), every option that changes the
- * records or their order, and the output format.  It takes back what an
- * earlier, interrupted run of the same sort stored, and prints one line
- * saying so, or why a state in DIR was discarded.  A file is then moved to
- * the record after the last stored one (seeked, or read past for CRAM).  A
- * stream is read again from its start, its stored records read past and
- * checked against their hash: a different stream is refused, and the state
- * kept.  When the state holds the whole input, no input is read at all:
- * the header comes from the state.  The load then journals a note with
- * every run, stores its last batch as well and marks the input complete
- * (resume_progress.h).  A signal keeps DIR and says how far the sort got.
+ * sort's identity (resume_identity.h), takes back what an earlier,
+ * interrupted run of the same sort stored, and prints one line saying so,
+ * or why a state in DIR was discarded.
+ * - A file is moved to the record after the last stored one: seeked, or
+ *   read past (CRAM; and with --verify when the state's digest does not
+ *   cover every stored record, so that --verify checks them as read now).
+ * - A stream is read again from its start, its header and records checked
+ *   against the state.  When the state holds the whole stream, an empty or
+ *   closed standard input is not checked, and any other is read to its end
+ *   (an upstream never gets SIGPIPE) and must be the stored stream, before
+ *   any output is written.  A stream that differs is refused.
+ * - The output's and the index's hidden names are journaled, and those an
+ *   earlier run left behind (SIGKILL) are removed, whatever -o is now.
+ * The load then journals a note with every run, stores its last batch as
+ * well and marks the input complete (resume_progress.h).
  * open_resumable() returns 0, or -1 once the failure is reported.
+ * What becomes of DIR when the sort ends, and the lines that say so, are
+ * resume_fate.h's.
  */
 #ifndef SORT_RESUME_H
 #define SORT_RESUME_H
@@ -24,8 +29,5 @@
 #include "sort_job.h"
 
 int open_resumable(sort_job *j);
-
-/* -v's line: what was taken back, and the time that saved. */
-void resume_report(const sort_job *j);
 
 #endif

@@ -14,13 +14,19 @@
  * its own handles, whose struct only RocksDB's c.cc defines.  What it does
  * take is an options string, and the DB option "env" loads an Env by name
  * from RocksDB's object registry, where this file registers one.
+ *
+ * The same files count the bytes written through them, by directory: the
+ * -v report says what each temp directory took, merges included, which
+ * the C API has no statistic for.
  */
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <exception>
+#include <atomic>
 #include <memory>
+#include <mutex>
 #include <new>
 #include <string>
 #include <utility>
@@ -48,21 +54,70 @@ using ROCKSDB_NAMESPACE::IOOptions;
 using ROCKSDB_NAMESPACE::IOStatus;
 using ROCKSDB_NAMESPACE::ObjectLibrary;
 using ROCKSDB_NAMESPACE::DirFsyncOptions;
+using ROCKSDB_NAMESPACE::DataVerificationInfo;
+using ROCKSDB_NAMESPACE::Slice;
 
 /* The environment's name in RocksDB's object registry. */
 #define NO_SYNC_ENV "RocksortNoSyncEnv"
 
 namespace {
 
+/* The directories whose writes are counted.  A slot is never freed, only
+ * reused: a file keeps a pointer to its counter for as long as it is open. */
+struct WriteCounter {
+  bool used = false;
+  std::string dir;  /* with its trailing '/' */
+  std::atomic<uint64_t> bytes{0};
+};
+WriteCounter counters[TEMP_ENV_COUNTED];
+std::mutex counters_lock;
+
+/* The counter of the directory name lies in, or nullptr. */
+std::atomic<uint64_t>* counter_for(const std::string& name)
+{
+  std::lock_guard<std::mutex> hold(counters_lock);
+  size_t slash = name.rfind('/');
+  if (slash == std::string::npos) return nullptr;
+  for (WriteCounter& c : counters)
+    if (c.used && c.dir.size() == slash + 1 && name.compare(0, slash + 1, c.dir) == 0)
+      return &c.bytes;
+  return nullptr;
+}
+
 class NoSyncWritableFile : public FSWritableFileOwnerWrapper {
  public:
-  explicit NoSyncWritableFile(std::unique_ptr<FSWritableFile>&& file)
-      : FSWritableFileOwnerWrapper(std::move(file)) {}
+  NoSyncWritableFile(std::unique_ptr<FSWritableFile>&& file, std::atomic<uint64_t>* written)
+      : FSWritableFileOwnerWrapper(std::move(file)), written_(written) {}
+  IOStatus Append(const Slice& data, const IOOptions& o, IODebugContext* dbg) override {
+    count(data);
+    return target()->Append(data, o, dbg);
+  }
+  IOStatus Append(const Slice& data, const IOOptions& o, const DataVerificationInfo& v,
+                  IODebugContext* dbg) override {
+    count(data);
+    return target()->Append(data, o, v, dbg);
+  }
+  IOStatus PositionedAppend(const Slice& data, uint64_t offset, const IOOptions& o,
+                            IODebugContext* dbg) override {
+    count(data);
+    return target()->PositionedAppend(data, offset, o, dbg);
+  }
+  IOStatus PositionedAppend(const Slice& data, uint64_t offset, const IOOptions& o,
+                            const DataVerificationInfo& v, IODebugContext* dbg) override {
+    count(data);
+    return target()->PositionedAppend(data, offset, o, v, dbg);
+  }
   IOStatus Sync(const IOOptions&, IODebugContext*) override { return IOStatus::OK(); }
   IOStatus Fsync(const IOOptions&, IODebugContext*) override { return IOStatus::OK(); }
   IOStatus RangeSync(uint64_t, uint64_t, const IOOptions&, IODebugContext*) override {
     return IOStatus::OK();
   }
+
+ private:
+  void count(const Slice& data) {
+    if (written_) written_->fetch_add(data.size(), std::memory_order_relaxed);
+  }
+  std::atomic<uint64_t>* written_;
 };
 
 class NoSyncRandomRWFile : public FSRandomRWFileOwnerWrapper {
@@ -92,6 +147,14 @@ IOStatus wrap(IOStatus opened, std::unique_ptr<File>* result)
   return opened;
 }
 
+/* The same for a writable file, counting its writes under name's directory. */
+IOStatus wrap_counted(IOStatus opened, const std::string& name,
+                      std::unique_ptr<FSWritableFile>* result)
+{
+  if (opened.ok()) result->reset(new NoSyncWritableFile(std::move(*result), counter_for(name)));
+  return opened;
+}
+
 /* Every way RocksDB gets a file or directory it may sync.  Ingestion's
  * ReopenWritableFile, for one, exists only to sync the moved run. */
 class NoSyncFileSystem : public FileSystemWrapper {
@@ -103,19 +166,18 @@ class NoSyncFileSystem : public FileSystemWrapper {
   IOStatus NewWritableFile(const std::string& name, const FileOptions& opts,
                            std::unique_ptr<FSWritableFile>* result,
                            IODebugContext* dbg) override {
-    return wrap<NoSyncWritableFile>(target()->NewWritableFile(name, opts, result, dbg), result);
+    return wrap_counted(target()->NewWritableFile(name, opts, result, dbg), name, result);
   }
   IOStatus ReopenWritableFile(const std::string& name, const FileOptions& opts,
                               std::unique_ptr<FSWritableFile>* result,
                               IODebugContext* dbg) override {
-    return wrap<NoSyncWritableFile>(target()->ReopenWritableFile(name, opts, result, dbg),
-                                    result);
+    return wrap_counted(target()->ReopenWritableFile(name, opts, result, dbg), name, result);
   }
   IOStatus ReuseWritableFile(const std::string& name, const std::string& old_name,
                              const FileOptions& opts, std::unique_ptr<FSWritableFile>* result,
                              IODebugContext* dbg) override {
-    return wrap<NoSyncWritableFile>(
-        target()->ReuseWritableFile(name, old_name, opts, result, dbg), result);
+    return wrap_counted(target()->ReuseWritableFile(name, old_name, opts, result, dbg), name,
+                        result);
   }
   IOStatus NewRandomRWFile(const std::string& name, const FileOptions& opts,
                            std::unique_ptr<FSRandomRWFile>* result,
@@ -216,4 +278,34 @@ extern "C" int temp_env_apply(rocksdb_options_t** opts, int background_threads, 
   rocksdb_options_destroy(*opts);
   *opts = with_env;
   return 0;
+}
+
+extern "C" int temp_env_count_writes(const char* dir)
+{
+  try {
+    std::lock_guard<std::mutex> hold(counters_lock);
+    for (int i = 0; i < TEMP_ENV_COUNTED; i++) {
+      WriteCounter& c = counters[i];
+      if (c.used) continue;
+      c.dir = std::string(dir) + "/";
+      c.bytes = 0;
+      c.used = true;
+      return i;
+    }
+  } catch (const std::bad_alloc&) {
+  }
+  return -1;
+}
+
+extern "C" uint64_t temp_env_bytes_written(int handle)
+{
+  if (handle < 0 || handle >= TEMP_ENV_COUNTED) return 0;
+  return counters[handle].bytes.load(std::memory_order_relaxed);
+}
+
+extern "C" void temp_env_stop_counting(int handle)
+{
+  if (handle < 0 || handle >= TEMP_ENV_COUNTED) return;
+  std::lock_guard<std::mutex> hold(counters_lock);
+  counters[handle].used = false;
 }

@@ -12,6 +12,12 @@
  * *opts untouched and the cause in err.
  * The environment lasts as long as the process: nothing to destroy.
  *
+ * temp_env_count_writes() starts counting the bytes RocksDB writes, through
+ * this environment, to files directly in dir (runs, merged runs, its own
+ * files): it returns a handle for temp_env_bytes_written(), or -1 when
+ * TEMP_ENV_COUNTED directories are counted already.  Files opened before
+ * the call are not counted.  temp_env_stop_counting() frees the handle.
+ *
  * temp_env_install_terminate_handler() makes an exception that nobody
  * catches (RocksDB throws where it cannot go on) end the process with one
  * line on stderr, every cleanup.h path removed and status 1.  It is
@@ -20,6 +26,7 @@
 #ifndef TEMP_ENV_H
 #define TEMP_ENV_H
 
+#include <stdint.h>
 #include <rocksdb/c.h>
 #include "errmsg.h"
 
@@ -28,6 +35,11 @@ extern "C" {
 #endif
 
 int temp_env_apply(rocksdb_options_t **opts, int background_threads, errmsg *err);
+
+#define TEMP_ENV_COUNTED 64
+int temp_env_count_writes(const char *dir);
+uint64_t temp_env_bytes_written(int handle);
+void temp_env_stop_counting(int handle);
 void temp_env_install_terminate_handler(void);
 
 #ifdef __cplusplus

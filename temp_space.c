@@ -12,7 +12,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/statvfs.h>
 #include <unistd.h>
 #include "temp_space.h"
 #include "disk_speed.h"
@@ -43,13 +42,6 @@ int temp_parse_mode(const char *name)
     for (size_t i = 0; i < sizeof mode_names / sizeof *mode_names; i++)
         if (!strcmp(name, mode_names[i])) return (int)i;
     return -1;
-}
-
-const char *temp_prefix(const char *given)
-{
-    if (given) return given;
-    const char *env = getenv("TMPDIR");
-    return env && *env ? env : "/tmp";
 }
 
 static uint32_t le16(const uint8_t *p) { return (uint32_t)p[0] | (uint32_t)p[1] << 8; }
@@ -173,19 +165,27 @@ static void estimate(const temp_request *rq, temp_plan *p, double *ratio)
     p->need_compact = (uint64_t)((double)runs / *ratio) + STORE_FIXED_BYTES;
 }
 
-static void find_free_space(const char *prefix, temp_plan *p)
+/* The directories, those with most room when there are too many, and
+ * their room together. */
+static void find_free_space(const temp_request *rq, temp_plan *p)
 {
-    struct stat st;
-    struct statvfs vfs;
-    snprintf(p->dir, sizeof p->dir, "%s", prefix);
-    if (stat(prefix, &st) != 0 || !S_ISDIR(st.st_mode)) {
-        char *slash = strrchr(p->dir, '/');
-        if (!slash) snprintf(p->dir, sizeof p->dir, ".");
-        else if (slash == p->dir) p->dir[1] = '\0';
-        else *slash = '\0';
+    temp_dirs_measure(&p->dirs, rq->dirs, rq->n_dirs);
+    int all = p->dirs.n;
+    if (rq->max_dirs > 0) temp_dirs_keep(&p->dirs, rq->max_dirs);
+    p->dirs_dropped = all - p->dirs.n;
+    p->free_bytes = temp_dirs_free(&p->dirs, &p->free_known);
+}
+
+/* The slowest directory's direct writes in MB/s; -1 if none could tell
+ * (tmpfs refuses direct I/O: memory, and fast). */
+static double slowest_disk_mb_s(const temp_dirs *dirs)
+{
+    double slowest = -1;
+    for (int i = 0; i < dirs->n; i++) {
+        double mb_s = disk_write_mb_s(dirs->dir[i].dir);
+        if (mb_s >= 0 && (slowest < 0 || mb_s < slowest)) slowest = mb_s;
     }
-    p->free_known = statvfs(p->dir, &vfs) == 0;
-    if (p->free_known) p->free_bytes = (uint64_t)vfs.f_bavail * vfs.f_frsize;
+    return slowest;
 }
 
 /* Without --temp-compression: compact runs, which take a fraction of the
@@ -209,7 +209,7 @@ static void choose_mode(const temp_request *rq, temp_plan *p)
         !p->free_known ||
         p->free_bytes / TEMP_ROOM_FOR_NONE < p->need_none)
         return;
-    double mb_s = disk_write_mb_s(p->dir);
+    double mb_s = slowest_disk_mb_s(&p->dirs);
     if (mb_s >= 0 && mb_s < TEMP_FAST_DISK_MB_S) return;
     p->mode = TEMP_NONE;
     p->why = "at output levels 0 and 1, uncompressed runs are faster on a fast disk with "
@@ -225,15 +225,59 @@ static void human(char *buf, size_t n, uint64_t bytes)
     else snprintf(buf, n, "%.1f MB", b / 1e6);
 }
 
-static int refuse(const temp_plan *p, uint64_t need, errmsg *err)
+/* "'/a' (1.0 GB free), '/b' (unknown free)" into buf; only the unused
+ * places (temp_dirs_fit_runs()) if unused_only. */
+static void list_free(const temp_dirs *dirs, int unused_only, char *buf, size_t n)
 {
-    char need_s[32], free_s[32];
+    size_t at = 0;
+    buf[0] = '\0';
+    for (int i = 0; i < dirs->n && at < n; i++) {
+        const temp_dir *d = &dirs->dir[i];
+        char free_s[32] = "unknown";
+        if (unused_only && !d->unused) continue;
+        if (d->free_known) human(free_s, sizeof free_s, d->free_bytes);
+        int w = snprintf(buf + at, n - at, "%s'%s' (%s free%s)", at ? ", " : "", d->dir, free_s,
+                         d->unused && !unused_only ? ", too little for a run" : "");
+        if (w < 0) break;
+        at += (size_t)w;
+    }
+}
+
+/* A directory with room for less than one run of the chosen format gets
+ * none: dealt one, it would fail a sort that fits in the others. */
+static void leave_out_small_dirs(const temp_request *rq, temp_plan *p, double ratio)
+{
+    p->run_estimate = (uint64_t)((double)rq->run_bytes / mode_ratio(p->mode, ratio));
+    p->dirs_unused = temp_dirs_fit_runs(&p->dirs, p->run_estimate);
+    if (!p->dirs_unused) return;
+    p->free_bytes = temp_dirs_free(&p->dirs, &p->free_known);
+    if (rq->state_found) p->free_bytes += rq->state_bytes;
+}
+
+int temp_space_left_out(const temp_plan *p, char *buf, size_t n)
+{
+    char each[ERRMSG_MAX / 2], run_s[32];
+    if (!p->dirs_unused) return 0;
+    list_free(&p->dirs, 1, each, sizeof each);
+    human(run_s, sizeof run_s, p->run_estimate);
+    snprintf(buf, n, "no runs go to %s: a run takes about %s", each, run_s);
+    return p->dirs_unused;
+}
+
+static int refuse(const temp_plan *p, uint64_t need, const char *option, errmsg *err)
+{
+    char need_s[32], free_s[32], each[ERRMSG_MAX / 2];
     human(need_s, sizeof need_s, need);
     human(free_s, sizeof free_s, p->free_bytes);
-    return errmsg_set(err, "not enough space for temporary data in '%s': about %s needed "
-                      "(%s runs, estimated from %s), %s free; use -T to put it on a "
-                      "larger file system", p->dir, need_s, mode_names[p->mode], p->source,
-                      free_s);
+    if (p->dirs.n == 1)
+        return errmsg_set(err, "not enough space for temporary data in '%s': about %s needed "
+                          "(%s runs, estimated from %s), %s free; use %s to put it on a "
+                          "larger file system", p->dirs.dir[0].dir, need_s,
+                          mode_names[p->mode], p->source, free_s, option);
+    list_free(&p->dirs, 0, each, sizeof each);
+    return errmsg_set(err, "not enough space for temporary data in %s: about %s needed (%s runs, "
+                      "estimated from %s), %s free in all; use %s to add or pick larger file "
+                      "systems", each, need_s, mode_names[p->mode], p->source, free_s, option);
 }
 
 int temp_space_plan(const temp_request *rq, temp_plan *p, errmsg *err)
@@ -242,7 +286,7 @@ int temp_space_plan(const temp_request *rq, temp_plan *p, errmsg *err)
     memset(p, 0, sizeof *p);
     p->threads = rq->threads > 1 ? rq->threads : 1;
     estimate(rq, p, &ratio);
-    find_free_space(temp_prefix(rq->tmp_prefix), p);
+    find_free_space(rq, p);
     if (rq->state_found) p->free_bytes += rq->state_bytes;
     p->mode = rq->mode;
     p->why = "--temp-compression says so";
@@ -253,13 +297,14 @@ int temp_space_plan(const temp_request *rq, temp_plan *p, errmsg *err)
     } else if (rq->mode == TEMP_AUTO) {
         choose_mode(rq, p);
     }
+    leave_out_small_dirs(rq, p, ratio);
     if (!p->source || !p->free_known) return 0;
     uint64_t need = p->mode == TEMP_NONE ? p->need_none
                   : p->mode == TEMP_COMPACT ? p->need_compact
                   : (uint64_t)((double)(p->need_none - STORE_FIXED_BYTES) /
                                mode_ratio(p->mode, ratio)) + STORE_FIXED_BYTES;
     if (need <= p->free_bytes) return 0;
-    return refuse(p, need, err);
+    return refuse(p, need, rq->dir_option ? rq->dir_option : "-T", err);
 }
 
 void temp_space_store_options(const temp_plan *p, store_options *so)
@@ -284,5 +329,11 @@ void temp_space_report(const temp_plan *p, FILE *fp)
     } else {
         fprintf(fp, "no size estimate; ");
     }
-    fprintf(fp, "%s free in '%s'\n", free_s, p->dir);
+    if (p->dirs.n == 1) {
+        fprintf(fp, "%s free in '%s'\n", free_s, p->dirs.dir[0].dir);
+        return;
+    }
+    char each[ERRMSG_MAX];
+    list_free(&p->dirs, 0, each, sizeof each);
+    fprintf(fp, "%s free in all: %s\n", free_s, each);
 }

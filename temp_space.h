@@ -6,7 +6,11 @@
  * inputs), for uncompressed and for compact runs: from the input file's
  * size and, for BGZF, the expansion of its first blocks (it reads at most
  * TEMP_SAMPLE_BYTES of a regular file, and nothing of a pipe), else from -s.
- * It compares that with the space free there (statvfs).  The runs' format
+ * It compares that with the space free in the directories it is given (a
+ * list: the -T directories, temp_dirs.h), all of them together, as the
+ * runs are dealt to them in proportion to their room; among several, one
+ * with room for less than one run (of the chosen format, from the batch
+ * size) gets none and its room does not count.  The runs' format
  * is the one --temp-compression forces, else compact (records in columns,
  * group_codec.h), with or without an estimate, except at output levels 0
  * and 1 on a fast disk with room to spare (TEMP_ROOM_FOR_NONE times the
@@ -15,8 +19,10 @@
  * encoding, are the faster choice.  A sort that resumes keeps the format
  * of the state it takes back.  When the
  * chosen format will not fit, it returns -1 and a one-line cause
- * naming the directory, the bytes needed and free, and suggesting -T; it
- * creates nothing.  The estimate is a guess on the safe side: a sort that
+ * naming each directory and its free space, the bytes needed, and
+ * suggesting the option that names them (dir_option: -T, or --resume,
+ * whose DIR the caller passes as the one directory since every run goes
+ * there); it creates nothing.  The estimate is a guess on the safe side: a sort that
  * passes can still fill the disk, and fails then as before.
  */
 #ifndef TEMP_SPACE_H
@@ -25,6 +31,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include "rocks_store.h"
+#include "temp_dirs.h"
 
 typedef enum {
     TEMP_AUTO = 0,      /* the default: compact */
@@ -52,7 +59,10 @@ typedef enum {
 typedef struct {
     temp_mode mode;             /* --temp-compression */
     const char *in_fn;          /* "-": standard input */
-    const char *tmp_prefix;     /* -T, or NULL for $TMPDIR or /tmp */
+    const char *const *dirs;    /* where the runs may go (-T, or --resume's DIR); none: $TMPDIR or /tmp */
+    int n_dirs;
+    int max_dirs;               /* keep at most this many, those with most room; 0: all */
+    const char *dir_option;     /* the option that names them, for a refusal: "-T" */
     uint64_t size_hint;         /* -s, 0 if none */
     uint64_t memory;            /* the sort's memory budget */
     uint64_t run_bytes;         /* bytes of one run (a batch) */
@@ -66,9 +76,12 @@ typedef struct {
 typedef struct {
     temp_mode mode;             /* the runs' format: never TEMP_AUTO */
     int threads;                /* compression helper threads */
-    char dir[4096];             /* the directory whose file system holds the runs */
-    int free_known;             /* statvfs worked */
-    uint64_t free_bytes;
+    temp_dirs dirs;             /* the directories the runs go to, measured */
+    int dirs_dropped;           /* directories left out for max_dirs */
+    int dirs_unused;            /* of dirs, those too small for one run (dir->unused) */
+    uint64_t run_estimate;      /* bytes of one run in the chosen format */
+    int free_known;             /* statvfs worked for all */
+    uint64_t free_bytes;        /* in all of them together */
     const char *source;         /* where the estimate comes from; NULL: none */
     uint64_t data_bytes;        /* estimated bytes of the runs, uncompressed */
     uint64_t need_none, need_compact;   /* estimated peaks; 0 if no estimate */
@@ -79,11 +92,13 @@ typedef struct {
  * Returns a temp_mode, or -1 if unknown. */
 int temp_parse_mode(const char *name);
 
-/* The -T prefix in effect: given, else $TMPDIR, else /tmp. */
-const char *temp_prefix(const char *given);
-
 /* Returns 0 with *plan filled, or -1 with the cause in err (see above). */
 int temp_space_plan(const temp_request *rq, temp_plan *plan, errmsg *err);
+
+/* The directories that get no runs (room for less than one, among several
+ * that have room: temp_dirs_fit_runs()), as a sentence naming each with its
+ * free space, in buf; returns how many, 0 (buf untouched) if none. */
+int temp_space_left_out(const temp_plan *plan, char *buf, size_t n);
 
 /* Sets the store's codec, level and helper threads for plan->mode. */
 void temp_space_store_options(const temp_plan *plan, store_options *so);

@@ -8,10 +8,13 @@
 /* ---- --template-coordinate ----
  * samtools: each read gets its own and its mate's unclipped 5' end (tid, pos,
  * strand; unmapped ends are INT32_MAX/HTS_POS_MAX/forward), the lower end
- * first; then the library of its read group, the MI tag (without a final
- * "/X"), the name, and whether the read had the upper end.  "Unclipped"
- * undoes soft clips only: 1.24 steps over hard clips without counting
- * them. */
+ * first; then the library of its read group, the cell barcode (CB, by
+ * strcmp; a missing one is "", so it ties with an empty one), the MI tag
+ * (without a final "/X"), the name, and whether the read had the upper end.
+ * "Unclipped" undoes soft clips only: 1.24 steps over hard clips without
+ * counting them.  Library, CB and name are NUL-terminated (strings hold no
+ * NUL), so each compares as strcmp and a shorter one ends before the next
+ * field can count. */
 
 static int is_clip(int op)
 {
@@ -87,24 +90,31 @@ static uint8_t *put_molecule_id(uint8_t *p, const char *mi)
     return p;
 }
 
-int template_problem(const bam1_t *b, const char **mc, const char **mi)
+/* A string tag's text: "" when absent, NULL when not a string (Z or H). */
+static const char *string_tag(const bam1_t *b, const char tag[2])
 {
-    *mc = NULL;
-    *mi = "";
+    const uint8_t *aux = bam_aux_get(b, tag);
+    return aux ? bam_aux2Z(aux) : "";
+}
+
+int template_problem(const bam1_t *b, template_tags *t)
+{
+    t->mate_cigar = NULL;
     if ((b->core.flag & BAM_FPAIRED) && !(b->core.flag & BAM_FMUNMAP)) {
         const uint8_t *tag = bam_aux_get(b, "MC");
         if (!tag) return TEMPLATE_NO_MC;
-        if (!(*mc = bam_aux2Z(tag))) return TEMPLATE_BAD_MC;
+        if (!(t->mate_cigar = bam_aux2Z(tag))) return TEMPLATE_BAD_MC;
     }
-    const uint8_t *tag = bam_aux_get(b, "MI");
-    if (tag && !(*mi = bam_aux2Z(tag))) return TEMPLATE_BAD_MI;
+    if (!(t->cell = string_tag(b, "CB"))) return TEMPLATE_BAD_CB;
+    if (!(t->molecule = string_tag(b, "MI"))) return TEMPLATE_BAD_MI;
     return TEMPLATE_OK;
 }
 
 uint8_t *template_key_body(const bam1_t *b, const char *lib, uint8_t *p)
 {
-    const char *mc, *mi;
-    if (template_problem(b, &mc, &mi) != TEMPLATE_OK) return NULL;
+    template_tags tags;
+    if (template_problem(b, &tags) != TEMPLATE_OK) return NULL;
+    const char *mc = tags.mate_cigar;
     int32_t tid[2] = { INT32_MAX, INT32_MAX };
     hts_pos_t pos[2] = { HTS_POS_MAX, HTS_POS_MAX };
     int neg[2] = { 0, 0 };
@@ -128,7 +138,8 @@ uint8_t *template_key_body(const bam1_t *b, const char *lib, uint8_t *p)
     *p++ = neg[lo] ? 0 : 1;     /* reverse strand first */
     *p++ = neg[hi] ? 0 : 1;
     p = put_string(p, lib, strlen(lib));
-    p = put_molecule_id(p, mi);
+    p = put_string(p, tags.cell, strlen(tags.cell));
+    p = put_molecule_id(p, tags.molecule);
     const char *name = bam_get_qname(b);
     p = put_string(p, name, strlen(name));
     *p++ = (uint8_t)upper;

@@ -12,6 +12,7 @@ import time
 import tools
 from limit import limit_lines
 from model_case import model_lines
+from disks_case import disk_lines
 from paths import OUT, ROOT, TMP
 from runner import SAMPLE_EVERY, median
 from tools import LIBDEFLATE_LEVEL, SHARED_DEFLATE_TOOL, mako_version, samtools_version
@@ -175,7 +176,7 @@ def report(cfg, inp, cases, rss_case, mr=None):
             for tool, results in cr.results.items():
                 md.append(f"- f) {tool}: feed {fmt(median(results, 'fed_seconds'))} s, "
                           f"total {fmt(median(results, 'total_seconds'))} s")
-    md += scaling_lines(cases) + merge_lines(cases)
+    md += scaling_lines(cases) + merge_lines(cases) + disk_lines(cases)
     if rss_case:
         md += ["", "## d) peak RSS at the same -m/-@", ""] + rss_table(rss_case, cfg)
     md += ["", "## Correctness (each sorter vs samtools sort, first run of each case)", ""]
@@ -189,7 +190,7 @@ def report(cfg, inp, cases, rss_case, mr=None):
         md += model_lines(mr, cfg)
     md += ["", "<details><summary>rocksort -v output (phase times, raw)</summary>", ""]
     for cr in cases:
-        for tool in ("rocksort", "rocksort none"):
+        for tool in ("rocksort", "rocksort none", "rocksort, 2 disks", "rocksort, 1 disk"):
             for i, r in enumerate(cr.results.get(tool, []), 1):
                 md += [f"{cr.case}) {tool} run {i}, {r.seconds:.1f} s:", "```"] + \
                       (phase_lines(r.stderr) or ["(nothing)"]) + ["```"]

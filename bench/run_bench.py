@@ -19,6 +19,10 @@ Cases (all tools get the same -@, -m and -l):
      (not by default)
   m  model: each stage's throughput on one thread, the wall predicted for
      1 and 2 cores against rocksort under taskset, and for 8, 16, 32 cores
+  t  two throttled temp disks (../shared/tools/slow-temp-disk setup 12G 150
+     150 900M 2, as root, first), -m DISK_MEM: rocksort on both and on one,
+     samtools sort on one, mako on both, rocksort on the fast disk (the
+     limit); peak temp per disk (not by default)
 floor = `samtools view -b` (decompress and recompress, no sort): no sort that
 reads and writes BAM can beat it.  mako runs when it is on PATH or $MAKO
 names it.  samtools is a native 1.24 (bench/build_samtools.sh) unless that
@@ -46,6 +50,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import make_input  # noqa: E402  (its size parser)
 from limit import Limits  # noqa: E402
 from model_case import model_case  # noqa: E402
+from disks_case import disk_jobs, disks_ready  # noqa: E402
 from paths import LOGS, OUT, TMP  # noqa: E402
 from report import report, save_raw  # noqa: E402
 from runner import CaseResult, ensure_input, median, run_case  # noqa: E402
@@ -53,7 +58,7 @@ from tools import (DEFAULT_ROCKSORT, build_rocksort, choose_samtools,  # noqa: E
                    ensure_debian_samtools, find_mako, find_shared_deflate, floor_job,
                    other_sorters, rocksort_command, shared_deflate_job, sort_jobs)
 
-ALL_CASES = "abcdefglm"
+ALL_CASES = "abcdefglmt"
 DEFAULT_CASES = "a,b,c,d,f,g,m"
 STREAM_SLOWDOWN = 1.5  # the feed takes this many times the floor's time
 
@@ -82,6 +87,18 @@ CASES = {
     "l": Case("-l 1 output, spilling, -m {mem}",
               lambda cfg: sort_jobs(cfg, cfg.mem, level=1) + [floor_job(cfg, level=1)], level=1),
 }
+
+
+def disks_case(cfg, inp, limits):
+    """Case t, or a note saying how to set its disks up."""
+    title = f"two throttled temp disks, -m {cfg.disk_mem}"
+    note = disks_ready()
+    if note:
+        print(f"bench: case t {note}", file=sys.stderr)
+        return CaseResult("t", title, inp, checks=[note])
+    cr = run_case("t", title, disk_jobs(cfg, cfg.disk_mem), inp, cfg.runs)
+    cr.limit = limits.for_case("coordinate", cfg.level)
+    return cr
 
 
 def with_shared_deflate(cfg, jobs):
@@ -144,6 +161,7 @@ def parse_args():
     ap.add_argument("--threads", type=int, default=2, help="-@ for every tool [2]")
     ap.add_argument("--mem", help="-m for the spilling cases [256M; --quick: 32M]")
     ap.add_argument("--inmem", default="6G", help="-m for the in-memory case b [6G]")
+    ap.add_argument("--disk-mem", default="32M", help="-m for case t, the throttled disks [32M]")
     ap.add_argument("--level", type=int, default=6, help="-l for every tool [6]")
     ap.add_argument("--cases", default=DEFAULT_CASES, help=f"from {ALL_CASES} [{DEFAULT_CASES}]")
     ap.add_argument("--scale", type=int, default=4, help="input multiple for case e [4]")
@@ -188,6 +206,8 @@ def main():
             cases.append(stream_case(cfg, inp, floor))
         elif key == "m":
             mr = model_case(cfg, inp)
+        elif key == "t":
+            cases.append(disks_case(cfg, inp, limits))
     save_raw(cfg, inp, cases, mr)
     text = report(cfg, inp, cases, rss_case, mr)
     with open(os.path.join(OUT, "latest.md"), "w") as f:

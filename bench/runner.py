@@ -44,6 +44,7 @@ class Result:
     total_seconds: float = 0.0
     temp_mb: float = 0.0           # peak of the temp dir, allocated blocks (du)
     temp_apparent_mb: float = 0.0  # peak of the same, file sizes (du --apparent-size)
+    temp_mb_by_dir: list = field(default_factory=list)  # each temp dir's own peak
     out_bytes: int = 0             # the output file's size
     stderr: str = ""
     failed: str = ""
@@ -82,24 +83,30 @@ def feed(pipe, path, rate, done):
 
 
 class TempSampler(threading.Thread):
-    """The size of a temp directory every SAMPLE_EVERY seconds; keeps the peak,
-    both as allocated blocks (what fills a disk) and as file sizes."""
+    """The size of temp directories every SAMPLE_EVERY seconds; keeps the peak
+    of them all, both as allocated blocks (what fills a disk) and as file
+    sizes, and each directory's own peak in blocks."""
 
-    def __init__(self, path):
+    def __init__(self, *paths):
         super().__init__(daemon=True)
-        self.path, self.peak, self.peak_apparent = path, 0, 0
+        self.paths, self.peak, self.peak_apparent = paths, 0, 0
+        self.peak_by_path = [0] * len(paths)
         self.done = threading.Event()
 
     def sample(self):
         used = apparent = 0
-        for root, _, files in os.walk(self.path):  # errors (vanished dirs) are skipped
-            for name in files:
-                try:
-                    st = os.lstat(os.path.join(root, name))
-                except OSError:
-                    continue  # removed between the listing and the look
-                used += st.st_blocks * 512
-                apparent += st.st_size
+        for i, path in enumerate(self.paths):
+            here = 0
+            for root, _, files in os.walk(path):  # errors (vanished dirs) are skipped
+                for name in files:
+                    try:
+                        st = os.lstat(os.path.join(root, name))
+                    except OSError:
+                        continue  # removed between the listing and the look
+                    here += st.st_blocks * 512
+                    apparent += st.st_size
+            used += here
+            self.peak_by_path[i] = max(self.peak_by_path[i], here)
         self.peak = max(self.peak, used)
         self.peak_apparent = max(self.peak_apparent, apparent)
 
@@ -125,17 +132,19 @@ def tool_tmp(tool):
 
 def run_job(job, inp, out_path, log_path):
     """Runs one tool, timing it, taking its peak RSS from wait4() and its
-    peak temp size from a sampler of its own temp directory."""
+    peak temp size from a sampler of its own temp directory, or of the
+    directories it names (emptied by its wrapper, slow-temp-disk run)."""
     tmp = tool_tmp(job.tool)
     # Substrings, for key=value tools (bamsort's I=IN_PATH O=OUT_PATH).
-    argv = [a.replace("OUT_PATH", out_path).replace("IN_PATH", inp).replace("TMP_DIR", tmp)
-            for a in job.argv]
+    argv = list(job.wrapper) + [
+        a.replace("OUT_PATH", out_path).replace("IN_PATH", inp).replace("TMP_DIR", tmp)
+        for a in job.argv]
     if os.path.exists(out_path):
         os.remove(out_path)
     shutil.rmtree(tmp, ignore_errors=True)
     os.makedirs(tmp)
     fed = []
-    sampler = TempSampler(tmp)
+    sampler = TempSampler(*(job.temp_dirs or [tmp]))
     with open(log_path, "w") as err:
         start = time.monotonic()
         proc = subprocess.Popen(argv, stdin=subprocess.PIPE if job.feed_rate else subprocess.DEVNULL,
@@ -160,6 +169,7 @@ def run_job(job, inp, out_path, log_path):
     res = Result(seconds=end - start, rss_mb=usage.ru_maxrss / 1024, stderr=stderr,
                  cpu_seconds=usage.ru_utime + usage.ru_stime,
                  temp_mb=sampler.peak / 1e6, temp_apparent_mb=sampler.peak_apparent / 1e6,
+                 temp_mb_by_dir=[p / 1e6 for p in sampler.peak_by_path],
                  out_bytes=os.path.getsize(out_path) if os.path.exists(out_path) else 0)
     if fed:
         res.fed_seconds, res.total_seconds = fed[0] - start, end - start

@@ -144,6 +144,8 @@ class Job:
     argv: list           # IN_PATH, OUT_PATH and TMP_DIR are filled in per run
     feed_rate: float = 0.0  # bytes/s through stdin; 0: the tool reads the file
     checked: bool = False   # its records are compared with samtools sort's
+    wrapper: tuple = ()     # a command the tool runs under (slow-temp-disk run)
+    temp_dirs: tuple = ()   # its temp directories, when not TMP_DIR: sampled, each apart
 
 
 def sort_jobs(cfg, mem, extra=(), rate=0.0, uncompressed=False, peers=True, level=None):

@@ -77,7 +77,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     o.sort.by_tag = (data[0] & 0x40) != 0;
     memcpy(o.sort.tag, "RG", 2);
     o.mem_per_thread = data[0] & 0x80 ? (1u << 20) : (64u << 20);
-    o.tmp_prefix = tmp_dir;
+    o.tmp_dirs[o.n_tmp_dirs++] = tmp_dir;
     o.temp_compression = TEMP_NONE;
     rocksort_run(&o);
 

@@ -24,7 +24,8 @@ INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)\.h"', re.M)
 INTERNAL = "_internal"
 # The command-line front end, the engine and its phases (sort_job.h).
 ENGINE = {"bamtk", "bam_rocksort", "rocksort_opts", "sort_pipeline", "sort_job", "sort_load",
-          "sort_plan", "sort_output", "sort_report", "sort_resume", "resume_progress"}
+          "sort_plan", "sort_output", "sort_report", "sort_resume", "resume_progress",
+          "resume_fate"}
 ENGINE_ONLY = {"rocksort_opts", "sort_job", "sort_pipeline"}
 
 

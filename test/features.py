@@ -46,14 +46,15 @@ def expect_same_queries(case, ours, our_index, theirs, their_index, regions,
 
 
 def indexed_sort(case, source, out_name, index_name, index_flags, regions,
-                 extra=(), reference=None):
-    """Sorts with --write-index and checks: the output is the oracle's,
-    the index sits at index_name, region queries agree with samtools
-    index's own index of the same file, nothing else is left."""
+                 extra=(), reference=None, order=()):
+    """Sorts with --write-index (and the options `order`, given to the
+    oracle too) and checks: the output is the oracle's, the index sits at
+    index_name, region queries agree with samtools index's own index of the
+    same file, nothing else is left."""
     out = case.out(out_name)
     spec = out if index_name == out_name + ".csi" or index_name.endswith(".crai") \
         else f"{out}##idx##{case.out(index_name)}"
-    shared = ["--reference", reference] if reference else []
+    shared = [*order, *(["--reference", reference] if reference else [])]
     case.rocksort_ok(["--write-index", *shared, *extra, "-T", case.temp_prefix,
                       "-o", spec, case.input(source)])
     expected = case.session.expected(source, shared, out_name)
@@ -81,6 +82,12 @@ def test_write_index_bai_named(case):
 def test_write_index_cram(case):
     indexed_sort(case, "mixed.bam", "out.cram", "out.cram.crai", [],
                  MIXED_REGIONS, reference=case.input("mixed.fa"))
+
+
+def test_write_index_minimiser(case):
+    """1.24 indexes -M output too: its placed reads are in coordinate order."""
+    indexed_sort(case, "minimiser.bam", "out.bam", "out.bam.csi", ["-c"], MIXED_REGIONS,
+                 order=["-M"])
 
 
 def test_write_index_refused_for_stdout_and_sam(case):

@@ -197,14 +197,15 @@ class Session:
         if reference:
             args[:0] = ["--reference", reference]
         self.oracle_ok("view", args)
-        with open(sam) as f:
+        with open(sam, encoding="utf-8", errors="surrogateescape") as f:
             text = f.read()
         os.remove(sam)
         return text
 
 
 def write_text(path, text):
-    with open(path, "w") as f:
+    """UTF-8 whatever the locale: inputs hold bytes past 0x7f."""
+    with open(path, "w", encoding="utf-8") as f:
         f.write(text)
 
 

@@ -133,7 +133,7 @@ typedef struct {
     int32_t tid[2];
     int64_t pos[2];
     int neg[2];
-    const char *library, *mid, *name;
+    const char *library, *cid, *mid, *name;
     int upper;
 } template_fields;
 
@@ -186,7 +186,7 @@ static inline int64_t mate_ref_five_prime(const bam1_t *b, const char *text)
 }
 
 /* Fills f, or returns -1 when samtools refuses the record (a mapped mate
- * without an MC string, or an MI that is not a string). */
+ * without an MC string, or a CB or MI that is not a string). */
 static inline int template_ref_fields(const bam1_t *b, const char *library, template_fields *f)
 {
     f->tid[0] = f->tid[1] = INT32_MAX;
@@ -194,6 +194,7 @@ static inline int template_ref_fields(const bam1_t *b, const char *library, temp
     f->neg[0] = f->neg[1] = 0;
     f->library = library;
     f->name = bam_get_qname(b);
+    f->cid = "";
     f->mid = "";
     if (!(b->core.flag & BAM_FUNMAP)) {
         f->tid[0] = b->core.tid;
@@ -206,6 +207,11 @@ static inline int template_ref_fields(const bam1_t *b, const char *library, temp
         f->tid[1] = b->core.mtid;
         f->neg[1] = bam_is_mrev(b);
         f->pos[1] = mate_ref_five_prime(b, (const char *)mc + 1);
+    }
+    const uint8_t *cb = bam_aux_get(b, "CB");
+    if (cb) {
+        if (cb[0] != 'Z' && cb[0] != 'H') return -1;
+        f->cid = (const char *)cb + 1;
     }
     const uint8_t *mi = bam_aux_get(b, "MI");
     if (mi) {
@@ -243,6 +249,7 @@ static inline int template_ref_cmp(const template_fields *x, const template_fiel
     for (int i = 0; i < 2; i++)
         if (x->neg[i] != y->neg[i]) return x->neg[i] ? -1 : 1;  /* reverse first */
     int c = sign(strcmp(x->library, y->library));
+    if (!c) c = sign(strcmp(x->cid, y->cid));   /* cell barcode: none is "" */
     if (!c) c = mid_ref_cmp(x->mid, y->mid);
     if (!c) c = sign(strcmp(x->name, y->name));
     if (!c) c = sign(x->upper - y->upper);

@@ -117,6 +117,18 @@ def expect_finished(case, state, source, shared, out="out.bam"):
     case.expect_no_temp_left()
 
 
+def expect_fate_told(lines, state):
+    """After a failure, the last line says what became of DIR, and it is
+    true: kept (by DIR's real path) if DIR is there, removed if not."""
+    where = os.path.realpath(state)
+    last = lines[-1] if lines else ""
+    if os.path.exists(state):
+        if "kept" not in last or where not in last or any("removed" in l for l in lines):
+            raise Failure(f"DIR is there, but the last line does not say {where} is kept", lines)
+    elif "removed" not in last or where not in last:
+        raise Failure(f"DIR is gone, but the last line does not say {where} was removed", lines)
+
+
 def resumed_runs(lines):
     found = [int(m[1]) for line in lines for m in [RESUMING.search(line)] if m]
     return found[0] if found else None
@@ -212,6 +224,7 @@ def test_resume_stdin_of_another_stream_refused(case):
         raise Failure(f"another stream: exit {other.returncode}, expected 1 and 'differs'", lines)
     if "R" not in journal_types(state):
         raise Failure("the state was not kept after refusing another stream")
+    expect_fate_told(lines, state)
     rerun(case, args, stdin=src)
     expect_finished(case, state, "bulk.bam", [])
 

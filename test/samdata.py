@@ -1,4 +1,7 @@
-"""Synthetic SAM inputs for the rocksort end-to-end tests.
+"""Synthetic SAM inputs for the rocksort end-to-end tests, by name
+(SAM_DATASETS, dataset_text()): the coordinate and name orders' here, the
+other orders' in test/samdata_orders.py, the building blocks in
+test/samgen.py (re-exported, as tests build records with samdata.read()).
 
 Every generator takes a seeded random.Random and returns SAM text, so the
 inputs are the same on every run.  The expected sort order is never written
@@ -7,40 +10,8 @@ here: the tests always compare with what samtools 1.24 (the oracle) does.
 
 import random
 
-BASES = "ACGT"
-
-
-def sam_line(qname, flag, rname, pos, mapq, cigar, rnext, pnext, tlen,
-             seq, qual, tags=()):
-    fields = [qname, flag, rname, pos, mapq, cigar, rnext, pnext, tlen,
-              seq, qual, *tags]
-    return "\t".join(str(f) for f in fields) + "\n"
-
-
-def header(refs, hd="@HD\tVN:1.6\tSO:unsorted", extra=()):
-    lines = [hd] if hd else []
-    lines += [f"@SQ\tSN:{name}\tLN:{length}" for name, length in refs]
-    lines += list(extra)
-    return "".join(line + "\n" for line in lines)
-
-
-def random_seq(rng, length):
-    return "".join(rng.choices(BASES, k=length))
-
-
-def random_qual(rng, length):
-    return "".join(chr(33 + q) for q in rng.choices(range(2, 42), k=length))
-
-
-def read(rng, qname, flag, rname, pos, length=50, rnext="*", pnext=0,
-         tlen=0, tags=(), cigar=None, mapq=None):
-    """One record with random SEQ/QUAL; unmapped records get CIGAR '*'."""
-    if cigar is None:
-        cigar = "*" if flag & 0x4 else f"{length}M"
-    if mapq is None:
-        mapq = 0 if flag & 0x4 else rng.randint(0, 60)
-    return sam_line(qname, flag, rname, pos, mapq, cigar, rnext, pnext, tlen,
-                    random_seq(rng, length), random_qual(rng, length), tags)
+from samdata_orders import cell_templates, minimiser_reads, tagged, templates
+from samgen import MIXED_REFS, header, mixed_reference_text, read, sam_line
 
 
 def varied_tags(rng, i):
@@ -61,10 +32,8 @@ def varied_tags(rng, i):
     return tags
 
 
+
 # --- the datasets ---------------------------------------------------------
-
-MIXED_REFS = [("c1", 20000), ("c2", 20000), ("c3", 20000)]
-
 
 def mixed(rng):
     """Everything at once: pairs, unmapped mates, secondary/supplementary,
@@ -110,9 +79,9 @@ def mixed(rng):
 
 
 def unmapped(rng):
-    """Unmapped reads placed at a mate, unplaced (tid -1), and the odd
-    'RNAME set, POS 0' case (tid >= 0 but pos -1), mixed with mapped reads
-    at the very same positions."""
+    """Unmapped reads placed at a mate, unplaced (tid -1, a few with a POS),
+    and the odd 'RNAME set, POS 0' case (tid >= 0 but pos -1), mixed with
+    mapped reads at the very same positions."""
     refs = [("u1", 5000), ("u2", 5000)]
     out = []
     for i in range(400):
@@ -126,8 +95,8 @@ def unmapped(rng):
         elif kind == 1:
             out.append(read(rng, f"n{i}", 0x4D, "*", 0))
             out.append(read(rng, f"n{i}", 0x8D, "*", 0))
-        elif kind == 2:
-            out.append(read(rng, f"s{i}", 0x4, "*", 0))
+        elif kind == 2:  # unplaced, some keeping a POS: samtools sorts them by it
+            out.append(read(rng, f"s{i}", rng.choice([0x4, 0x14]), "*", rng.choice([0, 0, pos])))
         elif kind == 3:
             out.append(read(rng, f"z{i}", 0x4, rname, 0))
         else:
@@ -164,8 +133,11 @@ TRICKY_NAMES = [
     "n18446744073709551615", "n18446744073709551616", "n018446744073709551616",
     "n99999999999999999999", "n" + "0" * 25 + "1", "n1",
     "*", "dup",
+    # past 0x7f: compared as unsigned bytes
+    "r\u00e91", "r\u00e9", "\u00e9", "r~1",
 ]
-TRICKY_FLAGS = [0x41, 0x81, 0x51, 0x91, 0x141, 0x841, 0x4, 0x0, 0x10, 0x181]
+# READ1 and READ2 both set, and secondary with supplementary, rank last.
+TRICKY_FLAGS = [0x41, 0x81, 0x51, 0x91, 0x141, 0x841, 0x4, 0x0, 0x10, 0x181, 0xC1, 0x941]
 
 
 def tricky_read(rng, name, flag, length=10, tags=()):
@@ -393,255 +365,6 @@ def hd_with_go_ss(rng):
              rng.choice(["c1", "c2"]), rng.randint(1, 900)) for _ in range(100))
 
 
-# --- the other orders: -t TAG, --template-coordinate, -M -----------------
-
-TAG_REFS = [("t1", 60000), ("t2", 60000)]
-TAG_NAMES = ["r1", "r2", "r9", "r10", "r010", "r1a", "R1", "a_5", "a_05",
-             "x12y3", "x12y10"]
-BARCODES = ["ACGT", "ACGTA", "ACGTT", "AAAA", "TTTTTTTT", "CAGT", "ACG",
-            "GATTACA", "acgt", "A-1", "A-10", "A-2", ""]
-
-
-def int_tag_value(rng):
-    """Integers of every BAM size, with many ties and negatives."""
-    return rng.choice([rng.randint(0, 40), rng.randint(-5, 5), -70000, -129,
-                       -128, 127, 128, 255, 256, 65535, 65536, 2**31 - 1,
-                       2**31, 4000000000, 2**32 - 1, -2**31])
-
-
-def float_tag_value(rng):
-    return rng.choice(["-1.5", "-0", "0", "0.25", "1e-07", "3.5", "5",
-                       "1e+10", "-1e+10", "inf", "-inf", "2.0000001",
-                       str(rng.randint(-3, 3) / 4)])
-
-
-def mixed_tag(rng, tag="XM"):
-    """One tag whose type changes from record to record (None: absent).
-    Integers and floats of equal value, strings that are prefixes of each
-    other, Z next to H, characters, and arrays."""
-    kind = rng.randrange(10)
-    if kind == 0:
-        return None
-    if kind <= 2:
-        return f"{tag}:i:{int_tag_value(rng)}"
-    if kind == 3:
-        return f"{tag}:f:{float_tag_value(rng)}"
-    if kind == 4:
-        return f"{tag}:Z:{rng.choice(BARCODES + ['5', '1AE3', '1AE'])}"
-    if kind == 5:
-        return f"{tag}:H:{rng.choice(['1AE3', '1AE301', '00', 'FF', 'AB'])}"
-    if kind == 6:
-        return f"{tag}:A:{rng.choice('aAz!~5')}"
-    if kind == 7:
-        return f"{tag}:B:{rng.choice(['c,-1,2', 'S,1,65535', 'f,0.5', 'i,0'])}"
-    return f"{tag}:i:{rng.randint(0, 3)}"
-
-
-def tagged_read(rng, i, length=40):
-    """A read with XI (integer), CB (string), XF (float) and XM (mixed)
-    tags, each sometimes missing; names and positions repeat so that the
-    secondary order (coordinate or name) decides many ties."""
-    tags = []
-    if rng.random() < 0.85:
-        tags.append(f"XI:i:{int_tag_value(rng)}")
-    if rng.random() < 0.9:
-        tags.append(f"CB:Z:{rng.choice(BARCODES)}")
-    if rng.random() < 0.85:
-        tags.append(f"XF:f:{float_tag_value(rng)}")
-    xm = mixed_tag(rng)
-    if xm:
-        tags.append(xm)
-    rng.shuffle(tags)
-    name = rng.choice(TAG_NAMES) + rng.choice(["", f".{rng.randint(0, 30)}"])
-    flag = rng.choice([0, 0x10, 0x41, 0x81, 0x51, 0x91, 0x141, 0x841, 0x4])
-    if flag & 0x4:
-        return read(rng, name, flag, "*", 0, length=length, tags=tags)
-    rname, _ = rng.choice(TAG_REFS)
-    pos = rng.choice([100, 100, 2000, rng.randint(1, 59000)])
-    return read(rng, name, flag, rname, pos, length=length, tags=tags)
-
-
-def tagged(rng, count=2500, length=40):
-    """Input for -t: see tagged_read."""
-    out = [tagged_read(rng, i, length) for i in range(count)]
-    return header(TAG_REFS) + "".join(out)
-
-
-TEMPLATE_REFS = [("p1", 200000), ("p2", 200000)]
-TEMPLATE_READ_GROUPS = ["@RG\tID:rgA\tLB:libX\tSM:s", "@RG\tID:rgB\tLB:libX\tSM:s",
-                        "@RG\tID:rgC\tLB:libY\tSM:s", "@RG\tID:rgD\tSM:s",
-                        "@RG\tID:rgE\tLB:lib\tSM:s"]
-TEMPLATE_CIGARS = ["50M", "5S45M", "45M5S", "3H47M", "47M3H", "10S30M10S",
-                   "2H3S40M5S", "20M5I25M", "25M3D25M", "20M100N30M", "48M2I"]
-
-
-def cigar_query_length(cigar):
-    n, total = "", 0
-    for c in cigar:
-        if c.isdigit():
-            n += c
-        else:
-            if c in "MIS=X":
-                total += int(n)
-            n = ""
-    return total
-
-
-def template_end(rng, refs, hot):
-    """(rname, pos, cigar, reverse) of one mapped read."""
-    if rng.random() < 0.3:  # many templates share their ends
-        rname, pos = hot
-    else:
-        rname = rng.choice(refs)
-        pos = rng.randint(20, 190000)
-    return rname, pos, rng.choice(TEMPLATE_CIGARS), rng.random() < 0.5
-
-
-def template_tags(rng, rg, mi):
-    tags = []
-    if rg:
-        tags.append(f"RG:Z:{rg}")
-    if mi is not None:
-        tags.append(f"MI:Z:{mi}")
-    return tags
-
-
-def template_pair(rng, name, refs, hot):
-    """Two reads of one template, with MC tags as samtools fixmate -m writes
-    them; sometimes one or both mates unmapped, or extra secondary and
-    supplementary alignments.  None of an end means unmapped."""
-    ends = [template_end(rng, refs, hot), template_end(rng, refs, hot)]
-    kind = rng.random()
-    if kind < 0.12:
-        ends[rng.randrange(2)] = None
-    elif kind < 0.17:
-        ends = [None, None]
-    rg = rng.choice(["rgA", "rgB", "rgC", "rgD", "rgE", "rgZ", None])
-    mi = rng.choice([None, None, f"{rng.randint(0, 3)}", f"{rng.randint(0, 3)}/A",
-                     f"{rng.randint(0, 3)}/B", f"{rng.randint(0, 3)}/AB"])
-    out = []
-    for i in range(2):
-        me, mate = ends[i], ends[1 - i]
-        flag = 0x1 | (0x40 if i == 0 else 0x80)
-        tags = template_tags(rng, rg, mi)
-        if me is None and mate is None:
-            out.append(read(rng, name, flag | 0x4 | 0x8, "*", 0, tags=tags))
-            continue
-        if me is None:  # unmapped, placed at its mate
-            flag |= 0x4 | (0x20 if mate[3] else 0)
-            tags.append(f"MC:Z:{mate[2]}")
-            out.append(read(rng, name, flag, mate[0], mate[1], rnext="=",
-                            pnext=mate[1], tags=tags))
-            continue
-        rname, pos, cigar, rev = me
-        flag |= 0x10 if rev else 0
-        if mate is None:
-            flag |= 0x8
-            rnext, pnext = "=", pos
-        else:
-            flag |= 0x20 if mate[3] else 0
-            rnext, pnext = ("=" if mate[0] == rname else mate[0]), mate[1]
-            tags.append(f"MC:Z:{mate[2]}")
-        out.append(read(rng, name, flag, rname, pos, length=cigar_query_length(cigar),
-                        rnext=rnext, pnext=pnext, tags=tags, cigar=cigar))
-        if rng.random() < 0.05:  # a secondary / supplementary alignment
-            extra = template_end(rng, refs, hot)
-            out.append(read(rng, name, flag | rng.choice([0x100, 0x800]), extra[0],
-                            extra[1], length=cigar_query_length(extra[2]), rnext=rnext,
-                            pnext=pnext, tags=tags, cigar=extra[2]))
-    return out
-
-
-def templates(rng, count=700):
-    """Paired reads for --template-coordinate: clipped CIGARs on both
-    strands, mates on other references or unmapped, several read groups (two
-    sharing a library, one without LB, one not in the header), MI tags with
-    and without "/A"-style suffixes, single-end reads, and many templates
-    with the same ends so that library, MI, name and mate order decide."""
-    refs = [name for name, _ in TEMPLATE_REFS]
-    hot = ("p1", 5000)
-    out = []
-    for i in range(count):
-        name = rng.choice([f"t{i}", f"t{rng.randint(0, 50)}", f"T:{i % 7}:{i}"])
-        if rng.random() < 0.08:  # single-end
-            rname, pos, cigar, rev = template_end(rng, refs, hot)
-            out.append(read(rng, name, 0x10 if rev else 0, rname, pos,
-                            length=cigar_query_length(cigar), cigar=cigar,
-                            tags=template_tags(rng, rng.choice(["rgA", "rgC", None]), None)))
-            continue
-        out.extend(template_pair(rng, name, refs, hot))
-    rng.shuffle(out)
-    return header(TEMPLATE_REFS, extra=TEMPLATE_READ_GROUPS) + "".join(out)
-
-
-def fasta_sequences(text):
-    """name -> sequence, from FASTA text."""
-    seqs, name = {}, None
-    for line in text.splitlines():
-        if line.startswith(">"):
-            name = line[1:].split()[0]
-            seqs[name] = []
-        elif name:
-            seqs[name].append(line.strip())
-    return {n: "".join(parts) for n, parts in seqs.items()}
-
-
-COMPLEMENT = str.maketrans("ACGTN", "TGCAN")
-
-
-def minimiser_seq(rng, reference, length):
-    """A read for -M: mostly from the reference (either strand, a few
-    errors), some random, homopolymer-rich, with IUPAC codes, or shorter
-    than a k-mer."""
-    kind = rng.random()
-    if kind < 0.55:
-        name = rng.choice(sorted(reference))
-        start = rng.randint(0, len(reference[name]) - length)
-        seq = list(reference[name][start:start + length])
-        for j in range(len(seq)):
-            if rng.random() < 0.01:
-                seq[j] = rng.choice("ACGTN")
-        seq = "".join(seq)
-        return seq[::-1].translate(COMPLEMENT) if rng.random() < 0.5 else seq
-    if kind < 0.65:
-        return "".join(rng.choice("AAAAAACCGGT") for _ in range(length))
-    if kind < 0.72:
-        return "".join(rng.choice("ACGTNRYKMSWBDHV=") for _ in range(length))
-    if kind < 0.8:
-        return random_seq(rng, rng.choice([0, 1, 5, 12, 19, 20, 21]))
-    return random_seq(rng, length)
-
-
-def minimiser_reads(rng, count=2500, length=None, placed=True):
-    """Unplaced reads (tid -1, some with PNEXT/TLEN that -M clears) for -M,
-    drawn from mixed.fa's sequences so that -I mixed.fa places them; with
-    placed, also mapped reads and unmapped reads that keep a position."""
-    reference = fasta_sequences(mixed_reference_text())
-    out = []
-    for i in range(count):
-        name = f"m{rng.randint(0, 10**6)}"
-        if placed and rng.random() < 0.15:
-            rname = rng.choice(sorted(reference))
-            flag = rng.choice([0, 0x10, 0x4, 0x49])
-            out.append(read(rng, name, flag, rname, rng.randint(1, 19000), length=30))
-            continue
-        seq = minimiser_seq(rng, reference, length or rng.choice([30, 50, 100, 150, 151]))
-        flag = rng.choice([0x4, 0x14, 0x4D, 0x8D, 0x9D, 0x6D])
-        qual = random_qual(rng, len(seq)) if seq and rng.random() < 0.8 else "*"
-        pnext, tlen = (rng.randint(1, 500), rng.randint(-300, 300)) if rng.random() < 0.1 else (0, 0)
-        out.append(sam_line(name, flag, "*", 0, 0, "*", "*", pnext, tlen, seq or "*", qual))
-    return header(MIXED_REFS) + "".join(out)
-
-
-def reference_fasta(rng, refs, width=60):
-    """A FASTA whose sequences match refs' names and lengths (for CRAM)."""
-    parts = []
-    for name, length in refs:
-        seq = random_seq(rng, length)
-        parts.append(f">{name}\n")
-        parts.extend(seq[i:i + width] + "\n" for i in range(0, length, width))
-    return "".join(parts)
-
 
 # name -> function(rng) giving the file's text; the seed comes from the name
 # so that adding a dataset never changes the others.
@@ -670,6 +393,7 @@ SAM_DATASETS = {
     "tagged_bulk": lambda rng: tagged(rng, count=40000, length=100),
     "templates": templates,
     "templates_bulk": lambda rng: templates(rng, count=20000),
+    "templates_cells": cell_templates,
     "minimiser": minimiser_reads,
     "minimiser_unplaced": lambda rng: minimiser_reads(rng, count=600, placed=False),
     "minimiser_bulk": lambda rng: minimiser_reads(rng, count=40000, length=100),
@@ -681,6 +405,3 @@ SAM_DATASETS = {
 def dataset_text(name):
     return SAM_DATASETS[name](random.Random(f"rocksort-{name}"))
 
-
-def mixed_reference_text():
-    return reference_fasta(random.Random("rocksort-mixed-ref"), MIXED_REFS)

@@ -265,10 +265,12 @@ static const char *store_ranges(void)
 {
     pair_set ps;
     if (make_pairs(1, 40, &ps) < 0) return "test records did not parse";
-    store_options so = { .compression = STORE_CODEC_COLUMNS, .compression_threads = 2,
-                         .max_open_files = -1, .background_threads = 1, .parts = 1 };
+    store_dir place = { "/tmp/test_group_codec", 1 };
+    store_options so = { .dirs = &place, .n_dirs = 1, .compression = STORE_CODEC_COLUMNS,
+                         .compression_threads = 2, .max_open_files = -1,
+                         .background_threads = 1, .parts = 1 };
     errmsg err;
-    rocks_store *st = store_open("/tmp/test_group_codec", &so, &err);
+    rocks_store *st = store_open(&so, &err);
     const char *r = !st ? "store not opened" : !store_grouped(st) ? "store not grouped"
                   : write_runs(st, &ps) < 0 ? "runs not written" : NULL;
     size_t cuts[][2] = { { 0, ps.n }, { 1, ps.n }, { ps.n / 3, 2 * ps.n / 3 }, { 7, 8 },

@@ -63,9 +63,11 @@ static int write_run(rocks_store *st, int run, int n_records, uint8_t *val)
 
 static int open_db(test_db *t, int n_records)
 {
-    store_options so = { .max_open_files = -1, .background_threads = 1, .parts = 1 };
+    store_dir place = { "/tmp/test_store_stream", 1 };
+    store_options so = { .dirs = &place, .n_dirs = 1, .max_open_files = -1,
+                         .background_threads = 1, .parts = 1 };
     errmsg err;
-    t->st = store_open("/tmp/test_store_stream", &so, &err);
+    t->st = store_open(&so, &err);
     if (!t->st) return -1;
     uint8_t *val = malloc(3 * CHUNK);
     int ret = val ? 0 : -1;

@@ -16,11 +16,12 @@
 #include "unit_report.h"
 
 static char dir[4096];
+static const char *dirs[1] = { dir };
 
 static temp_request request(const char *in_fn, uint64_t size_hint, temp_mode mode)
 {
     temp_request rq = {
-        .mode = mode, .in_fn = in_fn, .tmp_prefix = dir, .size_hint = size_hint,
+        .mode = mode, .in_fn = in_fn, .dirs = dirs, .n_dirs = 1, .size_hint = size_hint,
         .memory = 3u << 20, .run_bytes = 1u << 20, .threads = 2, .out_level = 6,
     };
     return rq;
@@ -133,7 +134,7 @@ static const char *check_modes(void)
 
 int main(void)
 {
-    snprintf(dir, sizeof dir, "%s/test_temp_space.XXXXXX", temp_prefix(NULL));
+    snprintf(dir, sizeof dir, "%s/test_temp_space.XXXXXX", temp_dirs_default());
     if (!mkdtemp(dir)) {
         perror(dir);
         return 1;

@@ -1,0 +1,110 @@
+/* resume_identity.c -- see resume_identity.h. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <htslib/kstring.h>
+#include <htslib/sam.h>
+#include "resume_identity.h"
+#include "mix64.h"
+
+#define HASH_SEED 0x243f6a8885a308d3ULL
+
+/* One line of the identity; -1 with the cause in err when memory runs out. */
+static int put(kstring_t *k, errmsg *err, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static int put(kstring_t *k, errmsg *err, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    int r = kvsprintf(k, fmt, ap);
+    va_end(ap);
+    return r < 0 ? errmsg_set(err, "out of memory") : 0;
+}
+
+/* The sampled blocks' digest: where a file of `size` bytes is read is
+ * fixed by its size alone, so that the same file gives the same digest. */
+static int sample_digest(int fd, uint64_t size, uint64_t *digest)
+{
+    uint8_t buf[IDENTITY_SAMPLE_BYTES];
+    uint64_t h = HASH_SEED, span = size > sizeof buf ? size - sizeof buf : 0;
+    for (int i = 0; i < IDENTITY_SAMPLES; i++) {
+        off_t at = (off_t)(span / (IDENTITY_SAMPLES - 1) * (uint64_t)i);
+        if (i == IDENTITY_SAMPLES - 1) at = (off_t)span;
+        ssize_t n = pread(fd, buf, sizeof buf, at);
+        if (n < 0) return -1;
+        h = mix64_bytes(h, buf, (size_t)n);
+    }
+    *digest = h;
+    return 0;
+}
+
+static int describe_file(const identity_request *rq, kstring_t *k, errmsg *err)
+{
+    char path[PATH_MAX];
+    struct stat st;
+    uint64_t sampled = 0;
+    int fd = open(rq->in_fn, O_RDONLY | O_CLOEXEC);
+    int ok = fd >= 0 && fstat(fd, &st) == 0 && realpath(rq->in_fn, path) &&
+             sample_digest(fd, (uint64_t)st.st_size, &sampled) == 0;
+    if (!ok) errmsg_set(err, "cannot read '%s': %s", rq->in_fn, strerror(errno));
+    if (fd >= 0) close(fd);
+    if (!ok) return -1;
+    const char *h = rq->header_text ? rq->header_text : "";
+    return put(k, err, "input %s\ninode %llu\nsize %lld\nmtime %lld.%09ld\nheader %016" PRIx64
+               "\nsampled %016" PRIx64 "\n", path, (unsigned long long)st.st_ino,
+               (long long)st.st_size, (long long)st.st_mtim.tv_sec, st.st_mtim.tv_nsec,
+               mix64_bytes(HASH_SEED, h, strlen(h)), sampled);
+}
+
+/* A FASTA named on the command line, by its real path: ./ref.fa and
+ * ref.fa are the same file; one missing is refused here. */
+static int describe_path(kstring_t *k, const char *what, const char *name, const char *fn,
+                         errmsg *err)
+{
+    char path[PATH_MAX];
+    if (!fn) return put(k, err, "%s -\n", what);
+    if (!realpath(fn, path))
+        return errmsg_set(err, "cannot find the %s '%s': %s", name, fn, strerror(errno));
+    return put(k, err, "%s %s\n", what, path);
+}
+
+static int describe_options(const identity_request *rq, kstring_t *k, errmsg *err)
+{
+    const sort_spec *s = rq->sort;
+    if (put(k, err, "order %d by_tag %d tag %.2s kmer %d window %d squash %d try_rev %d seed %"
+            PRIu64 "\n", (int)s->order, s->by_tag, s->tag, s->kmer, s->window, s->squash,
+            s->try_rev, s->seed) < 0 ||
+        describe_path(k, "minimiser_ref", "-I file", s->minimiser_ref, err) < 0 ||
+        describe_path(k, "reference", "reference", rq->reference, err) < 0)
+        return -1;
+    for (const hts_opt *x = rq->in_opts; x; x = x->next) {
+        if (x->opt == HTS_OPT_NTHREADS || x->opt == HTS_OPT_BLOCK_SIZE) continue;
+        int r = x->opt == CRAM_OPT_REFERENCE
+              ? describe_path(k, "input option reference", "reference", x->val.s, err)
+              : put(k, err, "input option %s\n", x->arg);
+        if (r < 0) return -1;
+    }
+    return 0;
+}
+
+char *resume_identity(const identity_request *rq, errmsg *err)
+{
+    kstring_t k = { 0, 0, NULL };
+    const uint16_t one = 1;
+    int ok = put(&k, err, "layout %s-endian core %zu\n",
+                 *(const uint8_t *)&one ? "little" : "big", sizeof(bam1_core_t)) == 0 &&
+             (rq->in_fn ? describe_file(rq, &k, err) : put(&k, err, "input a stream\n")) == 0 &&
+             describe_options(rq, &k, err) == 0;
+    if (!ok) {
+        free(k.s);
+        return NULL;
+    }
+    return ks_release(&k);
+}
