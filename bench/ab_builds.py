@@ -1,6 +1,7 @@
 """Two rocksort builds in turn on the benchmark's cases: a change's cost.
 
     .venv/bin/python bench/ab_builds.py OLD_BINARY NEW_BINARY [--cases a,c,g,l] [--runs 5]
+    .venv/bin/python bench/ab_builds.py ./samtools ./samtools --new-extra '--resume TMP_DIR/state'
 
 Each case runs the two builds alternately (old, new, old, new, ...) with the
 case's options from bench/README.md at -@ 2 -m 256M on the 1 GiB input, so
@@ -10,7 +11,9 @@ pairwise ratios new / old.  The outputs of the first round are compared
 record for record.  Nothing else may run on the machine meanwhile.
 """
 import argparse
+import hashlib
 import os
+import shlex
 import statistics
 import subprocess
 import sys
@@ -22,39 +25,48 @@ from tools import Job
 CASES = {"a": ["-l", "6"], "c": ["-u"], "g": ["-n", "-l", "6"], "l": ["-l", "1"]}
 
 
-def job(binary, case, threads, mem):
-    return Job(os.path.basename(binary) + "-" + case,
-               [binary, "rocksort", "-@", str(threads), "-m", mem, *CASES[case],
-                "-T", "TMP_DIR", "-o", "OUT_PATH", "IN_PATH"])
+def job(binary, case, cfg, which):
+    """One build's command; --old-extra/--new-extra add options (TMP_DIR is
+    the run's own temp directory, emptied before and removed after)."""
+    extra = shlex.split(cfg.new_extra if which else cfg.old_extra)
+    return Job(f"ab-{which}-{case}", [binary, "rocksort", "-@", str(cfg.threads), "-m", cfg.mem,
+                                      *CASES[case], *extra, "-T", "TMP_DIR", "-o", "OUT_PATH",
+                                      "IN_PATH"])
 
 
 def same_records(a, b, samtools):
     """The two outputs hold the same records in the same order (SAM text,
-    @PG lines aside)."""
-    def body(path):
-        return subprocess.run([samtools, "view", path], check=True,
-                              stdout=subprocess.PIPE).stdout
-    return body(a) == body(b)
+    @PG lines aside), compared by digest as it streams: a forked child
+    starts with its parent's peak RSS, so this process stays small."""
+    def digest(path):
+        h = hashlib.sha256()
+        with subprocess.Popen([samtools, "view", path], stdout=subprocess.PIPE) as p:
+            for chunk in iter(lambda: p.stdout.read(1 << 20), b""):
+                h.update(chunk)
+        if p.returncode:
+            sys.exit(f"ab: samtools view {path} failed")
+        return h.digest()
+    return digest(a) == digest(b)
 
 
 def run_pair(case, builds, cfg, inp):
-    results = {b: [] for b in builds}
-    outs = {b: os.path.join(OUT, "res", f"ab-{case}-{i}.bam") for i, b in enumerate(builds)}
+    results = ([], [])
+    outs = [os.path.join(OUT, "res", f"ab-{case}-{i}.bam") for i in (0, 1)]
     for r in range(cfg.runs):
-        for b in builds:
+        for i, b in enumerate(builds):
             print(f"ab: case {case} run {r + 1}/{cfg.runs}: {b}", file=sys.stderr, flush=True)
-            res = run_job(job(b, case, cfg.threads, cfg.mem), inp["path"], outs[b],
-                          os.path.join(LOGS, f"ab-{case}-{builds.index(b)}-{r + 1}.err"))
+            res = run_job(job(b, case, cfg, i), inp["path"], outs[i],
+                          os.path.join(LOGS, f"ab-{case}-{i}-{r + 1}.err"))
             if res.failed:
                 sys.exit(f"ab: {b} failed in case {case}: {res.failed}")
-            results[b].append(res)
-        if r == 0 and not same_records(outs[builds[0]], outs[builds[1]], cfg.samtools):
+            results[i].append(res)
+        if r == 0 and not same_records(outs[0], outs[1], cfg.samtools):
             sys.exit(f"ab: case {case}: the two builds' outputs differ")
     return results
 
 
-def report(case, builds, results):
-    old, new = (results[b] for b in builds)
+def report(case, results):
+    old, new = results
     ratio = statistics.median(n.seconds / o.seconds for o, n in zip(old, new))
     cpu = statistics.median(n.cpu_seconds / o.cpu_seconds for o, n in zip(old, new))
     for name, rs in zip(("old", "new"), (old, new)):
@@ -74,6 +86,8 @@ def main():
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--mem", default="256M")
     ap.add_argument("--size", default="1G")
+    ap.add_argument("--old-extra", default="", help="options for the old build's runs only")
+    ap.add_argument("--new-extra", default="", help="options for the new build's runs only")
     ap.add_argument("--samtools", default=os.environ.get("SAMTOOLS") or os.path.join(
         OUT, "samtools-1.24", "samtools"))
     cfg = ap.parse_args()
@@ -82,11 +96,12 @@ def main():
     inp = ensure_input(cfg.size, 1)
     builds = [os.path.abspath(cfg.old), os.path.abspath(cfg.new)]
     print(f"input: {inp['path']}; old {builds[0]}, new {builds[1]}; -@ {cfg.threads} "
-          f"-m {cfg.mem}; {cfg.runs} runs each, alternating\n")
+          f"-m {cfg.mem}; extra options old '{cfg.old_extra}', new '{cfg.new_extra}'; "
+          f"{cfg.runs} runs each, alternating\n")
     print("| case | build | median wall s | min-max | median CPU s | peak RSS MB | peak temp MB |")
     print("|---|---|---|---|---|---|---|")
     for case in cfg.cases.split(","):
-        report(case, builds, run_pair(case, builds, cfg, inp))
+        report(case, run_pair(case, builds, cfg, inp))
 
 
 if __name__ == "__main__":
