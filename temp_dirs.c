@@ -62,9 +62,17 @@ static void add_place(temp_dirs *set, const char *place)
     int known = stat(d->dir, &st) == 0;
     if (known && already_in(set, &st)) return;
     d->dev = known ? st.st_dev : (dev_t)-1 - (dev_t)set->n;
+    set->n++;
+    /* One reading per file system: measured twice, a disk that others
+     * write to would give its places unequal shares of one room. */
+    for (int i = 0; i < set->n - 1; i++)
+        if (set->dir[i].dev == d->dev && set->dir[i].free_known) {
+            d->free_known = 1;
+            d->free_bytes = set->dir[i].free_bytes;
+            return;
+        }
     d->free_known = statvfs(d->dir, &vfs) == 0;
     if (d->free_known) d->free_bytes = (uint64_t)vfs.f_bavail * vfs.f_frsize;
-    set->n++;
 }
 
 static int places_on(const temp_dirs *set, dev_t dev)
