@@ -193,9 +193,14 @@ def test_temp_auto_uncompressed_at_levels_0_and_1(case):
     src = make_input(case)
     for args, want in ((["-u"], "none"), (["-l", "1"], "none"), ([], "compact"),
                        (["-u", "-@", "9"], "compact")):
-        result = sort_ok(case, src, ["-T", case.temp_prefix, *args])
-        line = report_line(result, "temp runs:")
-        if not line.startswith(f"[rocksort] temp runs: {want}"):
+        # "none" needs the disk probe to read fast: on a machine busy with
+        # other tests one reading in a few may not, so it gets three tries.
+        for _ in range(3 if want == "none" else 1):
+            result = sort_ok(case, src, ["-T", case.temp_prefix, *args])
+            line = report_line(result, "temp runs:")
+            if line.startswith(f"[rocksort] temp runs: {want}"):
+                break
+        else:
             raise Failure(f"{' '.join(args) or 'the default level'}: {want} runs expected",
                           [line])
     piped = case.rocksort(["-v", *MEM, "-u", "-T", case.temp_prefix, "-o", case.out("p.bam"),
