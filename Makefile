@@ -144,9 +144,14 @@ $(ASAN_DIR)/%.o: %.c | $(HTS_LIB_FILE)
 	@mkdir -p $(ASAN_DIR)
 	$(CC) -std=gnu11 -Wall -Wextra -pthread $(ASAN_FLAGS) $(CPPFLAGS) -MMD -MP -c -o $@ $<
 
+# UBSan's vptr check is off for the C++ file alone: its wrappers derive
+# from RocksDB's header-defined FS*Wrapper classes, whose vtables librocksdb
+# carries copies of, so a wrapper destroyed inside the library (a failed
+# DB::Open unwinding its column families) reads as "invalid vptr".  ASan
+# still checks that file; on that path it finds no error.
 $(ASAN_DIR)/%.o: %.cc | $(HTS_LIB_FILE)
 	@mkdir -p $(ASAN_DIR)
-	$(CXX) -std=c++17 -Wall -Wextra -pthread $(ASAN_FLAGS) $(CPPFLAGS) -MMD -MP -c -o $@ $<
+	$(CXX) -std=c++17 -Wall -Wextra -pthread $(ASAN_FLAGS) -fno-sanitize=vptr $(CPPFLAGS) -MMD -MP -c -o $@ $<
 
 # A header changed rebuilds the sanitizer objects that include it, as it
 # does the release objects: a stale object laid out a struct the old way.
@@ -216,7 +221,7 @@ $(FUZZ_OBJ_DIR)/%.o: %.c | $(HTS_LIB_FILE)
 
 $(FUZZ_OBJ_DIR)/%.o: %.cc | $(HTS_LIB_FILE)
 	@mkdir -p $(FUZZ_OBJ_DIR)
-	$(FUZZ_CXX) -std=c++17 $(FUZZ_FLAGS) -fsanitize=fuzzer-no-link $(CPPFLAGS) -c -o $@ $<
+	$(FUZZ_CXX) -std=c++17 $(FUZZ_FLAGS) -fno-sanitize=vptr -fsanitize=fuzzer-no-link $(CPPFLAGS) -c -o $@ $<
 
 $(FUZZ_OBJ_DIR)/$(ENGINE_LIB): $(addprefix $(FUZZ_OBJ_DIR)/,$(LIB_OBJS))
 	rm -f $@
