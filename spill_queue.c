@@ -11,6 +11,7 @@ void spill_init(spill_queue *q)
 {
     pthread_mutex_init(&q->mu, NULL);
     pthread_cond_init(&q->cv, NULL);
+    atomic_init(&q->input_ended, 0);
 }
 
 static int put_group(void *store, const group_span *span, const uint8_t *blob, size_t len,
