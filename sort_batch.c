@@ -169,14 +169,19 @@ int batch_add_key(sort_batch *sb, const uint8_t *key, size_t key_len,
     return 1;
 }
 
-void batch_prefault(sort_batch *sb, int i, int n)
+batch_memory batch_memory_of(const sort_batch *sb)
+{
+    return (batch_memory){ sb->arena, sb->cap };
+}
+
+void batch_prefault(batch_memory m, int i, int n)
 {
 #ifdef MADV_POPULATE_WRITE
-    size_t page = 4096, per = (sb->cap / (size_t)n + page - 1) / page * page;
-    size_t lo = per * (size_t)i, hi = lo + per < sb->cap ? lo + per : sb->cap;
-    if (lo < hi) madvise(sb->arena + lo, hi - lo, MADV_POPULATE_WRITE);
+    size_t page = 4096, per = (m.len / (size_t)n + page - 1) / page * page;
+    size_t lo = per * (size_t)i, hi = lo + per < m.len ? lo + per : m.len;
+    if (lo < hi) madvise(m.p + lo, hi - lo, MADV_POPULATE_WRITE);
 #else
-    (void)sb, (void)i, (void)n;
+    (void)m, (void)i, (void)n;
 #endif
 }
 

@@ -35,10 +35,21 @@ int batch_add_key(sort_batch *sb, const uint8_t *key, size_t key_len,
  * shorter key first, which is RocksDB's bytewise order. */
 void batch_sort(sort_batch *sb);
 
-/* Has the kernel back slice i of n of the arena with memory now, without
- * changing its bytes (MADV_POPULATE_WRITE): safe while another thread
- * fills the batch.  A hint: does nothing where the kernel cannot. */
-void batch_prefault(sort_batch *sb, int i, int n);
+/* The arena's memory as it is now, for batch_prefault(), taken by the
+ * thread that owns the batch before it hands the batch to another: the
+ * owner may replace the arena meanwhile (a record larger than the empty
+ * batch), and the other thread must not read the batch then. */
+typedef struct {
+    uint8_t *p;
+    size_t len;
+} batch_memory;
+batch_memory batch_memory_of(const sort_batch *sb);
+
+/* Has the kernel back slice i of n of that memory now, without changing
+ * its bytes (MADV_POPULATE_WRITE): safe while another thread fills the
+ * batch, and harmless on memory the arena has given back.  A hint: does
+ * nothing where the kernel cannot. */
+void batch_prefault(batch_memory m, int i, int n);
 
 /* The same order, the sort split into `parts` (at most BATCH_MAX_PARTS and
  * batch_count()): run(ctx, n, job, arg) must call job(arg, i) for every i

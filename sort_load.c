@@ -319,6 +319,7 @@ int load(sort_job *j)
         if ((r = sam_read1(j->in, j->hdr, b)) < 0) break;
         if (take_record(j, &cur, b) < 0) { ret = -1; goto done; }
     }
+    spill_input_ended(&j->q);
     report_reading(j);
     if (check_read_end(j, b, r) < 0) { ret = -1; goto done; }
     if (j->resume.on && store_last_batch(j, &cur) < 0) { ret = -1; goto done; }

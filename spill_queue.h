@@ -25,6 +25,7 @@
 #define SPILL_QUEUE_H
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stddef.h>
 #include "sort_batch.h"
 #include "rocks_store.h"
@@ -57,7 +58,9 @@ typedef struct {
     hts_tpool *pool;        /* NULL: the spill thread does it all */
     int threads;            /* the pool's */
     batch_groups *groups;   /* compact runs written in ranges on the pool */
-    sort_batch *prefault[2];    /* the two batches, their memory touched ahead */
+    batch_memory prefault[2];   /* the two batches' memory, touched ahead */
+    int prefault_slices;        /* jobs per batch */
+    atomic_int input_ended;     /* no more records come: stop touching ahead */
     double sort_seconds, write_seconds, hold_seconds;
     double wait_seconds;    /* the loader, waiting for a spilled batch */
 } spill_queue;
@@ -80,6 +83,11 @@ typedef struct {
 #define SPILL_NO_MEMORY (-1)
 #define SPILL_NO_THREAD (-2)
 int spill_start(spill_queue *q, const spill_setup *s);
+
+/* The loader has read its last record (or failed): memory the pool has not
+ * yet touched ahead for it stays untouched, so a small input neither waits
+ * for nor holds two batches' worth of pages. */
+void spill_input_ended(spill_queue *q);
 
 /* Sorts a batch: on the pool in parts if the queue has one (the loader's
  * last batch too). */

@@ -232,3 +232,33 @@ def test_cores_parallel_load(case, source, shared, extra, kind):
     case.expect_same(actual, expected)
     case.expect_no_temp_left()
     expect_runs(result, kind)
+
+
+# -- memory touched ahead --------------------------------------------------------------
+
+PEAK_RSS = re.compile(r"^\[rocksort\] peak RSS: (\d+(?:\.\d+)?) MB$", re.M)
+
+
+def peak_rss_mb(result):
+    m = PEAK_RSS.search(result.stderr.decode(errors="replace"))
+    if not m:
+        raise Failure("-v printed no peak RSS", tail(result.stderr, 12))
+    return float(m.group(1))
+
+
+def test_cores_small_input_touches_little_memory(case):
+    """With more than two threads the pool touches the two batches' memory
+    ahead of the loader, but only while the input lasts: a small input
+    sorted at -@ 4 under --max-memory 1G (two batches of 341 MB) takes
+    about the memory it takes at -@ 2, not the batches'."""
+    rss = {}
+    for threads in (2, 4):
+        out = case.out(f"out{threads}.bam")
+        result = case.rocksort_ok(["-v", "-@", str(threads), "--max-memory", "1G",
+                                   "-T", case.temp_prefix, "-o", out, case.input("mixed.bam")])
+        case.expect_same(out, case.session.expected("mixed.bam", []))
+        rss[threads] = peak_rss_mb(result)
+    case.expect_no_temp_left()
+    if rss[4] > rss[2] + 64:
+        raise Failure(f"a small input took {rss[4]:.0f} MB at -@ 4 against {rss[2]:.0f} MB "
+                      "at -@ 2: the batches' memory was touched for records that never came")
