@@ -354,8 +354,10 @@ def sort_with_file_limit(case, limit, order, threads, stdin):
                   *case.session.rocksort_cmd, *args], stdin=src if stdin else None,
                  cwd=case.out_dir, env=dict(case.session.env, TMPDIR=case.tmp))
     if result.returncode != 0:
+        said = [line for line in result.stderr.decode(errors="replace").splitlines()
+                if not line.startswith("[rocksort]")]
         raise Failure(f"exit status {result.returncode} under ulimit -n {limit}",
-                      tail(result.stderr))
+                      said[-5:] or tail(result.stderr))
     runs = re.search(rb"runs: (\d+) written", result.stderr)
     if not runs or int(runs[1]) < 240 // threads:
         raise Failure(f"test is wrong: {runs and int(runs[1])} sorted runs")
