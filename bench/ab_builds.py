@@ -11,13 +11,13 @@ pairwise ratios new / old.  The outputs of the first round are compared
 record for record.  Nothing else may run on the machine meanwhile.
 """
 import argparse
-import hashlib
 import os
 import shlex
 import statistics
-import subprocess
 import sys
 
+import tools
+from checks import ordered_digest
 from paths import LOGS, OUT
 from runner import ensure_input, run_job
 from tools import Job
@@ -34,21 +34,6 @@ def job(binary, case, cfg, which):
                                       "IN_PATH"])
 
 
-def same_records(a, b, samtools):
-    """The two outputs hold the same records in the same order (SAM text,
-    @PG lines aside), compared by digest as it streams: a forked child
-    starts with its parent's peak RSS, so this process stays small."""
-    def digest(path):
-        h = hashlib.sha256()
-        with subprocess.Popen([samtools, "view", path], stdout=subprocess.PIPE) as p:
-            for chunk in iter(lambda: p.stdout.read(1 << 20), b""):
-                h.update(chunk)
-        if p.returncode:
-            sys.exit(f"ab: samtools view {path} failed")
-        return h.digest()
-    return digest(a) == digest(b)
-
-
 def run_pair(case, builds, cfg, inp):
     results = ([], [])
     outs = [os.path.join(OUT, "res", f"ab-{case}-{i}.bam") for i in (0, 1)]
@@ -60,7 +45,7 @@ def run_pair(case, builds, cfg, inp):
             if res.failed:
                 sys.exit(f"ab: {b} failed in case {case}: {res.failed}")
             results[i].append(res)
-        if r == 0 and not same_records(outs[0], outs[1], cfg.samtools):
+        if r == 0 and ordered_digest(outs[0]) != ordered_digest(outs[1]):
             sys.exit(f"ab: case {case}: the two builds' outputs differ")
     return results
 
@@ -91,6 +76,7 @@ def main():
     ap.add_argument("--samtools", default=os.environ.get("SAMTOOLS") or os.path.join(
         OUT, "samtools-1.24", "samtools"))
     cfg = ap.parse_args()
+    tools.SAMTOOLS = cfg.samtools   # the records are compared through its view
     os.makedirs(LOGS, exist_ok=True)
     os.makedirs(os.path.join(OUT, "res"), exist_ok=True)
     inp = ensure_input(cfg.size, 1)
