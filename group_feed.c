@@ -15,12 +15,8 @@
 #include "group_feed.h"
 #include "thread_cpu.h"
 
-/* Groups decoded ahead of the merge, per feed. */
-#define FEED_AHEAD 4
-
 typedef struct {
     fed_group g;
-    group_scratch scratch;
     int spare;              /* released, free for the next group */
 } feed_slot;
 
@@ -30,11 +26,14 @@ struct group_feed {
     size_t readahead;
     uint8_t *lo, *hi;       /* NULL: open */
     size_t lo_len, hi_len;
+    store_iter *it;         /* group_feed_open_iter()'s, read whole; else NULL */
+    int ahead;              /* groups decoded ahead, 1..GROUP_FEED_AHEAD */
+    group_scratch scratch;  /* the columns of the group being decoded: one at a time */
     pthread_t reader;
     int started;
     pthread_mutex_t lock;   /* guards everything below */
     pthread_cond_t changed;
-    feed_slot *ring[FEED_AHEAD];    /* decoded, in order, not yet taken */
+    feed_slot *ring[GROUP_FEED_AHEAD];  /* decoded, in order, not yet taken */
     int head, n_ready;
     int ended, failed, stop;
     errmsg error;
@@ -66,7 +65,7 @@ static feed_slot *get_slot(group_feed *f)
 static feed_slot *next_slot(group_feed *f, errmsg *err)
 {
     pthread_mutex_lock(&f->lock);
-    while (f->n_ready == FEED_AHEAD && !f->stop) pthread_cond_wait(&f->changed, &f->lock);
+    while (f->n_ready == f->ahead && !f->stop) pthread_cond_wait(&f->changed, &f->lock);
     feed_slot *s = f->stop ? NULL : get_slot(f);
     if (!s && !f->stop) errmsg_set(err, "out of memory reading the temporary runs");
     pthread_mutex_unlock(&f->lock);
@@ -76,7 +75,7 @@ static feed_slot *next_slot(group_feed *f, errmsg *err)
 static void publish(group_feed *f, feed_slot *s)
 {
     pthread_mutex_lock(&f->lock);
-    f->ring[(f->head + f->n_ready++) % FEED_AHEAD] = s;
+    f->ring[(f->head + f->n_ready++) % f->ahead] = s;
     pthread_cond_broadcast(&f->changed);
     pthread_mutex_unlock(&f->lock);
 }
@@ -87,7 +86,7 @@ static int send_group(group_feed *f, const uint8_t *blob, size_t len, errmsg *er
 {
     feed_slot *s = next_slot(f, err);
     if (!s) return f->stop ? 1 : -1;
-    if (group_decode(blob, len, &s->g.rec, &s->scratch) < 0 || !s->g.rec.n) {
+    if (group_decode(blob, len, &s->g.rec, &f->scratch) < 0 || !s->g.rec.n) {
         group_feed_release(f, &s->g);
         return errmsg_set(err, STORE_RUN_CORRUPT ": a group of records does not decode");
     }
@@ -141,8 +140,8 @@ static int send_straddlers(group_feed *f, errmsg *err)
  * holds them. */
 static int send_range(group_feed *f, errmsg *err)
 {
-    store_iter *it = store_iter_open_range(f->st, f->part, f->readahead, f->lo, f->lo_len,
-                                           f->hi, f->hi_len);
+    store_iter *it = f->it ? f->it : store_iter_open_range(f->st, f->part, f->readahead, f->lo,
+                                                           f->lo_len, f->hi, f->hi_len);
     if (!it) return errmsg_set(err, "out of memory reading the temporary runs");
     int r = 0;
     for (store_iter_first(it); r == 0 && store_iter_valid(it); store_iter_next(it)) {
@@ -151,7 +150,7 @@ static int send_range(group_feed *f, errmsg *err)
         r = send_group(f, v, len, err);
     }
     if (r == 0 && store_iter_status(it, err) < 0) r = -1;
-    store_iter_close(it);
+    if (it != f->it) store_iter_close(it);
     return r;
 }
 
@@ -173,21 +172,22 @@ static int copy_key(uint8_t **dst, size_t *len, const key_sample *k)
     return (*dst = key_dup(k->key, k->len)) ? 0 : -1;
 }
 
-group_feed *group_feed_open(rocks_store *st, int part, const key_sample *lo, const key_sample *hi,
-                            size_t readahead, errmsg *err)
+static group_feed *feed_new(int ahead, errmsg *err)
 {
     group_feed *f = calloc(1, sizeof *f);
     if (!f) {
         errmsg_set(err, "out of memory reading the temporary runs");
         return NULL;
     }
-    f->st = st;
-    f->part = part;
-    f->readahead = readahead;
+    f->ahead = ahead < 1 ? 1 : ahead > GROUP_FEED_AHEAD ? GROUP_FEED_AHEAD : ahead;
     pthread_mutex_init(&f->lock, NULL);
     pthread_cond_init(&f->changed, NULL);
-    if (copy_key(&f->lo, &f->lo_len, lo) == 0 && copy_key(&f->hi, &f->hi_len, hi) == 0 &&
-        pthread_create(&f->reader, NULL, read_groups, f) == 0) {
+    return f;
+}
+
+static group_feed *feed_start(group_feed *f, errmsg *err)
+{
+    if (pthread_create(&f->reader, NULL, read_groups, f) == 0) {
         f->started = 1;
         pthread_setname_np(f->reader, THREAD_READ);
         return f;
@@ -195,6 +195,32 @@ group_feed *group_feed_open(rocks_store *st, int part, const key_sample *lo, con
     errmsg_set(err, "cannot start a reader of the temporary runs (out of memory or threads?)");
     group_feed_close(f);
     return NULL;
+}
+
+group_feed *group_feed_open(rocks_store *st, int part, const key_sample *lo, const key_sample *hi,
+                            size_t readahead, errmsg *err)
+{
+    group_feed *f = feed_new(GROUP_FEED_AHEAD, err);
+    if (!f) return NULL;
+    f->st = st;
+    f->part = part;
+    f->readahead = readahead;
+    if (copy_key(&f->lo, &f->lo_len, lo) == 0 && copy_key(&f->hi, &f->hi_len, hi) == 0)
+        return feed_start(f, err);
+    errmsg_set(err, "out of memory reading the temporary runs");
+    group_feed_close(f);
+    return NULL;
+}
+
+group_feed *group_feed_open_iter(store_iter *it, int ahead, errmsg *err)
+{
+    group_feed *f = feed_new(ahead, err);
+    if (!f) {
+        store_iter_close(it);
+        return NULL;
+    }
+    f->it = it;
+    return feed_start(f, err);
 }
 
 /* The record index of the group's first key not below key. */
@@ -231,7 +257,7 @@ fed_group *group_feed_take(group_feed *f)
     feed_slot *s = head(f);
     if (!s) return NULL;
     pthread_mutex_lock(&f->lock);
-    f->head = (f->head + 1) % FEED_AHEAD;
+    f->head = (f->head + 1) % f->ahead;
     f->n_ready--;
     pthread_cond_broadcast(&f->changed);
     pthread_mutex_unlock(&f->lock);
@@ -264,10 +290,11 @@ void group_feed_close(group_feed *f)
     if (f->started) pthread_join(f->reader, NULL);
     for (size_t i = 0; i < f->n_slots; i++) {
         group_records_free(&f->slots[i]->g.rec);
-        free(f->slots[i]->scratch.p);
         free(f->slots[i]);
     }
     free(f->slots);
+    free(f->scratch.p);
+    store_iter_close(f->it);
     free(f->lo);
     free(f->hi);
     pthread_mutex_destroy(&f->lock);

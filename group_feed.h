@@ -15,6 +15,15 @@
  * needed, from any point on.  After the end, group_feed_status() returns 0,
  * or -1 with the cause (a failed read, a group that does not decode).
  * group_feed_close() stops the thread and frees every group, taken or not.
+ * group_feed_open_iter() feeds the groups of an iterator instead (one run
+ * of a merge pass, run_passes.h), read whole; the feed owns it, and
+ * decodes `ahead` groups ahead (1..GROUP_FEED_AHEAD; group_feed_open()
+ * decodes GROUP_FEED_AHEAD).
+ *
+ * Memory: the groups decoded ahead, the groups the merge holds (one per
+ * run whose records are being merged, more where a RocksDB merge copied
+ * several runs' groups into one file) and the columns of the one group
+ * being decoded (readout_memory.h counts them).
  *
  * Why: decoding a group costs more than merging its records, so it runs
  * on a thread of its own while the merge goes on (each part, and each
@@ -40,9 +49,13 @@ typedef struct {
 
 typedef struct group_feed group_feed;
 
+#define GROUP_FEED_AHEAD 4
+
 /* lo and hi are copied.  NULL with the cause in err if the feed cannot start. */
 group_feed *group_feed_open(rocks_store *st, int part, const key_sample *lo, const key_sample *hi,
                             size_t readahead, errmsg *err);
+/* Takes it over, closed even on failure. */
+group_feed *group_feed_open_iter(store_iter *it, int ahead, errmsg *err);
 const uint8_t *group_feed_peek(group_feed *f, size_t *klen);
 fed_group *group_feed_take(group_feed *f);
 void group_feed_release(group_feed *f, fed_group *g);
