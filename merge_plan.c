@@ -35,6 +35,13 @@ files_plan files_plan_for(int max_open_files, int threads)
     return f;
 }
 
+void files_fit_memory(files_plan *f, uint64_t memory, uint64_t per_run)
+{
+    uint64_t width = per_run ? memory / per_run : (uint64_t)f->merge_width;
+    if (width < 2) width = 2;
+    if (width < (uint64_t)f->merge_width) f->merge_width = (int)width;
+}
+
 int files_min_per_db(void) { return STORE_OWN_FILES + MIN_RUNS_PER_DB; }
 
 int files_share(int max_open_files, int n, double share)

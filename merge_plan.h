@@ -26,6 +26,10 @@ typedef struct {
  * threads: the background threads it was offered. */
 files_plan files_plan_for(int max_open_files, int threads);
 
+/* Narrows f's merges to as many runs as `memory` holds readers of, at
+ * per_run bytes each (two at least). */
+void files_fit_memory(files_plan *f, uint64_t memory, uint64_t per_run);
+
 /* The fewest descriptors one database takes: its own files and room for
  * a few runs. */
 int files_min_per_db(void);

@@ -2,12 +2,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include "merge_sources.h"
+#include "readout_memory.h"
 
-/* The runs are read ahead on their own thread (store_stream.h) in 1 MiB
- * chunks: with 2 MiB direct reads per run, four chunks cover a read's wait
- * with room to spare at the rate the merge takes records. */
-#define STREAM_CHUNK_BYTES (1u << 20)
-#define STREAM_CHUNKS 4
+/* The runs are read ahead on their own thread (store_stream.h) in chunks
+ * of half a readahead: with 2 MiB direct reads per run, four 1 MiB chunks
+ * cover a read's wait with room to spare at the rate the merge takes
+ * records; a smaller readahead (little memory) refills sooner. */
 
 /* Each part of the store is read by a stream of its own: one iterator
  * over all runs kept a single thread busy with RocksDB's merge and its
@@ -32,7 +32,7 @@ static int open_streams(merge_sources *s, rocks_store *st, const key_sample *lo,
         int p = s->n_streams;
         s->it[p] = store_iter_open_range(st, p, readahead, lo ? lo->key : NULL, lo ? lo->len : 0,
                                          hi ? hi->key : NULL, hi ? hi->len : 0);
-        s->stream[p] = s->it[p] ? stream_open(s->it[p], STREAM_CHUNK_BYTES, STREAM_CHUNKS) : NULL;
+        s->stream[p] = s->it[p] ? stream_open(s->it[p], readers_chunk_bytes(readahead), STREAM_CHUNKS) : NULL;
         if (!s->stream[p]) {
             store_iter_close(s->it[p]);
             return -1;

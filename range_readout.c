@@ -106,7 +106,7 @@ static int write_piece(piece_line *l, int i, merge_writer *w, errmsg *err)
         return errmsg_set(err, "error writing to '%s': cannot open an in-memory part: %s", name,
                           strerror(errno ? errno : ENOMEM));
     int status = sources_open(&src, l->rq->in, bound_at(p, i - 1), bound_at(p, i),
-                              piece_readahead(l->rq, p), err);
+                              p->readahead, err);
     if (status == 0) status = merge_write(w, src.merge, err);
     if (status == 0 && sources_status(&src, err) < 0) {
         status = errmsg_prefix(err, "error reading the temporary database");

@@ -6,6 +6,7 @@
 #include "fd_budget.h"
 #include "output_parts.h"
 #include "readout_model.h"
+#include "run_passes.h"
 
 /* A readout smaller than this per thread is not worth a thread (auto
  * rule only). */
@@ -21,8 +22,6 @@
 #define PIECE_MAX_BYTES (64ULL << 20)
 #define PIECE_RUN_SHARE (1ULL << 20)
 #define PIECES_MAX 65536
-/* The least a run's reader fetches at a time for a piece. */
-#define PIECE_MIN_READAHEAD (256u << 10)
 
 /* The merge threads asked for, before the samples are seen. */
 static int readout_width(const readout_request *rq)
@@ -83,11 +82,15 @@ static uint64_t spilled_runs(const readout_request *rq)
 /* The bytes of records in one piece (see PIECE_MIN_BYTES); 0 when the
  * runs are too many for pieces that fit in memory.  A piece is held
  * compressed, at the output's level. */
+/* A piece's share of its records' bytes while it waits in memory. */
+static double held_share(const readout_request *rq)
+{
+    return output_deflate_level(rq->out_mode, rq->out_opts) > 0 ? READOUT_COMPRESSED_SHARE : 1.0;
+}
+
 static uint64_t piece_bytes(const readout_request *rq, int threads)
 {
-    int level = output_deflate_level(rq->out_mode, rq->out_opts);
-    double held = level > 0 ? READOUT_COMPRESSED_SHARE : 1.0;
-    uint64_t fits = (uint64_t)((double)(rq->memory / 4 / (uint64_t)(threads + 2)) / held);
+    uint64_t fits = (uint64_t)((double)(rq->memory / 4 / (uint64_t)(threads + 2)) / held_share(rq));
     uint64_t piece = spilled_runs(rq) * PIECE_RUN_SHARE;
     if (piece < PIECE_MIN_BYTES) piece = PIECE_MIN_BYTES;
     if (fits > PIECE_MAX_BYTES) fits = PIECE_MAX_BYTES;
@@ -125,13 +128,51 @@ static int within_descriptors(int k)
     return k;
 }
 
+static size_t piece_share(const readout_request *rq, const range_plan *p);
+
+/* The pieces in flight, held compressed in memory: (threads + 2) of them. */
+static uint64_t pieces_held(const readout_request *rq, int threads, uint64_t piece)
+{
+    return (uint64_t)((double)piece * held_share(rq)) * (uint64_t)(threads + 2);
+}
+
+/* The most merge threads, k at most, whose readers (at the smallest
+ * readahead), writers and pieces in flight fit the readers' memory. */
+static int within_memory(const readout_request *rq, const readers_shape *s, int k,
+                         uint64_t piece)
+{
+    for (; k > 1; k--) {
+        uint64_t held = pieces_held(rq, k, piece);
+        if (held < rq->readers && readers_threads(s, READERS_MIN_READAHEAD,
+                                                  rq->readers - held, k) == k)
+            break;
+    }
+    return k;
+}
+
+/* Each run's reader fetches the most that one merge's share of the
+ * readers' memory holds (the smallest readahead if even that is too
+ * much: the passes did what they could). */
+static size_t merge_readahead(const readout_request *rq, const readers_shape *s, int threads,
+                              uint64_t held)
+{
+    uint64_t left = rq->readers > held ? rq->readers - held : 0;
+    uint64_t each = left / (uint64_t)threads;
+    if (threads > 1) each = each > READOUT_THREAD_BYTES ? each - READOUT_THREAD_BYTES : 0;
+    size_t r = readers_fit(s, each);
+    return r ? r : READERS_MIN_READAHEAD;
+}
+
 int ranges_plan(const readout_request *rq, range_plan *p, errmsg *err)
 {
     memset(p, 0, sizeof *p);
     p->n = p->threads = 1;
+    readers_shape shape = passes_readers(rq->in->store);
+    p->readahead = merge_readahead(rq, &shape, 1, 0);
     int k = within_descriptors(readout_width(rq));
     uint64_t piece = k < 2 ? 0 : piece_bytes(rq, k);
-    if (!piece) return 0;
+    if (piece) k = within_memory(rq, &shape, k, piece);
+    if (!piece || k < 2) return 0;
     int want = pieces_for(rq, piece, k);
     p->splits = malloc((size_t)(want - 1) * sizeof *p->splits);
     if (!p->splits) return errmsg_set(err, "out of memory for the final merge");
@@ -141,6 +182,13 @@ int ranges_plan(const readout_request *rq, range_plan *p, errmsg *err)
     if (p->n > 1 && open_slots(p) < 0) {    /* no memfd here: one stream after all */
         ranges_free(p);
         p->n = p->threads = 1;
+        p->readahead = merge_readahead(rq, &shape, 1, 0);
+        return 0;
+    }
+    if (p->n > 1) {
+        size_t share = piece_share(rq, p);
+        p->readahead = merge_readahead(rq, &shape, p->threads, pieces_held(rq, p->threads, piece));
+        if (share < p->readahead) p->readahead = share;
     }
     return 0;
 }
@@ -155,12 +203,12 @@ void ranges_free(range_plan *p)
     memset(p, 0, sizeof *p);
 }
 
-/* Each run's reader fetches about its share of a piece at a time: more
+/* Each run's reader fetches at most its share of a piece at a time: more
  * would be read twice, by the next piece's reader too. */
-size_t piece_readahead(const readout_request *rq, const range_plan *p)
+static size_t piece_share(const readout_request *rq, const range_plan *p)
 {
     uint64_t runs = spilled_runs(rq);
     uint64_t share = rq->bytes / (uint64_t)p->n / (runs ? runs : 1);
-    if (share < PIECE_MIN_READAHEAD) share = PIECE_MIN_READAHEAD;
+    if (share < READERS_MIN_READAHEAD) share = READERS_MIN_READAHEAD;
     return share > STORE_DIRECT_READAHEAD ? STORE_DIRECT_READAHEAD : (size_t)share;
 }

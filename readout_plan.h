@@ -7,7 +7,13 @@
  * own), for an index whose output is not a regular file, when the keys
  * sampled have too few distinct values, and where the system has no
  * in-memory files (memfd); fewer where
- * `ulimit -n` leaves too few descriptors (two per thread).  With K > 1 it
+ * `ulimit -n` leaves too few descriptors (two per thread), and where the
+ * readers' memory (rq->readers) cannot hold K merges' readers, each at
+ * the smallest readahead, with their writers and the pieces held in
+ * memory (readout_memory.h).  It sets the readahead of each run's reader:
+ * the largest that fits one merge's share of that memory, at most
+ * STORE_DIRECT_READAHEAD, and for pieces at most the run's share of a
+ * piece (more would be read twice).  With K > 1 it
  * cuts the key space into many pieces of about equal data, from the
  * samples taken as runs were written (store_samples()) and from the
  * batches held in memory (key_ranges.h): no pass over the data.  It
@@ -36,6 +42,7 @@ typedef struct {
     int merge_threads;          /* --merge-threads; 0: automatic */
     int indexed;                /* an index is wanted */
     uint64_t memory;            /* the sort's memory budget, bytes */
+    uint64_t readers;           /* what the runs' readers may hold (sort_plan.h) */
     uint64_t bytes;             /* record bytes to merge (all the input's) */
     progress *prog;
 } readout_request;
@@ -46,12 +53,10 @@ typedef struct {
     key_sample *splits;     /* n - 1 keys, increasing */
     key_samples samples;    /* where the splits' keys were found */
     int *slot_fd, n_slots;  /* in-memory files the pieces pass through */
+    size_t readahead;       /* bytes each run's reader fetches at a time, per merge */
 } range_plan;
 
 int ranges_plan(const readout_request *rq, range_plan *p, errmsg *err);
 void ranges_free(range_plan *p);
-
-/* The bytes each run's reader fetches at a time for one of p's pieces. */
-size_t piece_readahead(const readout_request *rq, const range_plan *p);
 
 #endif

@@ -7,6 +7,7 @@
 #include <time.h>
 #include "rocks_store_internal.h"
 #include "clock_util.h"
+#include "readout_memory.h"
 
 /* Percent by which neighbouring runs may differ and still be merged. */
 #define MERGE_SIZE_RATIO 10
@@ -28,12 +29,21 @@ static uint64_t runs_for(const rocks_store *st, uint64_t size)
     return st->run_bytes ? (size + st->run_bytes - 1) / st->run_bytes : 1;
 }
 
+/* See store_plan_merges() in rocks_store.h: compact runs whose groups
+ * exceed the readout's memory are merged in passes instead. */
+static int merges_pointless(const rocks_store *st, uint64_t runs)
+{
+    readers_shape groups = { .groups = runs, .grouped = 1 };
+    return st->codec == STORE_CODEC_COLUMNS && st->readout_memory &&
+           readers_bytes(&groups, 0) > st->readout_memory;
+}
+
 /* Each database merges its own runs: its share of the size plans them. */
 void merges_configure(rocks_store *st, store_db *d, const store_options *o, double share)
 {
     merge_plan p = { 2, d->files.merge_width, d->files.max_runs };
-    d->merges_planned = o->size_hint > 0;
-    if (o->size_hint > 0)
+    d->merges_planned = o->size_hint > 0 && !merges_pointless(st, runs_for(st, o->size_hint));
+    if (d->merges_planned)
         p = merge_plan_for(runs_for(st, (uint64_t)((double)o->size_hint * share)));
     else rocksdb_options_set_disable_auto_compactions(d->opts, 1);
     p = fit_to_files(&d->files, p);
@@ -139,6 +149,7 @@ int store_plan_merges(rocks_store *st, uint64_t size_estimate)
 {
     uint64_t total = 0;
     int fewest = 0;
+    if (merges_pointless(st, runs_for(st, size_estimate))) return 0;
     for (int i = 0; i < st->n_dbs; i++) total += st->dbs[i].weight;
     for (int i = 0; i < st->n_dbs; i++) {
         store_db *d = &st->dbs[i];
@@ -268,6 +279,11 @@ double store_settle(rocks_store *st)
     wait_for_running_merges(st);
     merge_down_to_budget(st);
     return now_seconds() - t0;
+}
+
+int store_part_runs(rocks_store *st, int part)
+{
+    return (int)part_property(st, part, "rocksdb.num-files-at-level0");
 }
 
 int store_sorted_runs(rocks_store *st)

@@ -22,12 +22,10 @@
 #include "rocks_store_internal.h"
 #include "cleanup.h"
 #include "temp_env.h"
+#include "readout_memory.h"
 
 /* RocksDB's InfoLogLevel FATAL_LEVEL (c.h has no names for the levels). */
 #define STORE_LOG_FATAL 4
-
-/* SST blocks: large, as the data is read once, sequentially. */
-#define BLOCK_BYTES (256 << 10)
 
 /* A merge's output file may grow this large: each merge writes one run. */
 #define MERGED_RUN_MAX_BYTES (1ULL << 40)
@@ -87,6 +85,25 @@ static int direct_io_works(const char *dir)
  * limits, and other programs' cached files.  Why and what it saved:
  * doc/DESIGN.md and bench/RESULTS.md.  Each directory's file system
  * decides for its own database. */
+/* Background merges read each run with this readahead: the readout's,
+ * unless the merges' memory (each database's share) would then hold fewer
+ * than MERGE_WIDTH_WANTED runs; then less, down to the smallest, before
+ * the merges narrow (files_fit_memory()). */
+#define MERGE_WIDTH_WANTED STORE_MERGE_MIN_RUNS
+
+static void fit_merges_to_memory(store_db *d, const store_options *o, int n_dbs)
+{
+    d->merge_readahead = STORE_DIRECT_READAHEAD;
+    if (!o->merge_memory) return;
+    uint64_t memory = o->merge_memory / (uint64_t)n_dbs;
+    int blocks = store_codec_in_blocks(o->compression);
+    uint64_t each = memory / MERGE_WIDTH_WANTED, fixed = readers_run_bytes(0, blocks);
+    uint64_t r = each > fixed ? each - fixed : 0;
+    if (r < READERS_MIN_READAHEAD) r = READERS_MIN_READAHEAD;
+    if (r < d->merge_readahead) d->merge_readahead = (size_t)r;
+    files_fit_memory(&d->files, memory, readers_run_bytes(d->merge_readahead, blocks));
+}
+
 static void configure_direct_io(const rocks_store *st, store_db *d)
 {
     /* A state's database directory is made by RocksDB's open, after this:
@@ -96,7 +113,7 @@ static void configure_direct_io(const rocks_store *st, store_db *d)
     if (!d->direct_io) return;
     rocksdb_options_set_use_direct_reads(d->opts, 1);
     rocksdb_options_set_use_direct_io_for_flush_and_compaction(d->opts, 1);
-    rocksdb_options_compaction_readahead_size(d->opts, STORE_DIRECT_READAHEAD);
+    rocksdb_options_compaction_readahead_size(d->opts, d->merge_readahead);
 }
 
 /* The codec's helper threads (temp_space.c picks them); its level, window
@@ -115,7 +132,7 @@ static void configure_codec(store_db *d, const store_options *o)
 static void configure_shared(rocks_store *st)
 {
     st->table = rocksdb_block_based_options_create();
-    rocksdb_block_based_options_set_block_size(st->table, BLOCK_BYTES);
+    rocksdb_block_based_options_set_block_size(st->table, STORE_BLOCK_BYTES);
     rocksdb_block_based_options_set_no_block_cache(st->table, 1);
     st->envopts = rocksdb_envoptions_create();
     st->ingest = rocksdb_ingestexternalfileoptions_create();
@@ -180,6 +197,7 @@ static int lay_out(rocks_store *st, const store_options *o)
         double share = total ? (double)d->weight / (double)total : 1.0 / st->n_dbs;
         d->files = files_plan_for(files_share(o->max_open_files, st->n_dbs, share),
                                   o->background_threads);
+        fit_merges_to_memory(d, o, st->n_dbs);
         pool += d->files.merge_threads;
         d->first_part = st->n_parts;
         d->n_parts = per_db;
@@ -288,6 +306,8 @@ static int make_dirs(rocks_store *st, const store_options *o, errmsg *err)
 static int set_up(rocks_store *st, const store_options *o, errmsg *err)
 {
     st->run_bytes = o->run_bytes;
+    st->codec = o->compression;
+    st->readout_memory = o->readout_memory;
     int pool = lay_out(st, o);
     configure_shared(st);
     for (int i = 0; i < st->n_dbs; i++) {

@@ -4,9 +4,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include "rocks_store_internal.h"
+#include "sst_read.h"
 
-/* The read options hold pointers to the bounds, which the iterator owns. */
+/* The read options hold pointers to the bounds, which the iterator owns.
+ * An iterator over one file of a merge pass reads it with file instead. */
 struct store_iter {
+    sst_read *file;
     rocksdb_iterator_t *it;
     rocksdb_readoptions_t *read;
     uint8_t *lo, *hi;
@@ -54,28 +57,57 @@ store_iter *store_iter_open(rocks_store *st, int part, size_t readahead)
     return store_iter_open_range(st, part, readahead, NULL, 0, NULL, 0);
 }
 
+store_iter *iter_over_file(const char *path, int direct, size_t readahead, errmsg *err)
+{
+    store_iter *si = calloc(1, sizeof *si);
+    if (!si) {
+        errmsg_set(err, "out of memory");
+        return NULL;
+    }
+    if (!(si->file = sst_read_open(path, direct, readahead, err))) {
+        free(si);
+        return NULL;
+    }
+    return si;
+}
+
 void store_iter_first(store_iter *si)
 {
+    if (si->file) {
+        sst_read_first(si->file);
+        return;
+    }
     rocksdb_set_perf_level(rocksdb_disable);
     if (si->lo) rocksdb_iter_seek(si->it, (const char *)si->lo, si->lo_len);
     else rocksdb_iter_seek_to_first(si->it);
 }
 
-int store_iter_valid(const store_iter *si) { return rocksdb_iter_valid(si->it); }
-void store_iter_next(store_iter *si) { rocksdb_iter_next(si->it); }
+int store_iter_valid(const store_iter *si)
+{
+    return si->file ? sst_read_valid(si->file) : rocksdb_iter_valid(si->it);
+}
+
+void store_iter_next(store_iter *si)
+{
+    if (si->file) sst_read_next(si->file);
+    else rocksdb_iter_next(si->it);
+}
 
 const uint8_t *store_iter_key(const store_iter *si, size_t *len)
 {
+    if (si->file) return sst_read_key(si->file, len);
     return (const uint8_t *)rocksdb_iter_key(si->it, len);
 }
 
 const uint8_t *store_iter_value(const store_iter *si, size_t *len)
 {
+    if (si->file) return sst_read_value(si->file, len);
     return (const uint8_t *)rocksdb_iter_value(si->it, len);
 }
 
 int store_iter_status(const store_iter *si, errmsg *err)
 {
+    if (si->file) return sst_read_status(si->file, err);
     char *rerr = NULL;
     rocksdb_iter_get_error(si->it, &rerr);
     if (!rerr) return 0;
@@ -87,6 +119,7 @@ int store_iter_status(const store_iter *si, errmsg *err)
 void store_iter_close(store_iter *si)
 {
     if (!si) return;
+    sst_read_close(si->file);
     if (si->it) rocksdb_iter_destroy(si->it);
     if (si->read) rocksdb_readoptions_destroy(si->read);
     free(si->lo);

@@ -19,37 +19,52 @@ int rocks_fail(errmsg *err, const char *what, char *rocks_err)
 static int put_group(void *store, const group_span *span, const uint8_t *blob, size_t len,
                      errmsg *err);
 
+group_writer *runs_group_writer(rocks_store *st, int threads)
+{
+    return group_writer_create_on(st->pool, threads, STORE_GROUP_BYTES, put_group, st);
+}
+
 int runs_prepare(rocks_store *st, const store_options *o, errmsg *err)
 {
+    st->pool = o->pool;
+    st->encode_threads = o->compression_threads;
     /* Groups go in under their first record's keys (see group_feed.h). */
     if (o->compression == STORE_CODEC_COLUMNS &&
-        (!(st->groups = group_writer_create_on(o->pool, o->compression_threads, STORE_GROUP_BYTES,
-                                                     put_group, st))
+        (!(st->groups = runs_group_writer(st, o->compression_threads))
          || !(st->index = run_index_create())))
         return errmsg_set(err, "out of memory");
     return 0;
 }
 
-int store_run_begin(rocks_store *st, errmsg *err)
+/* A new SST at `name` in database db, for a run or a merge pass's run. */
+int runs_open_writer(rocks_store *st, int db, const char *name, errmsg *err)
 {
     /* RocksDB counts per key in a thread-local perf context, and each count
      * is a __tls_get_addr call through the shared library: a visible share
      * of the writing thread's CPU.  The level is per thread. */
     rocksdb_set_perf_level(rocksdb_disable);
     free(st->run_path);
-    /* The run is written where it stays: ingestion then only links it. */
-    st->run_db = st->n_dbs > 1 ? dir_turn_next(&st->turn) : 0;
-    if (asprintf(&st->run_path, "%s/run-%06llu.sst", st->dbs[st->run_db].dir,
-                 (unsigned long long)st->runs) < 0) {
+    st->run_db = db;
+    if (asprintf(&st->run_path, "%s/%s", st->dbs[db].dir, name) < 0) {
         st->run_path = NULL;
         return errmsg_set(err, "out of memory");
     }
     char *rerr = NULL;
-    st->writer = rocksdb_sstfilewriter_create(st->envopts, st->dbs[st->run_db].opts);
+    st->writer = rocksdb_sstfilewriter_create(st->envopts, st->dbs[db].opts);
     rocksdb_sstfilewriter_open(st->writer, st->run_path, &rerr);
     if (rerr) return rocks_fail(err, st->run_path, rerr);
-    st->unsampled = STORE_SAMPLE_BYTES;     /* sample the run's first key */
     st->run_entries = 0;
+    return 0;
+}
+
+int store_run_begin(rocks_store *st, errmsg *err)
+{
+    char name[32];
+    snprintf(name, sizeof name, "run-%06llu.sst", (unsigned long long)st->runs);
+    /* The run is written where it stays: ingestion then only links it. */
+    if (runs_open_writer(st, st->n_dbs > 1 ? dir_turn_next(&st->turn) : 0, name, err) < 0)
+        return -1;
+    st->unsampled = STORE_SAMPLE_BYTES;     /* sample the run's first key */
     st->run_first_sample = st->n_samples;
     return 0;
 }
@@ -72,6 +87,8 @@ int store_add_sample(rocks_store *st, const uint8_t *key, size_t klen, uint64_t 
 
 static void sample_record(rocks_store *st, const uint8_t *key, size_t klen, size_t bytes)
 {
+    /* A merge pass moves records that were sampled as first written. */
+    if (st->passing) return;
     /* Sampling is best effort: out of memory, it stops. */
     if (st->unsampled >= STORE_SAMPLE_BYTES) store_add_sample(st, key, klen, 0);
     if (st->n_samples) st->samples[st->n_samples - 1].weight += bytes;
@@ -132,8 +149,8 @@ static int next_part(const store_db *d)
 /* Writes the SST, journals it (a resumable store), and moves it into the
  * database as part `part`: the journal always knows every run RocksDB
  * holds. */
-static int ingest_run(rocks_store *st, int part, uint64_t *size, const void *note,
-                      size_t note_len, errmsg *err)
+int runs_ingest(rocks_store *st, int part, uint64_t *size, const void *note, size_t note_len,
+                errmsg *err)
 {
     char *rerr = NULL;
     if (st->groups && group_writer_finish(st->groups, err) < 0) return -1;
@@ -154,7 +171,7 @@ int store_run_end(rocks_store *st, const void *note, size_t note_len, errmsg *er
     uint64_t size = 0;
     store_db *d = &st->dbs[st->run_db];
     int part = next_part(d);
-    if (ingest_run(st, part, &size, note, note_len, err) < 0) {
+    if (runs_ingest(st, part, &size, note, note_len, err) < 0) {
         if (st->index) run_index_drop_run(st->index);
         return -1;
     }
@@ -190,6 +207,13 @@ int store_direct_io(const rocks_store *st)
 int store_grouped(const rocks_store *st) { return st->groups != NULL; }
 
 int store_parts(const rocks_store *st) { return st->parts_used; }
+store_codec store_runs_codec(const rocks_store *st) { return st->codec; }
+int store_resumable(const rocks_store *st) { return st->journal != NULL; }
+
+uint64_t store_part_groups_open(const rocks_store *st, int part)
+{
+    return st->index ? run_index_part_runs(st->index, part) : 0;
+}
 
 void runs_close(rocks_store *st)
 {

@@ -44,6 +44,13 @@ typedef enum {
     STORE_CODEC_COLUMNS
 } store_codec;
 
+/* Whether RocksDB compresses the runs block by block (and decompresses
+ * each block as it reads). */
+static inline int store_codec_in_blocks(store_codec c)
+{
+    return c == STORE_CODEC_LZ4 || c == STORE_CODEC_SNAPPY || c == STORE_CODEC_ZSTD;
+}
+
 /* One place the runs may go: an existing directory, or alone a prefix
  * ("dir/name": the database goes in dir/name.rocksort.XXXXXX). */
 typedef struct {
@@ -64,6 +71,9 @@ typedef struct {
     uint64_t run_bytes;     /* expected bytes of one run */
     int max_open_files;     /* descriptors the store may use in all; -1: no limit */
     int background_threads; /* compaction threads of each database */
+    uint64_t merge_memory;  /* what the runs a background merge reads may hold, in all
+                               (readout_memory.h); 0: no limit */
+    uint64_t readout_memory;/* what the readout's readers may hold; 0: no limit */
     int parts;              /* readers wanted in all, 1..STORE_DB_MAX_PARTS (see above) */
     const char *state_dir;  /* --resume: the store lives here and outlives a kill (below) */
     const char *identity;   /* with state_dir: what a later run must match to resume */
@@ -87,7 +97,12 @@ rocks_store *store_open(const store_options *opt, errmsg *err);
 /* Without a size hint, the caller may still estimate the total (from the
  * input file's size) once loading has begun: past STORE_MERGE_MIN_RUNS
  * runs, merging starts as a hint would have set it up; below, the readout
- * merges every run itself, which is cheaper than rewriting them.  Call it
+ * merges every run itself, which is cheaper than rewriting them.  Compact
+ * runs are not merged in the background when their groups alone (one per
+ * run, which a RocksDB merge copies whole) would not fit readout_memory:
+ * merge passes rewrite them before the readout (run_passes.h), and
+ * background merges would only add a rewrite, and files holding more
+ * groups open than a pass can read at once.  Call it
  * before the first run ends: runs already dealt to other parts stay there,
  * outside the merges' reach.  Returns the fewest runs a background merge
  * takes, 0 if there will be no merges, -1 if RocksDB refused the change. */
@@ -211,8 +226,12 @@ size_t store_samples(const rocks_store *st);
 const key_sample *store_sample_at(const rocks_store *st, size_t i);
 
 /* Bytes each run's reader fetches at a time when runs bypass the page
- * cache (direct I/O reads are synchronous: no kernel readahead). */
+ * cache (direct I/O reads are synchronous: no kernel readahead), unless
+ * the readout's memory asks for less (readout_memory.h). */
 #define STORE_DIRECT_READAHEAD (2u << 20)
+/* The runs' SST blocks: large, as the data is read once, sequentially.
+ * Each run read holds one in memory, besides its readahead. */
+#define STORE_BLOCK_BYTES (256u << 10)
 
 /* Parts holding runs: the readout merges store_iter_open(st, 0..n-1, ...). */
 int store_parts(const rocks_store *st);
@@ -251,6 +270,42 @@ size_t store_straddlers(const rocks_store *st, int part, const uint8_t *lo, size
                         key_sample *out);
 int store_get(rocks_store *st, int part, const uint8_t *key, size_t klen, size_t readahead,
               uint8_t **val, size_t *vlen, errmsg *err);
+
+/* What the readers of a part will hold (readout_memory.h): its runs (each
+ * an open file), and for compact runs the groups a merge of the part holds
+ * decoded at once (a RocksDB merge copies groups whole, so one per run
+ * ever written to the part, or written by a merge pass); 0 for records. */
+int store_part_runs(rocks_store *st, int part);
+uint64_t store_part_groups_open(const rocks_store *st, int part);
+/* The runs' codec, and whether the store is resumable (--resume). */
+store_codec store_runs_codec(const rocks_store *st);
+int store_resumable(const rocks_store *st);
+
+/* Merge passes (rocks_pass.c, driven by run_passes.h), once store_settle()
+ * has stopped the background merges, never on a resumable store (its
+ * journal names the runs a later run takes back).  store_pass_begin()
+ * lists a part's runs, the oldest first; the caller reads them, each on its
+ * own (store_pass_iter()), in consecutive groups from the oldest, and
+ * writes each group as one run: store_pass_run_begin(), store_run_put()
+ * for each record in key order, then store_pass_run_end(p, n) with the n
+ * runs of the group, which are deleted once the new run is in.  A pass
+ * must rewrite every run of the part before store_pass_end(), which frees
+ * p; store_pass_abort() frees it after a failure (the sort then fails: the
+ * part may hold keys twice).  store_pass_run_depth() is a run's share of
+ * the part's store_part_groups_open().  The -v report's counts: runs a pass
+ * replaced, and runs passes wrote. */
+typedef struct store_pass store_pass;
+store_pass *store_pass_begin(rocks_store *st, int part, errmsg *err);
+int store_pass_runs(const store_pass *p);
+uint64_t store_pass_run_bytes(const store_pass *p, int i);
+uint64_t store_pass_run_depth(const store_pass *p, int i);
+store_iter *store_pass_iter(store_pass *p, int i, size_t readahead, errmsg *err);
+int store_pass_run_begin(store_pass *p, errmsg *err);
+int store_pass_run_end(store_pass *p, int runs, errmsg *err);
+void store_pass_end(store_pass *p);
+void store_pass_abort(store_pass *p);
+uint64_t store_pass_runs_replaced(const rocks_store *st);
+uint64_t store_pass_runs_written(const rocks_store *st);
 
 /* True when runs are read with direct I/O (every temp file system allows it). */
 int store_direct_io(const rocks_store *st);

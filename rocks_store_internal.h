@@ -27,7 +27,9 @@ typedef struct {
     rocksdb_t *db;
     rocksdb_options_t *opts;
     rocksdb_universal_compaction_options_t *universal;
-    files_plan files;           /* its share of the open-file budget */
+    files_plan files;           /* its share of the open-file budget, and of the
+                                   merges' memory (merge_width) */
+    size_t merge_readahead;     /* each run a background merge reads, at a time */
     int first_part, n_parts;    /* its column families: parts first_part, ... */
     uint64_t weight;            /* its share of the runs (temp_dirs.h) */
     uint64_t runs;              /* runs written to it */
@@ -59,6 +61,10 @@ struct rocks_store {
     key_sample *samples;        /* see store_samples(); the store owns their keys */
     size_t n_samples, samples_cap;
     uint64_t unsampled;         /* record bytes of this run since its last sample */
+    store_codec codec;          /* the runs' */
+    uint64_t readout_memory;    /* store_options' */
+    hts_tpool *pool;            /* store_options' */
+    int encode_threads;         /* store_options' compression_threads */
     group_writer *groups;       /* compact runs: records go in groups (group_codec.h) */
     run_index *index;           /* compact runs: each run's groups (run_index.h) */
     /* A resumable store (rocks_state.c). */
@@ -72,6 +78,9 @@ struct rocks_store {
     uint8_t *note_blob;         /* resume.note's copy */
     uint64_t run_entries;       /* the run being written: the keys put in it, */
     size_t run_first_sample;    /* and where its samples start */
+    /* Merge passes (rocks_pass.c). */
+    int passing;                /* a pass writes the run: nothing is sampled */
+    uint64_t pass_runs_in, pass_runs_out;   /* runs a pass replaced, and by how many */
 };
 
 /* rocks_store.c: RocksDB's malloc'd error as the cause in err, after
@@ -80,6 +89,18 @@ struct rocks_store {
 int rocks_fail(errmsg *err, const char *what, char *rocks_err);
 int runs_prepare(rocks_store *st, const store_options *o, errmsg *err);
 void runs_close(rocks_store *st);
+/* rocks_store.c: a run's SST, opened as `name` in database db; then,
+ * once its entries are in, written, journaled (a resumable store) and
+ * moved into part `part`, its size in *size. */
+int runs_open_writer(rocks_store *st, int db, const char *name, errmsg *err);
+/* A writer of compact runs' groups into the run being written, encoding
+ * on `threads` of the store's pool; NULL when out of memory. */
+group_writer *runs_group_writer(rocks_store *st, int threads);
+int runs_ingest(rocks_store *st, int part, uint64_t *size, const void *note, size_t note_len,
+                errmsg *err);
+
+/* rocks_read.c: an iterator over one SST file (a merge pass's input). */
+store_iter *iter_over_file(const char *path, int direct, size_t readahead, errmsg *err);
 
 /* rocks_state.c: a resumable store's journal, in one database.
  * state_prepare() checks and locks the directory before the database

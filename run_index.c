@@ -68,6 +68,23 @@ void run_index_drop_run(run_index *ix)
 
 size_t run_index_runs(const run_index *ix) { return ix->n_runs; }
 
+size_t run_index_part_runs(const run_index *ix, int part)
+{
+    size_t n = 0;
+    for (size_t r = 0; r < ix->n_runs; r++) n += ix->runs[r].part == part;
+    return n;
+}
+
+/* The runs' spans and keys stay in the arenas, unused: a pass or two
+ * leave little there. */
+void run_index_forget(run_index *ix, int part, size_t before)
+{
+    size_t kept = 0;
+    for (size_t r = 0; r < ix->n_runs; r++)
+        if (r >= before || ix->runs[r].part != part) ix->runs[kept++] = ix->runs[r];
+    ix->n_runs = kept;
+}
+
 size_t run_index_open_groups(const run_index *ix) { return ix->n_spans - ix->open_from; }
 
 void run_index_open_span(const run_index *ix, size_t i, const uint8_t **first, size_t *first_len,

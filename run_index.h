@@ -35,6 +35,11 @@ void run_index_drop_run(run_index *ix);
 
 /* Runs filed so far. */
 size_t run_index_runs(const run_index *ix);
+/* Runs filed under `part`. */
+size_t run_index_part_runs(const run_index *ix, int part);
+/* Forgets the runs of `part` filed before the run_index_runs() count
+ * `before`: a merge pass replaced them by the runs filed since. */
+void run_index_forget(run_index *ix, int part, size_t before);
 
 /* The groups added to the run being written, for the resume journal:
  * run_index_open_span(ix, i, ...) gives group i's keys (pointing into the

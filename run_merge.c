@@ -232,6 +232,12 @@ const uint8_t *merge_next(run_merge *m, size_t *vlen)
     return source_value(m->last, vlen);
 }
 
+const uint8_t *merge_key(const run_merge *m, size_t *klen)
+{
+    *klen = m->last->klen;
+    return m->last->key;
+}
+
 int merge_failed(const run_merge *m)
 {
     return m->failed;

@@ -49,6 +49,8 @@ run_merge *merge_open(store_stream *const *streams, int n_streams,
 
 /* The next value in key order, or NULL once every source is exhausted. */
 const uint8_t *merge_next(run_merge *m, size_t *vlen);
+/* The key of the value merge_next() returned last, valid as long as it. */
+const uint8_t *merge_key(const run_merge *m, size_t *klen);
 
 int merge_failed(const run_merge *m);
 void merge_close(run_merge *m);

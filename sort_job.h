@@ -26,6 +26,14 @@
 #include "resume_state.h"
 #include "thread_cpu.h"
 
+/* The readout's readers of the spilled runs, for -v: the runs read at
+ * once, what their readers hold (readout_memory.h) against what they may,
+ * and each run's readahead. */
+typedef struct {
+    uint64_t runs, bytes, allowed;
+    size_t readahead;
+} readout_readers;
+
 /* The phases' bounds at which -v notes the threads' CPU times. */
 enum { MARK_LOAD, MARK_SETTLE, MARK_READOUT, MARK_END, JOB_MARKS };
 
@@ -43,6 +51,7 @@ typedef struct {
     sort_batch *tail;           /* the last, unspilled batch, sorted */
     double t_load, t_settle, t_readout;
     readout_result result;      /* what the readout wrote (range_readout.h) */
+    readout_readers readers;    /* what its readers of the runs hold (readout_memory.h) */
     progress *prog;
     uint64_t in_file_size;      /* 0: not a regular file */
     uint64_t size_estimate;     /* without -s: from the input file, 0 if none */

@@ -8,6 +8,8 @@
 #include "merge_sources.h"
 #include "merge_writer.h"
 #include "range_readout.h"
+#include "run_passes.h"
+#include "readout_memory.h"
 #include "sort_plan.h"
 #include "thread_cpu.h"
 #include "resume_fate.h"
@@ -67,8 +69,12 @@ static int write_header(sort_job *j, int in_ranges)
     return 0;
 }
 
+/* What a merge pass's writer holds (run_passes.h): the SST being written,
+ * and compact runs' groups being encoded. */
+#define PASS_WRITER_BYTES (6ULL << 20)
+
 /* One merge of everything, on this thread. */
-static int readout_single(sort_job *j, const readout_request *rq)
+static int readout_single(sort_job *j, const readout_request *rq, size_t readahead)
 {
     merge_sources src;
     _Atomic uint64_t shown = 0;
@@ -77,7 +83,7 @@ static int readout_single(sort_job *j, const readout_request *rq)
                        .shown = &shown };
     errmsg err;
     j->result.ranges = j->result.threads = 1;
-    if (sources_open(&src, rq->in, NULL, NULL, STORE_DIRECT_READAHEAD, &err) < 0) {
+    if (sources_open(&src, rq->in, NULL, NULL, readahead, &err) < 0) {
         sources_close(&src);
         return job_fail("%s of '%s'", err.msg, j->o->in_fn);
     }
@@ -103,17 +109,25 @@ int readout(sort_job *j)
         .in = &in, .out = &j->out, .hdr = j->hdr, .out_mode = o->out_mode,
         .out_opts = o->out_opts, .verify = o->verify, .threads = o->threads,
         .merge_threads = o->merge_threads, .indexed = o->index_fn != NULL,
-        .memory = plan_total_memory(o), .bytes = j->bytes_in, .prog = j->prog,
+        .memory = plan_total_memory(o), .readers = plan_readers_memory(o, 1),
+        .bytes = j->bytes_in, .prog = j->prog,
     };
     range_plan plan;
     errmsg err;
+    if (passes_run(j->store, rq.readers, PASS_WRITER_BYTES, &err) < 0)
+        return job_fail("%s: %s", store_path(j->store), err.msg);
+    readers_release_freed();
     if (ranges_plan(&rq, &plan, &err) < 0) return job_fail("%s of '%s'", err.msg, o->in_fn);
+    readers_shape shape = passes_readers(j->store);
+    j->readers = (readout_readers){ shape.runs,
+                                    readers_bytes(&shape, plan.readahead) * (uint64_t)plan.threads,
+                                    rq.readers, plan.readahead };
     int ret = write_header(j, plan.n > 1);
     if (ret == 0 && plan.n > 1) {
         ret = readout_in_ranges(&rq, &plan, &j->result, &err);
         if (ret < 0) job_fail("%s", err.msg);
     } else if (ret == 0) {
-        ret = readout_single(j, &rq);
+        ret = readout_single(j, &rq, plan.readahead);
     }
     ranges_free(&plan);
     j->t_readout = now_seconds() - t0;

@@ -64,10 +64,17 @@ static int settle_and_readout(sort_job *j)
     return ret;
 }
 
+/* The input is closed once read: its reader's blocks in flight (htslib
+ * keeps two per -@ thread) would otherwise stay through the readout. */
 static int load_phase(sort_job *j)
 {
     report_mark(j, MARK_LOAD);
-    return load_input(j);
+    int ret = load_input(j);
+    if (ret == 0 && j->in) {
+        sam_close(j->in);
+        j->in = NULL;
+    }
+    return ret;
 }
 
 static int finish(sort_job *j)
@@ -102,6 +109,7 @@ int rocksort_run(const rocksort_opts *o)
     memset(&j, 0, sizeof j);
     j.o = o;
     j.resume.on = o->resume_dir != NULL;
+    plan_allocator(o);
     spill_init(&j.q);
     thread_name_scope named;
     thread_name_push(&named, THREAD_POOL);    /* htslib's workers take the name */

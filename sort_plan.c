@@ -1,9 +1,13 @@
 /* sort_plan.c -- see sort_plan.h. */
 #include <stdlib.h>
 #include <sys/resource.h>
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
 #include "sort_plan.h"
 #include "fd_budget.h"
 #include "output_file.h"
+#include "readout_memory.h"
 
 size_t plan_total_memory(const rocksort_opts *o)
 {
@@ -21,6 +25,36 @@ size_t plan_batch_bytes(const rocksort_opts *o)
 {
     size_t b = plan_total_memory(o) / 3;
     return b < MAX_BATCH_BYTES ? b : MAX_BATCH_BYTES;
+}
+
+/* Below this budget the allocator's slack matters: see plan_allocator(). */
+#define EXACT_ALLOC_BELOW (256ULL << 20)
+#define EXACT_ALLOC_MMAP_BYTES (256 << 10)
+
+/* glibc serves a large block from its arenas once a block of that size
+ * was freed (its mmap threshold rises to it), and keeps what is freed
+ * there: with a reader thread per run and RocksDB's buffers, the arenas
+ * held tens of MB past what was in use, as much as a small budget itself
+ * (doc/DESIGN.md, "The readout's memory").  A fixed threshold gives every
+ * block of 256 KiB or more its own mapping, unmapped when freed.  The
+ * price, fresh pages for each such block, is paid only where the budget
+ * is small, so that the default budget's speed stays as it was. */
+void plan_allocator(const rocksort_opts *o)
+{
+#ifdef __GLIBC__
+    if (plan_total_memory(o) < EXACT_ALLOC_BELOW) mallopt(M_MMAP_THRESHOLD, EXACT_ALLOC_MMAP_BYTES);
+#else
+    (void)o;
+#endif
+}
+
+/* With spilled runs no batch is held: the readout keeps the last batch
+ * only, the load two (one filling, one being written). */
+uint64_t plan_readers_memory(const rocksort_opts *o, int batches)
+{
+    uint64_t total = plan_total_memory(o), held = (uint64_t)batches * plan_batch_bytes(o);
+    uint64_t left = total > held ? total - held : 0;
+    return left > READOUT_MIN_MEMORY ? left : READOUT_MIN_MEMORY;
 }
 
 /* Descriptors opened after the store: the index (at the commit), a CRAM
@@ -88,6 +122,8 @@ int open_store(sort_job *j)
         .run_bytes = plan_batch_bytes(o),
         .max_open_files = open_file_budget(),
         .background_threads = o->threads > 1 ? o->threads : 1,
+        .merge_memory = plan_readers_memory(o, 2),
+        .readout_memory = plan_readers_memory(o, 1),
         .parts = READOUT_STREAMS,
         .state_dir = o->resume_dir,
         .identity = j->resume.identity,

@@ -20,6 +20,15 @@
 /* The memory budget: -m per thread (-@), or --max-memory's share of it. */
 size_t plan_total_memory(const rocksort_opts *o);
 size_t plan_batch_bytes(const rocksort_opts *o);
+/* What the readers of the spilled runs may hold (readout_memory.h), at the
+ * readout and in the background merges during the load: the budget less
+ * the batches resident meanwhile, at least READOUT_MIN_MEMORY. */
+uint64_t plan_readers_memory(const rocksort_opts *o, int batches);
+
+/* Before any thread starts: under a small budget, large blocks of memory
+ * (readaheads, blocks, decoded groups) go back to the system when freed
+ * rather than staying in the allocator's arenas. */
+void plan_allocator(const rocksort_opts *o);
 
 /* 0, or -1 once the failure is reported. */
 int open_store(sort_job *j);

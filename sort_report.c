@@ -26,8 +26,9 @@ static void report_sizing(const sort_job *j)
         fprintf(stderr, "[rocksort] size: %.1f MB estimated from the input file; "
                 "at least %d runs per background merge\n", j->size_estimate / 1e6, j->merge_width);
     else if (j->size_estimate)
-        fprintf(stderr, "[rocksort] size: %.1f MB estimated from the input file; "
-                "too few runs to merge in the background\n", j->size_estimate / 1e6);
+        fprintf(stderr, "[rocksort] size: %.1f MB estimated from the input file; no background "
+                "merges (too few runs, or compact runs to be merged in passes instead)\n",
+                j->size_estimate / 1e6);
     else
         fprintf(stderr, "[rocksort] size: unknown (no -s, %s)\n",
                 j->size_planned ? "input not a regular BAM/SAM file" : "fits in one batch");
@@ -110,6 +111,19 @@ static void report_dirs(const sort_job *j)
     }
 }
 
+/* What the readers of the spilled runs held, and the merge passes that
+ * made them fit. */
+static void report_readers(const sort_job *j)
+{
+    if (!j->readers.runs) return;
+    fprintf(stderr, "[rocksort] readout memory: readers of %llu runs hold %.1f MB of the %.1f MB "
+            "they may, at %zu KiB readahead; merge passes: %llu runs merged into %llu before "
+            "the readout\n", (unsigned long long)j->readers.runs, j->readers.bytes / 1e6,
+            j->readers.allowed / 1e6, j->readers.readahead >> 10,
+            (unsigned long long)store_pass_runs_replaced(j->store),
+            (unsigned long long)store_pass_runs_written(j->store));
+}
+
 void report_verbose(const sort_job *j)
 {
     struct rusage ru;
@@ -141,5 +155,6 @@ void report_verbose(const sort_job *j)
             (unsigned long long)store_runs_ingested(j->store),
             j->store ? store_sorted_runs(j->store) : 0, j->q.n_held + 1,
             (unsigned long long)store_bytes_written(j->store), ru.ru_maxrss / 1024.0);
+    report_readers(j);
     report_threads(j);
 }

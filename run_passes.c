@@ -1,0 +1,209 @@
+/* run_passes.c -- see run_passes.h. */
+#include <stdlib.h>
+#include "run_passes.h"
+#include "fd_budget.h"
+#include "group_feed.h"
+#include "run_merge.h"
+#include "store_stream.h"
+
+/* A pass's feeds decode one group ahead: a group of runs has many feeds. */
+#define PASS_AHEAD 1
+/* Descriptors kept free of a pass's reads, for RocksDB's own files. */
+#define PASS_FD_SPARE 8
+
+static int block_codec(const rocks_store *st)
+{
+    return store_codec_in_blocks(store_runs_codec(st));
+}
+
+readers_shape passes_readers(rocks_store *st)
+{
+    readers_shape s = { 0 };
+    if (!st) return s;
+    s.grouped = store_grouped(st);
+    s.parts = store_parts(st);
+    s.ahead = GROUP_FEED_AHEAD;
+    s.block_codec = block_codec(st);
+    for (int p = 0; p < s.parts; p++) {
+        s.runs += (uint64_t)store_part_runs(st, p);
+        s.groups += store_part_groups_open(st, p);
+    }
+    return s;
+}
+
+/* One run of a pass, read by a feed or a stream of its own. */
+static readers_shape run_shape(const rocks_store *st, const store_pass *p, int i)
+{
+    readers_shape s = { .runs = 1, .grouped = store_grouped(st), .parts = 1,
+                        .ahead = PASS_AHEAD, .block_codec = block_codec(st) };
+    if (s.grouped) s.groups = store_pass_run_depth(p, i);
+    return s;
+}
+
+/* The runs from `first` that one merge's readers hold within memory: at
+ * least one, and at most half the descriptors still free. */
+static int group_size(const rocks_store *st, const store_pass *p, int first, uint64_t memory)
+{
+    int n = store_pass_runs(p), fds = fd_budget_available(PASS_FD_SPARE);
+    int most = fds < 0 ? n : fds / 2 > 2 ? fds / 2 : 2;
+    uint64_t used = 0;
+    int count = 0;
+    while (first + count < n && count < most) {
+        readers_shape s = run_shape(st, p, first + count);
+        used += readers_bytes(&s, READERS_MIN_READAHEAD);
+        if (count > 0 && used > memory) break;
+        count++;
+    }
+    return count;
+}
+
+/* The readers of runs [first, first + n) of a pass. */
+typedef struct {
+    store_stream **stream;
+    store_iter **it;        /* the streams' iterators (a feed owns its own) */
+    group_feed **feed;
+    int n_streams, n_feeds;
+} group_readers;
+
+static void readers_close(group_readers *r)
+{
+    for (int i = 0; i < r->n_feeds; i++) group_feed_close(r->feed[i]);
+    for (int i = 0; i < r->n_streams; i++) {
+        stream_close(r->stream[i]);
+        store_iter_close(r->it[i]);
+    }
+    free(r->stream);
+    free(r->it);
+    free(r->feed);
+}
+
+static int readers_open(group_readers *r, rocks_store *st, store_pass *p, int first, int n,
+                        size_t readahead, errmsg *err)
+{
+    int grouped = store_grouped(st);
+    r->stream = calloc((size_t)n, sizeof *r->stream);
+    r->it = calloc((size_t)n, sizeof *r->it);
+    r->feed = calloc((size_t)n, sizeof *r->feed);
+    if (!r->stream || !r->it || !r->feed) return errmsg_set(err, "out of memory merging runs");
+    for (int i = first; i < first + n; i++) {
+        store_iter *it = store_pass_iter(p, i, readahead, err);
+        if (!it) return -1;
+        if (grouped) {
+            if (!(r->feed[r->n_feeds] = group_feed_open_iter(it, PASS_AHEAD, err))) return -1;
+            r->n_feeds++;
+        } else if ((r->stream[r->n_streams] =
+                        stream_open(it, readers_chunk_bytes(readahead), STREAM_CHUNKS))) {
+            r->it[r->n_streams++] = it;
+        } else {
+            store_iter_close(it);
+            return errmsg_set(err, "out of memory merging runs");
+        }
+    }
+    return 0;
+}
+
+static int readers_status(const group_readers *r, errmsg *err)
+{
+    for (int i = 0; i < r->n_streams; i++)
+        if (stream_status(r->stream[i], err) < 0) return -1;
+    for (int i = 0; i < r->n_feeds; i++)
+        if (group_feed_status(r->feed[i], err) < 0) return -1;
+    return 0;
+}
+
+/* Every record of the readers, in key order, into the pass's new run. */
+static int copy_merged(rocks_store *st, store_pass *p, group_readers *r, errmsg *err)
+{
+    run_merge *m = merge_open(r->stream, r->n_streams, r->feed, r->n_feeds, NULL, 0, NULL, 0);
+    if (!m) return errmsg_set(err, "out of memory merging runs");
+    int ret = store_pass_run_begin(p, err);
+    const uint8_t *v;
+    size_t vlen, klen;
+    while (ret == 0 && (v = merge_next(m, &vlen))) {
+        const uint8_t *k = merge_key(m, &klen);
+        ret = store_run_put(st, k, klen, v, vlen, err);
+    }
+    if (ret == 0 && merge_failed(m)) ret = errmsg_set(err, "out of memory merging runs");
+    merge_close(m);
+    return ret;
+}
+
+static int merge_group(rocks_store *st, store_pass *p, int first, int n, uint64_t memory,
+                       errmsg *err)
+{
+    readers_shape s = { 0 };
+    for (int i = first; i < first + n; i++) {
+        readers_shape one = run_shape(st, p, i);
+        s = (readers_shape){ s.runs + 1, s.groups + one.groups, one.grouped, s.parts + 1,
+                             one.ahead, one.block_codec };
+    }
+    size_t readahead = readers_fit(&s, memory);
+    group_readers r = { 0 };
+    int ret = readers_open(&r, st, p, first, n, readahead ? readahead : READERS_MIN_READAHEAD,
+                           err);
+    if (ret == 0) ret = copy_merged(st, p, &r, err);
+    if (ret == 0) ret = readers_status(&r, err);
+    readers_close(&r);
+    readers_release_freed();
+    if (ret == 0) ret = store_pass_run_end(p, n, err);
+    return ret;
+}
+
+/* Rewrites every run of the part, in groups from the oldest. */
+static int pass_over(rocks_store *st, int part, uint64_t memory, errmsg *err)
+{
+    store_pass *p = store_pass_begin(st, part, err);
+    if (!p) return -1;
+    int n = store_pass_runs(p), ret = 0;
+    for (int first = 0; ret == 0 && first < n;) {
+        int count = group_size(st, p, first, memory);
+        ret = merge_group(st, p, first, count, memory, err);
+        first += count;
+    }
+    if (ret == 0) store_pass_end(p);
+    else store_pass_abort(p);
+    return ret;
+}
+
+/* What part `part`'s readers hold at the smallest readahead. */
+static uint64_t part_bytes(rocks_store *st, int part)
+{
+    readers_shape s = passes_readers(st);
+    s.runs = (uint64_t)store_part_runs(st, part);
+    s.groups = store_part_groups_open(st, part);
+    s.parts = 1;
+    return readers_bytes(&s, READERS_MIN_READAHEAD);
+}
+
+/* The part whose readers take the most and that a pass can make smaller:
+ * more than one run, or a run holding several groups open; -1 if none. */
+static int costliest_part(rocks_store *st)
+{
+    int best = -1;
+    uint64_t most = 0;
+    for (int p = 0; p < store_parts(st); p++) {
+        int runs = store_part_runs(st, p);
+        if (runs < 2 && store_part_groups_open(st, p) <= (uint64_t)runs) continue;
+        uint64_t b = part_bytes(st, p);
+        if (b > most) {
+            most = b;
+            best = p;
+        }
+    }
+    return best;
+}
+
+int passes_run(rocks_store *st, uint64_t memory, uint64_t writer_bytes, errmsg *err)
+{
+    if (!st || store_resumable(st)) return 0;
+    uint64_t reading = memory > writer_bytes ? memory - writer_bytes : memory / 2;
+    for (;;) {
+        readers_shape all = passes_readers(st);
+        if (readers_fit(&all, memory)) return 0;
+        int part = costliest_part(st);
+        if (part < 0) return 0;
+        uint64_t before = part_bytes(st, part);
+        if (pass_over(st, part, reading, err) < 0) return -1;
+        if (part_bytes(st, part) >= before) return 0;
+    }
+}
