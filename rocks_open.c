@@ -116,15 +116,25 @@ static void configure_direct_io(const rocks_store *st, store_db *d)
     rocksdb_options_compaction_readahead_size(d->opts, d->merge_readahead);
 }
 
-/* The codec's helper threads (temp_space.c picks them); its level, window
- * bits, strategy and dictionary stay RocksDB's defaults. */
+/* What one of RocksDB's parallel compression threads holds: blocks in
+ * and out of its queue and its codec's context (zstd's the largest). */
+#define CODEC_THREAD_BYTES (1ULL << 20)
+
+/* The codec's helper threads (temp_space.c picks them), as many as an
+ * eighth of the memory beside the batches holds: the spill's run and a
+ * background merge's output each have such threads, and the merge's
+ * inputs take the rest.  Its level, window bits, strategy and dictionary
+ * stay RocksDB's defaults. */
 static void configure_codec(store_db *d, const store_options *o)
 {
     /* Compact runs leave RocksDB nothing to compress: with the sort's pool
      * at hand, no threads for it (each run would start its own). */
     if (o->compression == STORE_CODEC_COLUMNS && o->pool) return;
-    if (o->compression != STORE_CODEC_NONE && o->compression_threads > 1)
-        rocksdb_options_set_compression_options_parallel_threads(d->opts, o->compression_threads);
+    uint64_t threads = (uint64_t)(o->compression_threads > 0 ? o->compression_threads : 0);
+    if (o->merge_memory && threads > o->merge_memory / 8 / CODEC_THREAD_BYTES)
+        threads = o->merge_memory / 8 / CODEC_THREAD_BYTES;
+    if (o->compression != STORE_CODEC_NONE && threads > 1)
+        rocksdb_options_set_compression_options_parallel_threads(d->opts, (int)threads);
 }
 
 /* What every database shares: the table format, the SST writer's file

@@ -109,7 +109,7 @@ int readout(sort_job *j)
         .in = &in, .out = &j->out, .hdr = j->hdr, .out_mode = o->out_mode,
         .out_opts = o->out_opts, .verify = o->verify, .threads = o->threads,
         .merge_threads = o->merge_threads, .indexed = o->index_fn != NULL,
-        .memory = plan_total_memory(o), .readers = plan_readers_memory(o, 1),
+        .memory = plan_total_memory(o), .readers = plan_readers_memory(o),
         .bytes = j->bytes_in, .prog = j->prog,
     };
     range_plan plan;

@@ -15,16 +15,33 @@ size_t plan_total_memory(const rocksort_opts *o)
 }
 
 /* Two batches are resident while loading (one filling, one spilling), and
- * the readout needs room for its buffers: a third of the budget each.
+ * the readout needs room for its buffers: a third of the budget each (of
+ * what the threads' own buffers leave, below).
  * Past 512 MiB a batch only costs more (the kernel's zeroing of pages
  * touched for the first time slowed in-memory loads with larger batches
  * down) and gains nothing at readout. */
 #define MAX_BATCH_BYTES (512ULL << 20)
 
+/* Each -@ thread's own buffers, which neither the batches nor the readers
+ * hold: htslib's BGZF blocks in flight and their compressors, and with
+ * compact runs htscodecs' tables for the qualities, which each pool thread
+ * that encoded a group keeps (about 1 MiB; half the threads, on average,
+ * over a sort).  At -@ 64 -m 1M they are as much as the budget. */
+#define THREAD_OWN_BYTES (512ULL << 10)
+
+/* The budget less the threads' own buffers, at least a quarter of it: what
+ * the batches and the readers share. */
+static uint64_t usable_memory(const rocksort_opts *o)
+{
+    uint64_t total = plan_total_memory(o);
+    uint64_t own = (uint64_t)(o->threads > 1 ? o->threads : 0) * THREAD_OWN_BYTES;
+    return total > own && total - own > total / 4 ? total - own : total / 4;
+}
+
 size_t plan_batch_bytes(const rocksort_opts *o)
 {
-    size_t b = plan_total_memory(o) / 3;
-    return b < MAX_BATCH_BYTES ? b : MAX_BATCH_BYTES;
+    uint64_t b = usable_memory(o) / 3;
+    return b < MAX_BATCH_BYTES ? (size_t)b : MAX_BATCH_BYTES;
 }
 
 /* Below this budget the allocator's slack matters: see plan_allocator(). */
@@ -48,13 +65,26 @@ void plan_allocator(const rocksort_opts *o)
 #endif
 }
 
-/* With spilled runs no batch is held: the readout keeps the last batch
- * only, the load two (one filling, one being written). */
-uint64_t plan_readers_memory(const rocksort_opts *o, int batches)
+/* The budget less `batches` batches, at least `least`.  With spilled runs
+ * no batch is held: the readout keeps the last batch only, the load two
+ * (one filling, one being written). */
+static uint64_t left_beside(const rocksort_opts *o, int batches, uint64_t least)
 {
-    uint64_t total = plan_total_memory(o), held = (uint64_t)batches * plan_batch_bytes(o);
+    uint64_t total = usable_memory(o), held = (uint64_t)batches * plan_batch_bytes(o);
     uint64_t left = total > held ? total - held : 0;
-    return left > READOUT_MIN_MEMORY ? left : READOUT_MIN_MEMORY;
+    return left > least ? left : least;
+}
+
+uint64_t plan_readers_memory(const rocksort_opts *o)
+{
+    return left_beside(o, 1, READOUT_MIN_MEMORY);
+}
+
+/* Under a small budget the merge passes do the merging; background merges
+ * only save the readout some runs, so they get less room at the least. */
+uint64_t plan_merges_memory(const rocksort_opts *o)
+{
+    return left_beside(o, 2, READOUT_MIN_MEMORY / 2);
 }
 
 /* Descriptors opened after the store: the index (at the commit), a CRAM
@@ -122,8 +152,8 @@ int open_store(sort_job *j)
         .run_bytes = plan_batch_bytes(o),
         .max_open_files = open_file_budget(),
         .background_threads = o->threads > 1 ? o->threads : 1,
-        .merge_memory = plan_readers_memory(o, 2),
-        .readout_memory = plan_readers_memory(o, 1),
+        .merge_memory = plan_merges_memory(o),
+        .readout_memory = plan_readers_memory(o),
         .parts = READOUT_STREAMS,
         .state_dir = o->resume_dir,
         .identity = j->resume.identity,
@@ -177,7 +207,7 @@ int plan_temp_space(sort_job *j)
 static void plan_holding(sort_job *j, double input_batches)
 {
     spill_queue *q = &j->q;
-    int fit = (int)(plan_total_memory(j->o) / q->batch_cap);
+    int fit = (int)(usable_memory(j->o) / q->batch_cap);
     /* A resumable sort stores every batch: nothing held is lost to a kill. */
     if (j->resume.on) return;
     /* Slack for records further on that expand more than the first

@@ -1,7 +1,8 @@
 /* sort_plan.h -- how a sort spends its memory and open files.
  *
  * Contract: the memory budget is -m per thread (-@).  A batch takes a
- * third of it, at most 512 MiB (plan_batch_bytes()).  open_store() creates
+ * third of what each thread's own buffers leave of it (512 KiB a thread),
+ * at most 512 MiB (plan_batch_bytes()).  open_store() creates
  * the temporary store sized for the job: runs of one batch, background
  * merges from -s, the readout's reader threads, and the descriptors the
  * process may still open, after raising its soft RLIMIT_NOFILE to the hard
@@ -20,10 +21,12 @@
 /* The memory budget: -m per thread (-@), or --max-memory's share of it. */
 size_t plan_total_memory(const rocksort_opts *o);
 size_t plan_batch_bytes(const rocksort_opts *o);
-/* What the readers of the spilled runs may hold (readout_memory.h), at the
- * readout and in the background merges during the load: the budget less
- * the batches resident meanwhile, at least READOUT_MIN_MEMORY. */
-uint64_t plan_readers_memory(const rocksort_opts *o, int batches);
+/* What the readers of the spilled runs may hold at the readout
+ * (readout_memory.h): the budget less the last batch, at least
+ * READOUT_MIN_MEMORY.  During the load, the background merges and the
+ * codec's threads share the budget less two batches, at least half that. */
+uint64_t plan_readers_memory(const rocksort_opts *o);
+uint64_t plan_merges_memory(const rocksort_opts *o);
 
 /* Before any thread starts: under a small budget, large blocks of memory
  * (readaheads, blocks, decoded groups) go back to the system when freed
