@@ -1,0 +1,125 @@
+"""Peak memory within the budget (issue #45).
+
+rocksort keeps its memory within the budget, -m x max(1, -@) or
+--max-memory: that is why a user on a shared node picks it.  Each test here
+sorts a 40 MiB BAM of realistic records (bench/make_input.py's, made once
+per session) in a child process of its own and reads the child's peak RSS
+from wait4(), as /usr/bin/time does.  The bound is 1.15 x budget + 48 MB:
+the budget, and room for the program, its libraries and threads and the
+allocator's slack.  The cells are a subset of bench/memory_grid.py's full
+grid: the temp formats at the smallest budgets, where the runs are many
+(hundreds at -m 1M) and must be merged in passes before the readout; forced
+merge threads, which each read every run; -@ 64; background merges planned
+from -s on a pipe.  Three are compared with the oracle's output too.
+
+Instrumented builds (ASan, valgrind) hold memory of their own: there the
+output is checked and the memory is not.
+"""
+
+import os
+import subprocess
+import sys
+import threading
+
+from faults import instrumented
+from harness import REPO, TIMEOUT, Failure, each, tail
+
+sys.path.insert(0, os.path.join(REPO, "bench"))
+import make_input  # noqa: E402  (the benchmark's record generator)
+from memory_grid import MB, budget_bytes, bound_mb  # noqa: E402  (the bound, one place)
+
+INPUT_BYTES = 40 << 20     # compressed; about 100 MB of records
+INPUT_SEED = 45
+_input_lock = threading.Lock()
+
+
+def grid_input(session):
+    """The 40 MiB input, made once: make_input's SAM text through the oracle."""
+    path = os.path.join(session.inputs_dir, "memory-40M.bam")
+    with _input_lock:
+        if os.path.exists(path):
+            return path
+        n_records = int(INPUT_BYTES / make_input.BYTES_PER_RECORD)
+        n_pairs = int(n_records / 2.015)
+        sim = make_input.Simulator(INPUT_SEED, n_pairs)
+        sam = path + ".sam"
+        with open(sam, "wb") as f:
+            f.write(make_input.sam_header(sim, n_pairs).encode("ascii"))
+            writer = make_input.ShuffleWriter(f, sim.rng)
+            while writer.count < n_records:
+                for line in sim.pair():
+                    writer.add(line)
+            writer.close()
+        session.oracle_ok("view", ["-b", "--no-PG", "-o", path + ".part", sam])
+        os.remove(sam)
+        os.rename(path + ".part", path)
+    return path
+
+
+def oracle_sorted(session, src):
+    path = os.path.join(session.inputs_dir, "memory-40M.sorted.bam")
+    with session.lock_for(("memory-oracle", src)):
+        if not os.path.exists(path):
+            session.oracle_ok("sort", ["--no-PG", "-o", path + ".part", src])
+            os.rename(path + ".part", path)
+    return path
+
+
+# A child's peak RSS counts its pages from before exec too: forked from the
+# test runner, which holds other tests' records, it starts as large as the
+# runner.  A fresh interpreter starts rocksort and reports its peak.
+MEASURE = """
+import resource, subprocess, sys
+code = subprocess.run(sys.argv[1:], stdout=subprocess.DEVNULL).returncode
+print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)
+sys.exit(code)
+"""
+
+
+def sort_measured(case, args, src, stdin):
+    """rocksort, started by a fresh interpreter -> (exit status, stderr, peak RSS in MB)."""
+    out = case.out("out.bam")
+    cmd = [*case.session.rocksort_cmd, "-v", *args, "-T", case.temp_prefix, "-o", out,
+           "-" if stdin else src]
+    with open(src if stdin else os.devnull, "rb") as given:
+        result = subprocess.run([sys.executable, "-c", MEASURE, *cmd], stdin=given,
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                cwd=case.out_dir, env=dict(case.session.env, TMPDIR=case.tmp),
+                                timeout=TIMEOUT)
+    peak_kib = int(result.stdout.split()[-1]) if result.stdout.split() else 0
+    return result.returncode, result.stderr, peak_kib * 1024 / MB
+
+
+CELLS = [
+    # name, options, from stdin, compared with the oracle
+    ("compact_m1M", ["-m", "1M"], False, True),
+    ("none_m1M", ["-m", "1M", "--temp-compression", "none"], False, False),
+    ("lz4_threads2_m1M", ["-@", "2", "-m", "1M", "--temp-compression", "lz4"], False, False),
+    ("zstd_m4M", ["-m", "4M", "--temp-compression", "zstd"], False, False),
+    ("merge_threads200_threads8_m1M", ["-@", "8", "-m", "1M", "--merge-threads", "200"],
+     False, True),
+    ("merge_threads4_threads4_m4M", ["-@", "4", "-m", "4M", "--merge-threads", "4"],
+     False, False),
+    ("threads64_m1M", ["-@", "64", "-m", "1M"], False, False),
+    ("stdin_s110M_m1M", ["-m", "1M", "-s", "110M"], True, True),
+]
+
+
+@each((f"memory_within_budget_{name}", args, stdin, compare)
+      for name, args, stdin, compare in CELLS)
+def test_memory_within_budget(case, args, stdin, compare):
+    """The sort succeeds, its peak RSS is within 1.15 x budget + 48 MB,
+    and where compared its records are the oracle's."""
+    src = grid_input(case.session)
+    code, err, rss = sort_measured(case, args, src, stdin)
+    if code != 0:
+        raise Failure(f"rocksort {' '.join(args)} exited with {code}", tail(err))
+    if compare:
+        case.expect_same(case.out("out.bam"), oracle_sorted(case.session, src))
+    case.expect_no_temp_left()
+    budget = budget_bytes(args)
+    if not instrumented(case) and rss > bound_mb(budget):
+        said = [l for l in err.decode(errors="replace").splitlines()
+                if "runs:" in l or "readout memory" in l or "readout:" in l]
+        raise Failure(f"{' '.join(args)}: peak RSS {rss:.0f} MB, over the bound "
+                      f"{bound_mb(budget):.0f} MB (budget {budget / MB:.1f} MB)", said)
