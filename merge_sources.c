@@ -4,10 +4,34 @@
 #include "merge_sources.h"
 #include "readout_memory.h"
 
+/* Room for n readers of each kind. */
+static int reserve_readers(merge_sources *s, int n)
+{
+    size_t k = (size_t)(n > 0 ? n : 1);
+    s->it = calloc(k, sizeof *s->it);
+    s->stream = calloc(k, sizeof *s->stream);
+    s->feed = calloc(k, sizeof *s->feed);
+    return s->it && s->stream && s->feed ? 0 : -1;
+}
+
 /* The runs are read ahead on their own thread (store_stream.h) in chunks
  * of half a readahead: with 2 MiB direct reads per run, four 1 MiB chunks
  * cover a read's wait with room to spare at the rate the merge takes
- * records; a smaller readahead (little memory) refills sooner. */
+ * records; a smaller readahead (little memory) refills sooner.  The
+ * stream's iterator is the sources' to close, even when the stream does
+ * not start. */
+static int add_stream(merge_sources *s, store_iter *it, size_t readahead)
+{
+    if (!it) return -1;
+    s->it[s->n_streams] = it;
+    s->stream[s->n_streams] = stream_open(it, readers_chunk_bytes(readahead), STREAM_CHUNKS);
+    if (!s->stream[s->n_streams]) {
+        store_iter_close(it);
+        return -1;
+    }
+    s->n_streams++;
+    return 0;
+}
 
 /* Each part of the store is read by a stream of its own: one iterator
  * over all runs kept a single thread busy with RocksDB's merge and its
@@ -17,6 +41,7 @@ static int open_feeds(merge_sources *s, const readout_input *in, const key_sampl
                       const key_sample *hi, size_t readahead, errmsg *err)
 {
     int parts = store_parts(in->store);
+    if (reserve_readers(s, parts) < 0) return errmsg_set(err, "out of memory for the final merge");
     for (s->n_feeds = 0; s->n_feeds < parts; s->n_feeds++) {
         s->feed[s->n_feeds] = group_feed_open(in->store, s->n_feeds, lo, hi, readahead, err);
         if (!s->feed[s->n_feeds]) return -1;
@@ -28,16 +53,12 @@ static int open_streams(merge_sources *s, rocks_store *st, const key_sample *lo,
                         const key_sample *hi, size_t readahead)
 {
     int parts = st ? store_parts(st) : 0;
-    for (s->n_streams = 0; s->n_streams < parts; s->n_streams++) {
-        int p = s->n_streams;
-        s->it[p] = store_iter_open_range(st, p, readahead, lo ? lo->key : NULL, lo ? lo->len : 0,
-                                         hi ? hi->key : NULL, hi ? hi->len : 0);
-        s->stream[p] = s->it[p] ? stream_open(s->it[p], readers_chunk_bytes(readahead), STREAM_CHUNKS) : NULL;
-        if (!s->stream[p]) {
-            store_iter_close(s->it[p]);
+    if (reserve_readers(s, parts) < 0) return -1;
+    for (int p = 0; p < parts; p++)
+        if (add_stream(s, store_iter_open_range(st, p, readahead, lo ? lo->key : NULL,
+                                                lo ? lo->len : 0, hi ? hi->key : NULL,
+                                                hi ? hi->len : 0), readahead) < 0)
             return -1;
-        }
-    }
     return 0;
 }
 
@@ -92,6 +113,26 @@ int sources_open(merge_sources *s, const readout_input *in, const key_sample *lo
     return s->merge ? 0 : errmsg_set(err, "out of memory for the final merge");
 }
 
+int sources_open_pass(merge_sources *s, rocks_store *st, store_pass *p, int first, int n,
+                      size_t readahead, int ahead, errmsg *err)
+{
+    memset(s, 0, sizeof *s);
+    if (reserve_readers(s, n) < 0) return errmsg_set(err, "out of memory merging runs");
+    for (int i = first; i < first + n; i++) {
+        store_iter *it = store_pass_iter(p, i, readahead, err);
+        if (!it) return -1;
+        if (!store_grouped(st)) {
+            if (add_stream(s, it, readahead) < 0) return errmsg_set(err, "out of memory merging runs");
+        } else if ((s->feed[s->n_feeds] = group_feed_open_iter(it, ahead, err))) {
+            s->n_feeds++;
+        } else {
+            return -1;
+        }
+    }
+    s->merge = merge_open(s->stream, s->n_streams, s->feed, s->n_feeds, NULL, 0, NULL, 0);
+    return s->merge ? 0 : errmsg_set(err, "out of memory merging runs");
+}
+
 int sources_status(const merge_sources *s, errmsg *err)
 {
     for (int i = 0; i < s->n_streams; i++)
@@ -109,6 +150,9 @@ void sources_close(merge_sources *s)
         stream_close(s->stream[i]);
         store_iter_close(s->it[i]);
     }
+    free(s->it);
+    free(s->stream);
+    free(s->feed);
     free(s->batches);
     free(s->packed);
     memset(s, 0, sizeof *s);

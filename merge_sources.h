@@ -8,7 +8,8 @@
  * iterators bounded to the range; for compact runs a feed of decoded
  * groups, group_feed.h), and slices of the
  * held batches and of the last batch (run_merge.h); then it opens the
- * merge of them all.  The
+ * merge of them all.  sources_open_pass() opens a merge pass's group of
+ * runs instead.  The
  * whole key space (both bounds open) is the readout in one stream.  After
  * the merge has ended, sources_status() gives 0, or -1 with a reader's
  * error.  sources_close() stops the readers and frees what sources_open()
@@ -33,9 +34,9 @@ typedef struct {
 
 typedef struct {
     int n_streams;
-    store_iter *it[STORE_MAX_PARTS];
-    store_stream *stream[STORE_MAX_PARTS];
-    group_feed *feed[STORE_MAX_PARTS];
+    store_iter **it;            /* the streams' iterators */
+    store_stream **stream;
+    group_feed **feed;
     int n_feeds;
     batch_slice *batches;
     packed_slice *packed;
@@ -46,6 +47,11 @@ typedef struct {
 /* readahead: bytes each run's reader fetches at a time (direct I/O). */
 int sources_open(merge_sources *s, const readout_input *in, const key_sample *lo,
                  const key_sample *hi, size_t readahead, errmsg *err);
+/* A merge pass's group (run_passes.h): runs first..first+n-1 of p, each
+ * read by a stream or a feed of its own (feeds decoding `ahead` groups
+ * ahead), merged whole. */
+int sources_open_pass(merge_sources *s, rocks_store *st, store_pass *p, int first, int n,
+                      size_t readahead, int ahead, errmsg *err);
 int sources_status(const merge_sources *s, errmsg *err);
 void sources_close(merge_sources *s);
 

@@ -3,8 +3,7 @@
 #include "run_passes.h"
 #include "fd_budget.h"
 #include "group_feed.h"
-#include "run_merge.h"
-#include "store_stream.h"
+#include "merge_sources.h"
 
 /* A pass's feeds decode one group ahead: a group of runs has many feeds. */
 #define PASS_AHEAD 1
@@ -57,65 +56,9 @@ static int group_size(const rocks_store *st, const store_pass *p, int first, uin
     return count;
 }
 
-/* The readers of runs [first, first + n) of a pass. */
-typedef struct {
-    store_stream **stream;
-    store_iter **it;        /* the streams' iterators (a feed owns its own) */
-    group_feed **feed;
-    int n_streams, n_feeds;
-} group_readers;
-
-static void readers_close(group_readers *r)
+/* Every record of the sources, in key order, into the pass's new run. */
+static int copy_merged(rocks_store *st, store_pass *p, run_merge *m, errmsg *err)
 {
-    for (int i = 0; i < r->n_feeds; i++) group_feed_close(r->feed[i]);
-    for (int i = 0; i < r->n_streams; i++) {
-        stream_close(r->stream[i]);
-        store_iter_close(r->it[i]);
-    }
-    free(r->stream);
-    free(r->it);
-    free(r->feed);
-}
-
-static int readers_open(group_readers *r, rocks_store *st, store_pass *p, int first, int n,
-                        size_t readahead, errmsg *err)
-{
-    int grouped = store_grouped(st);
-    r->stream = calloc((size_t)n, sizeof *r->stream);
-    r->it = calloc((size_t)n, sizeof *r->it);
-    r->feed = calloc((size_t)n, sizeof *r->feed);
-    if (!r->stream || !r->it || !r->feed) return errmsg_set(err, "out of memory merging runs");
-    for (int i = first; i < first + n; i++) {
-        store_iter *it = store_pass_iter(p, i, readahead, err);
-        if (!it) return -1;
-        if (grouped) {
-            if (!(r->feed[r->n_feeds] = group_feed_open_iter(it, PASS_AHEAD, err))) return -1;
-            r->n_feeds++;
-        } else if ((r->stream[r->n_streams] =
-                        stream_open(it, readers_chunk_bytes(readahead), STREAM_CHUNKS))) {
-            r->it[r->n_streams++] = it;
-        } else {
-            store_iter_close(it);
-            return errmsg_set(err, "out of memory merging runs");
-        }
-    }
-    return 0;
-}
-
-static int readers_status(const group_readers *r, errmsg *err)
-{
-    for (int i = 0; i < r->n_streams; i++)
-        if (stream_status(r->stream[i], err) < 0) return -1;
-    for (int i = 0; i < r->n_feeds; i++)
-        if (group_feed_status(r->feed[i], err) < 0) return -1;
-    return 0;
-}
-
-/* Every record of the readers, in key order, into the pass's new run. */
-static int copy_merged(rocks_store *st, store_pass *p, group_readers *r, errmsg *err)
-{
-    run_merge *m = merge_open(r->stream, r->n_streams, r->feed, r->n_feeds, NULL, 0, NULL, 0);
-    if (!m) return errmsg_set(err, "out of memory merging runs");
     int ret = store_pass_run_begin(p, err);
     const uint8_t *v;
     size_t vlen, klen;
@@ -124,7 +67,6 @@ static int copy_merged(rocks_store *st, store_pass *p, group_readers *r, errmsg 
         ret = store_run_put(st, k, klen, v, vlen, err);
     }
     if (ret == 0 && merge_failed(m)) ret = errmsg_set(err, "out of memory merging runs");
-    merge_close(m);
     return ret;
 }
 
@@ -138,12 +80,12 @@ static int merge_group(rocks_store *st, store_pass *p, int first, int n, uint64_
                              one.ahead, one.block_codec };
     }
     size_t readahead = readers_fit(&s, memory);
-    group_readers r = { 0 };
-    int ret = readers_open(&r, st, p, first, n, readahead ? readahead : READERS_MIN_READAHEAD,
-                           err);
-    if (ret == 0) ret = copy_merged(st, p, &r, err);
-    if (ret == 0) ret = readers_status(&r, err);
-    readers_close(&r);
+    merge_sources src;
+    int ret = sources_open_pass(&src, st, p, first, n,
+                                readahead ? readahead : READERS_MIN_READAHEAD, PASS_AHEAD, err);
+    if (ret == 0) ret = copy_merged(st, p, src.merge, err);
+    if (ret == 0) ret = sources_status(&src, err);
+    sources_close(&src);
     readers_release_freed();
     if (ret == 0) ret = store_pass_run_end(p, n, err);
     return ret;
