@@ -173,7 +173,6 @@ int store_pass_run_end(store_pass *p, int runs, errmsg *err)
     }
     if (st->index && run_index_end_run(st->index, p->part) < 0)
         return errmsg_set(err, "out of memory indexing a run");
-    st->bytes_written += size;
     st->pass_runs_in += (uint64_t)runs;
     st->pass_runs_out++;
     while (runs-- > 0)
