@@ -91,14 +91,18 @@ static int merge_group(rocks_store *st, store_pass *p, int first, int n, uint64_
     return ret;
 }
 
-/* Rewrites every run of the part, in groups from the oldest. */
+/* Rewrites every run of the part, in groups from the oldest.  The groups
+ * left are made even (none larger than fits): a last group of one run
+ * would be rewritten for nothing. */
 static int pass_over(rocks_store *st, int part, uint64_t memory, errmsg *err)
 {
     store_pass *p = store_pass_begin(st, part, err);
     if (!p) return -1;
     int n = store_pass_runs(p), ret = 0;
     for (int first = 0; ret == 0 && first < n;) {
-        int count = group_size(st, p, first, memory);
+        int fits = group_size(st, p, first, memory), left = n - first;
+        int groups = (left + fits - 1) / fits;
+        int count = (left + groups - 1) / groups;
         ret = merge_group(st, p, first, count, memory, err);
         first += count;
     }
