@@ -79,15 +79,15 @@ static uint64_t spilled_runs(const readout_request *rq)
     return rq->in->store ? (uint64_t)store_sorted_runs(rq->in->store) : 0;
 }
 
-/* The bytes of records in one piece (see PIECE_MIN_BYTES); 0 when the
- * runs are too many for pieces that fit in memory.  A piece is held
- * compressed, at the output's level. */
-/* A piece's share of its records' bytes while it waits in memory. */
+/* A piece's share of its records' bytes while it waits in memory: it is
+ * held compressed, at the output's level. */
 static double held_share(const readout_request *rq)
 {
     return output_deflate_level(rq->out_mode, rq->out_opts) > 0 ? READOUT_COMPRESSED_SHARE : 1.0;
 }
 
+/* The bytes of records in one piece (see PIECE_MIN_BYTES); 0 when the
+ * runs are too many for pieces that fit in memory. */
 static uint64_t piece_bytes(const readout_request *rq, int threads)
 {
     uint64_t fits = (uint64_t)((double)(rq->memory / 4 / (uint64_t)(threads + 2)) / held_share(rq));
@@ -128,7 +128,15 @@ static int within_descriptors(int k)
     return k;
 }
 
-static size_t piece_share(const readout_request *rq, const range_plan *p);
+/* Each run's reader fetches at most its share of a piece at a time: more
+ * would be read twice, by the next piece's reader too. */
+static size_t piece_share(const readout_request *rq, const range_plan *p)
+{
+    uint64_t runs = spilled_runs(rq);
+    uint64_t share = rq->bytes / (uint64_t)p->n / (runs ? runs : 1);
+    if (share < READERS_MIN_READAHEAD) share = READERS_MIN_READAHEAD;
+    return share > STORE_DIRECT_READAHEAD ? STORE_DIRECT_READAHEAD : (size_t)share;
+}
 
 /* The pieces in flight, held compressed in memory: (threads + 2) of them. */
 static uint64_t pieces_held(const readout_request *rq, int threads, uint64_t piece)
@@ -201,14 +209,4 @@ void ranges_free(range_plan *p)
     free(p->splits);
     key_samples_free(&p->samples);
     memset(p, 0, sizeof *p);
-}
-
-/* Each run's reader fetches at most its share of a piece at a time: more
- * would be read twice, by the next piece's reader too. */
-static size_t piece_share(const readout_request *rq, const range_plan *p)
-{
-    uint64_t runs = spilled_runs(rq);
-    uint64_t share = rq->bytes / (uint64_t)p->n / (runs ? runs : 1);
-    if (share < READERS_MIN_READAHEAD) share = READERS_MIN_READAHEAD;
-    return share > STORE_DIRECT_READAHEAD ? STORE_DIRECT_READAHEAD : (size_t)share;
 }

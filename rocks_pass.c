@@ -99,7 +99,6 @@ store_pass *store_pass_begin(rocks_store *st, int part, errmsg *err)
 }
 
 int store_pass_runs(const store_pass *p) { return p->n; }
-uint64_t store_pass_run_bytes(const store_pass *p, int i) { return p->sizes[i]; }
 
 /* A RocksDB merge copies compact runs' groups whole, so a merged file
  * holds one group open per run merged into it: its share of the part's

@@ -297,7 +297,6 @@ int store_resumable(const rocks_store *st);
 typedef struct store_pass store_pass;
 store_pass *store_pass_begin(rocks_store *st, int part, errmsg *err);
 int store_pass_runs(const store_pass *p);
-uint64_t store_pass_run_bytes(const store_pass *p, int i);
 uint64_t store_pass_run_depth(const store_pass *p, int i);
 store_iter *store_pass_iter(store_pass *p, int i, size_t readahead, errmsg *err);
 int store_pass_run_begin(store_pass *p, errmsg *err);
