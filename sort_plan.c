@@ -24,11 +24,12 @@ size_t plan_batch_bytes(const rocksort_opts *o)
     return b < MAX_BATCH_BYTES ? b : MAX_BATCH_BYTES;
 }
 
-/* Descriptors opened after the store: the index (at the commit), a CRAM
+/* Descriptors opened after the store: the index (its hidden file, held
+ * locked from a resumable sort's open, and written at the commit), a CRAM
  * reference and its .fai for the input and for the output (htslib opens
  * them once it needs a sequence), and /dev/null if a failed run on stdout
  * has to divert the BGZF EOF block there. */
-#define FD_RESERVE_LATER 6
+#define FD_RESERVE_LATER 7
 
 /* Threads that read the spilled runs at the readout (when nothing merges
  * them in the background), each its own share of the runs: two keep the

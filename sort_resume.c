@@ -200,19 +200,25 @@ static int no_input_refused(const sort_job *j, const store_resume *r)
                     j->resume.no_input, dir, r->runs);
 }
 
+/* With no input, --verify cannot complete a digest that does not cover
+ * every stored record (a file's state, sorted without --verify): failing
+ * the checksum in the readout would remove the state. */
+static int no_input_to_verify(const sort_job *j)
+{
+    char file[PATH_MAX];
+    int named = resume_identity_file(j->resume.identity, file, sizeof file);
+    return job_fail("%s, and --verify must read the input again (the state in '%s' holds no "
+                    "checksum of every stored record): rerun with %s%s%s as the input",
+                    j->resume.no_input, resume_dir_shown(j), named ? "'" : "",
+                    named ? file : "the file it was made from", named ? "'" : "");
+}
+
 /* No record is loaded: a file is read only for --verify's digest, a
- * stream only when one is given, and then wholly.  With no input,
- * --verify needs a digest of every stored record. */
+ * stream only when one is given, and then wholly. */
 static int take_back_complete(sort_job *j, const store_resume *r, const resume_note *n,
                               int file)
 {
-    char name[PATH_MAX];
-    if (!j->in && j->o->verify && !n->digested)
-        return job_fail("%s, and --verify must read the input again (the state in '%s' holds no "
-                        "checksum of every stored record): rerun with '%s' as the input",
-                        j->resume.no_input, resume_dir_shown(j),
-                        resume_identity_file(j->resume.identity, name, sizeof name) ? name
-                                                                                      : "it");
+    if (!j->in && j->o->verify && !n->digested) return no_input_to_verify(j);
     if (!file && j->in && check_stream_header(j, r) < 0) return -1;
     if (header_from_state(j, r) < 0) return -1;
     restore_counts(j, r, n);
