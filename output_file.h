@@ -8,6 +8,8 @@
  * for, follows the same rule.  Stdout ("-") and anything that is not a
  * regular file (a device, a FIFO, /dev/stdout; see output_target.h) are
  * written in place.
+ * A hidden file is locked while this run may rename it, and the stale ones
+ * of the same name that killed runs left are removed first (output_stale.h).
  * output_abort() removes the temporary files; on a destination written in
  * place it diverts the BGZF EOF marker to /dev/null, so a reader sees the
  * stream as truncated.
@@ -27,7 +29,9 @@ typedef struct {
     char *idx_final_path, *idx_tmp_path;    /* NULL: no index, or written in place */
     samFile *fp;
     int indexing;
-    int cache_fd;       /* the temporary file, for dropping its pages; else -1 */
+    int cache_fd;       /* the temporary file, for dropping its pages, and holding its
+                           lock (output_stale.h) until it is renamed; else -1 */
+    int idx_hold_fd;    /* the index's temporary file, holding its lock; else -1 */
     int stream_fd;      /* written in place: its descriptor, to withhold the EOF marker */
     char *idx_write_path;   /* where the index is written */
     int idx_after;          /* output_index_after(): built at the commit */

@@ -81,13 +81,15 @@ void resume_watch_signals(sort_job *j)
 static void say_what_happened(const sort_job *j, const store_resume *r)
 {
     const char *dir = resume_dir_shown(j);
+    /* With no input, only a state of the whole input goes on: any other
+     * fails next, with its own line. */
     if (r->discarded)
-        fprintf(stderr, "samtools rocksort: not resuming from '%s': %s; sorting afresh\n",
-                dir, r->discarded);
+        fprintf(stderr, "samtools rocksort: not resuming from '%s': %s%s\n", dir, r->discarded,
+                j->resume.no_input ? "" : "; sorting afresh");
     else if (r->complete)
         fprintf(stderr, "samtools rocksort: resuming from '%s': the whole input is stored "
                 "(%" PRIu64 " runs); writing the output\n", dir, r->runs);
-    else if (r->runs)
+    else if (r->runs && !j->resume.no_input)
         fprintf(stderr, "samtools rocksort: resuming from '%s': %" PRIu64 " runs stored; "
                 "reading the rest of the input\n", dir, r->runs);
     int unlocked = store_state_unlocked(j->store);

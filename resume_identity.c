@@ -5,6 +5,7 @@
 #include <inttypes.h>
 #include <limits.h>
 #include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -107,4 +108,41 @@ char *resume_identity(const identity_request *rq, errmsg *err)
         return NULL;
     }
     return ks_release(&k);
+}
+
+/* Where the lines that describe the input lie in an identity: from its
+ * "input " line to its "order " line (describe_file(), describe_options()).
+ * -1 if there are none. */
+static int input_span(const char *id, size_t *from, size_t *to)
+{
+    const char *in = strstr(id, "\ninput "), *order = in ? strstr(in, "\norder ") : NULL;
+    if (!order) return -1;
+    *from = (size_t)(in - id) + 1;
+    *to = (size_t)(order - id) + 1;
+    return 0;
+}
+
+char *resume_identity_with_input_of(const char *now, const char *stored)
+{
+    size_t now_from, now_to, from, to;
+    if (input_span(now, &now_from, &now_to) < 0 || input_span(stored, &from, &to) < 0)
+        return NULL;
+    kstring_t k = { 0, 0, NULL };
+    if (kputsn(now, now_from, &k) < 0 || kputsn(stored + from, to - from, &k) < 0 ||
+        kputs(now + now_to, &k) < 0) {
+        free(k.s);
+        return NULL;
+    }
+    return ks_release(&k);
+}
+
+int resume_identity_file(const char *identity, char *path, size_t size)
+{
+    size_t from, to;
+    /* A file is named by its real path; a stream is "input a stream". */
+    if (input_span(identity, &from, &to) < 0 || identity[from + strlen("input ")] != '/')
+        return 0;
+    const char *name = identity + from + strlen("input ");
+    snprintf(path, size, "%.*s", (int)strcspn(name, "\n"), name);
+    return 1;
 }

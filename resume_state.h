@@ -55,6 +55,9 @@ typedef struct {
     double load_started;        /* this run's load phase began (now_seconds()) */
     const char *state_wrong;    /* why the state itself is wrong: it goes (resume_fate.h) */
     int discarded;              /* the store discarded an earlier state, then failed to open */
+    char *no_input;             /* NULL, or why there is no input ("standard input is
+                                   empty"): only a state of the whole input is finished */
+    int other_state;            /* with no input: DIR holds another sort's state, kept */
     char *dir_shown;            /* DIR as messages name it: its real path once it exists */
 } resume_state;
 

@@ -165,6 +165,10 @@ int state_prepare(rocks_store *st, const store_options *o, errmsg *err)
     st->n_parts = o->parts < 1 ? 1 : o->parts > STORE_DB_MAX_PARTS ? STORE_DB_MAX_PARTS : o->parts;
     char other[256];
     const char *why = journal_records(st->journal) ? other_sort(st, o, other, sizeof other) : NULL;
+    if (why && o->state_other) {
+        *o->state_other = 1;
+        return errmsg_set(err, "%s", why);
+    }
     if (why) state_discard(st, why);
     return why || !journal_records(st->journal) ? state_wipe(st, o, err) : 0;
 }

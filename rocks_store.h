@@ -69,6 +69,9 @@ typedef struct {
     const char *identity;   /* with state_dir: what a later run must match to resume */
     int *state_discarded;   /* with state_dir, if not NULL: set when store_open() discarded
                                an earlier state, even if it then failed */
+    int *state_other;       /* with state_dir, if not NULL: a state of another identity,
+                               version or format is kept as it was, not discarded:
+                               store_open() fails with why in err, and sets it */
 } store_options;
 
 /* Column families of one database, and parts of the whole store. */
@@ -139,7 +142,8 @@ int store_run_put_group(rocks_store *st, const group_span *span, const uint8_t *
  * journal and database agree (the entries of every run are in the
  * database, or the last run's file is still there to take in).  Anything
  * else (another identity, a state that does not open or does not add up)
- * is discarded, and the sort starts afresh in the same directory.
+ * is discarded, and the sort starts afresh in the same directory; with
+ * state_other, a state of another identity, version or format is not.
  * store_resumed() says what happened.  store_keep() journals a blob the
  * caller wants back on resuming, in one of STORE_KEEP_SLOTS slots (the
  * header, the output's hidden name); store_complete() journals
@@ -170,6 +174,11 @@ int store_state_dir_usable(const char *dir, errmsg *err);
  * open; this only lets the caller keep the runs' format and count their
  * space as its own. */
 int store_state_peek(const char *dir, store_codec *codec, uint64_t *bytes);
+/* The identity a state in dir was journaled with (malloc'd, in *identity),
+ * read without taking its lock: 1; 0 if dir holds no journal, or an empty
+ * one; -1 if its journal is not a state of this version, or does not read
+ * (store_open() says why). */
+int store_state_identity(const char *dir, char **identity);
 int store_keep(rocks_store *st, int slot, const void *blob, size_t len, errmsg *err);
 int store_complete(rocks_store *st, const void *note, size_t note_len, errmsg *err);
 

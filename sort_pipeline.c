@@ -88,6 +88,7 @@ static void cleanup(sort_job *j, int failed)
     else if (j->store) store_close(j->store, keep_store(j, failed));
     free(j->resume.header_text);
     free(j->resume.identity);
+    free(j->resume.no_input);
     free(j->resume.dir_shown);
     sort_spec_free(&j->sort);
     if (j->hdr) sam_hdr_destroy(j->hdr);

@@ -4,6 +4,7 @@
 #include "sort_plan.h"
 #include "fd_budget.h"
 #include "output_file.h"
+#include "resume_fate.h"
 
 size_t plan_total_memory(const rocksort_opts *o)
 {
@@ -23,11 +24,12 @@ size_t plan_batch_bytes(const rocksort_opts *o)
     return b < MAX_BATCH_BYTES ? b : MAX_BATCH_BYTES;
 }
 
-/* Descriptors opened after the store: the index (at the commit), a CRAM
+/* Descriptors opened after the store: the index (its hidden file, held
+ * locked from a resumable sort's open, and written at the commit), a CRAM
  * reference and its .fai for the input and for the output (htslib opens
  * them once it needs a sequence), and /dev/null if a failed run on stdout
  * has to divert the BGZF EOF block there. */
-#define FD_RESERVE_LATER 6
+#define FD_RESERVE_LATER 7
 
 /* Threads that read the spilled runs at the readout (when nothing merges
  * them in the background), each its own share of the runs: two keep the
@@ -92,6 +94,7 @@ int open_store(sort_job *j)
         .state_dir = o->resume_dir,
         .identity = j->resume.identity,
         .state_discarded = &j->resume.discarded,
+        .state_other = j->resume.no_input ? &j->resume.other_state : NULL,
     };
     temp_space_store_options(&j->space, &so);
     if (spill_pooled(j)) so.pool = j->pool.pool;
@@ -100,6 +103,9 @@ int open_store(sort_job *j)
     thread_name_push(&named, THREAD_STORE);   /* RocksDB's helper threads take the name */
     j->store = store_open(&so, &err);
     thread_name_pop(&named);
+    if (!j->store && j->resume.other_state)
+        return job_fail("%s, and the state in '%s' cannot be finished as it is: %s",
+                        j->resume.no_input, resume_dir_shown(j), err.msg);
     return j->store ? 0 : job_fail("%s", err.msg);
 }
 
