@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,6 +26,9 @@ static pthread_mutex_t setup = PTHREAD_MUTEX_INITIALIZER;
 static char **paths;
 static size_t n_paths;
 static volatile sig_atomic_t interrupted;
+/* The signal the signal thread took, until it proves to be late. */
+static atomic_int arriving;
+static atomic_int watching;     /* the signal thread runs */
 static void (*_Atomic say_on_signal)(int sig);
 static int finished;    /* the output is in place: the run has succeeded */
 
@@ -157,9 +161,11 @@ static int wait_for_timely_signal(const sigset_t *set)
     int sig = 0;
     for (;;) {
         if (sigwait(set, &sig) != 0) return -1;
+        arriving = sig;
         pthread_mutex_lock(&setup);
         pthread_mutex_lock(&lock);
         if (!finished) return sig;
+        arriving = 0;
         pthread_mutex_unlock(&lock);
         pthread_mutex_unlock(&setup);
         fprintf(stderr, "samtools rocksort: signal %d (%s) arrived after the output was "
@@ -196,6 +202,43 @@ static void *signal_waiter(void *arg)
     _exit(128 + sig);
 }
 
+static int fatal_signal_pending(void)
+{
+    sigset_t pending, fatal;
+    fill_fatal_set(&fatal);
+    if (sigpending(&pending) != 0) return 0;
+    for (int sig = 1; sig < NSIG; sig++)
+        if (sigismember(&fatal, sig) == 1 && sigismember(&pending, sig) == 1) return 1;
+    return 0;
+}
+
+int cleanup_signal_arrived(void)
+{
+    return interrupted || arriving || (watching && fatal_signal_pending());
+}
+
+int cleanup_signal_within(int ms)
+{
+    for (int waited = 0; !cleanup_signal_arrived(); waited++) {
+        if (waited >= ms) return 0;
+        usleep(1000);
+    }
+    return 1;
+}
+
+/* The signal thread ends the process, unless the signal came after the
+ * commit. */
+void cleanup_await_signal(void)
+{
+    while (watching && cleanup_signal_arrived()) {
+        pthread_mutex_lock(&lock);
+        int late = finished;
+        pthread_mutex_unlock(&lock);
+        if (late) return;
+        usleep(REMOVE_RETRY_US);
+    }
+}
+
 void cleanup_on_signal(void (*say)(int sig))
 {
     say_on_signal = say;
@@ -211,5 +254,6 @@ int cleanup_start(void)
     if (pthread_create(&t, NULL, signal_waiter, NULL) != 0) return -1;
     pthread_setname_np(t, THREAD_SIGNALS);
     pthread_detach(t);
+    watching = 1;
     return 0;
 }

@@ -9,6 +9,7 @@
 #include <htslib/hfile.h>
 #include "sort_load.h"
 #include "sort_plan.h"
+#include "cleanup.h"
 #include "clock_util.h"
 #include "input_check.h"
 #include "record_codec.h"
@@ -324,11 +325,23 @@ int read_record(sort_job *j, bam1_t *b)
     return sam_read1(j->in, j->hdr, b);
 }
 
+/* A stream ends early when its writer is killed, and the same kill (of a
+ * process group, or a job's processes one by one) sends this process a
+ * signal, perhaps a little later: the end is the signal's doing, and only
+ * the signal's line stands (cleanup.h). */
+#define SIGNAL_GRACE_MS 200
+
+static int ended_by_signal(const sort_job *j)
+{
+    return !j->in_file_size && cleanup_signal_within(SIGNAL_GRACE_MS);
+}
+
 int check_read_end(const sort_job *j, const bam1_t *b, int r)
 {
     errmsg err;
     int whole = r < -1 ? -1 : input_check_end(j->in, j->o->in_fn, j->in_file_size, &err);
     int cut = r == -1 && !j->in_file_size && j->read_lines && sam_lines_cut(&j->lines);
+    if ((whole < 0 || cut) && ended_by_signal(j)) return -1;
     if (r < -1) {
         report_read_error(j, b, r);
         return -1;
