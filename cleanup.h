@@ -54,7 +54,9 @@ int cleanup_signal_arrived(void);
 int cleanup_signal_within(int ms);
 void cleanup_await_signal(void);
 
-/* Removes a file, or a directory with the plain files in it. */
+/* Removes a file, or a directory with the plain files in it.  A directory
+ * made by cleanup_mkdtemp() and not yet forgotten is held open, and goes
+ * even if it (or a directory above it) was renamed. */
 void cleanup_remove_path(const char *path);
 
 /* For a fatal error that cannot return (an exception RocksDB does not
