@@ -209,3 +209,22 @@ def test_bad_input_sam_line_named(case, threads):
         line = expect_error(case, result, ["'-'" if how == "pipe" else "bad_record.sam"], out)
         if not all(w in line for w in wanted):
             raise Failure(f"{how}: the line does not name {wanted}", [line])
+
+
+def test_bad_input_sam_line_named_on_resume(case):
+    """--resume: the rerun moves the file past its stored runs before it
+    meets the bad line, and htslib counts lines from there; the line named
+    is still the file's."""
+    src = sam_with_bad_record(case)
+    wanted = [f"line {oracle_bad_line(case, src)} ", f"after {BAD_RECORD - 1} records"]
+    state, out = os.path.join(case.dir, "state"), case.out("out.bam")
+    args = ["-m", "1M", "--resume", state, "-T", case.temp_prefix, "-o", out, src]
+    for attempt in ("first", "resumed"):
+        result = case.rocksort(args)
+        lines = [l for l in result.stderr.decode(errors="replace").splitlines() if l.strip()]
+        named = [l for l in lines if "bad_record.sam" in l]
+        if result.returncode != 1 or len(named) != 1 or not all(w in named[0] for w in wanted):
+            raise Failure(f"{attempt} run: exit {result.returncode}; expected 1 and one line "
+                          f"naming {wanted}", lines[:5])
+        if attempt == "resumed" and not any("resuming from" in l for l in lines):
+            raise Failure("test is wrong: the rerun did not resume", lines[:5])
