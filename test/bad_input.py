@@ -1,8 +1,8 @@
 """Damaged input given to `samtools rocksort`: plain gzip where BGZF is
 expected, a BAM cut inside its header block or between header blocks, a
 corrupt byte in a deflated or a stored block, records naming references the
-header lacks or with impossible lengths, a CRAM whose reference is gone;
-and the fuzz targets' seeds, corpus and every reproducer of a past finding
+header lacks or with impossible lengths, a CRAM whose reference is gone, a
+SAM line that does not parse (named by its number at every -@); and the fuzz targets' seeds, corpus and every reproducer of a past finding
 replayed.  Where the oracle (samtools 1.24) accepts an input, rocksort must
 give its output; where it rejects one, rocksort must too, in one line naming
 the input, with exit status 1, no output and no temporary data.

@@ -5,8 +5,9 @@ suite: a BAM cut anywhere (inside a block, between blocks, while it is
 being read), corrupted inside a deflated block, with the input big enough
 to spill many runs and to merge them in the background; a CRAM cut between
 containers, a SAM cut inside a line; records naming references the header
-lacks; hundreds of sorted runs under `ulimit -n 64` and lower; a full disk
-and a closed pipe under a threaded writer.  A failure must end with exit
+lacks; a -T directory renamed while runs are written to it; hundreds of
+sorted runs under `ulimit -n 64` and lower; a full disk and a closed pipe
+under a threaded writer.  A failure must end with exit
 status 1, one line naming the file and the real cause, no temporary data
 and an existing -o file untouched byte for byte; a success must give the
 oracle's records.

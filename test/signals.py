@@ -1,7 +1,9 @@
 """Signals sent to `samtools rocksort` while it works: SIGINT, SIGTERM and
 SIGHUP during the load (in memory, and with sorted runs on disk), SIGTERM
 in the readout, and SIGTERM at each phase a run can be seen in, up to and
-past the moment the output is renamed into place.  A run ends either with
+past the moment the output is renamed into place; and SIGTERM together with
+the death of the program writing a SAM pipe cut mid-line, where only the
+signal's line may stand.  A run ends either with
 exit status 128+signal, leaving neither temporary data nor output, or with
 status 0 and the complete output; once the output is renamed, only the
 latter.  To run only these:  run_tests.py -k signal_
