@@ -186,7 +186,10 @@ def test_signal_term_with_its_writer_on_a_cut_line(case):
             fd = bg.proc.stdin.fileno()
             wait_until(lambda: pipe_bytes_waiting(fd) == 0, "the input was read", bg)
             for tid in threads_of(bg.proc.pid):
-                os.sched_setaffinity(tid, {cpu})
+                try:
+                    os.sched_setaffinity(tid, {cpu})
+                except ProcessLookupError:
+                    pass    # a thread that has ended meanwhile
             bg.proc.send_signal(signal.SIGSTOP)
             wait_until(lambda: process_state(bg.proc.pid) == "T", "rocksort stopped", bg)
             bg.proc.stdin.close()
