@@ -2,8 +2,10 @@
 #define _GNU_SOURCE
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,31 +22,43 @@
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 /* Taken before lock, by the signal thread and by cleanup_hold_signals(). */
 static pthread_mutex_t setup = PTHREAD_MUTEX_INITIALIZER;
+
+/* A registered path.  A directory is held open too: renamed meanwhile (it
+ * or a directory above it, such as -T's), it is still found and removed. */
+typedef struct {
+    char *path;
+    int dir_fd;         /* -1: none */
+} registered;
+
 /* Registered paths; a forgotten one leaves a NULL slot for reuse.  The table
  * grows as needed: a path that could not be registered is never kept. */
-static char **paths;
+static registered *paths;
 static size_t n_paths;
 static volatile sig_atomic_t interrupted;
+/* The signal the signal thread took, until it proves to be late. */
+static atomic_int arriving;
+static atomic_int watching;     /* the signal thread runs */
 static void (*_Atomic say_on_signal)(int sig);
 static int finished;    /* the output is in place: the run has succeeded */
 
 int cleanup_interrupted(void) { return interrupted; }
 
 /* -> 0, or -1 with errno ENOMEM and nothing registered. */
-static int add_locked(const char *path)
+static int add_locked(const char *path, int dir_fd)
 {
     size_t slot = 0;
-    while (slot < n_paths && paths[slot]) slot++;
+    while (slot < n_paths && paths[slot].path) slot++;
     if (slot == n_paths) {
         size_t n = n_paths ? 2 * n_paths : 8;
-        char **grown = realloc(paths, n * sizeof *paths);
+        registered *grown = realloc(paths, n * sizeof *paths);
         if (!grown) return -1;
         memset(grown + n_paths, 0, (n - n_paths) * sizeof *grown);
         paths = grown;
         n_paths = n;
     }
-    paths[slot] = strdup(path);
-    return paths[slot] ? 0 : -1;
+    paths[slot].path = strdup(path);
+    paths[slot].dir_fd = dir_fd;
+    return paths[slot].path ? 0 : -1;
 }
 
 /* The signal thread takes the lock before it removes anything, so holding
@@ -55,7 +69,10 @@ char *cleanup_mkdtemp(char *tmpl)
 {
     pthread_mutex_lock(&lock);
     char *dir = mkdtemp(tmpl);
-    if (dir && add_locked(dir) < 0) {
+    /* Without a descriptor to spare, it is removed by its path. */
+    int fd = dir ? open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC) : -1;
+    if (dir && add_locked(dir, fd) < 0) {
+        if (fd >= 0) close(fd);
         rmdir(dir);
         dir = NULL;
         errno = ENOMEM;
@@ -68,7 +85,7 @@ int cleanup_mkstemp(char *tmpl)
 {
     pthread_mutex_lock(&lock);
     int fd = mkstemp(tmpl);
-    if (fd >= 0 && add_locked(tmpl) < 0) {
+    if (fd >= 0 && add_locked(tmpl, -1) < 0) {
         close(fd);
         unlink(tmpl);
         fd = -1;
@@ -83,42 +100,87 @@ void cleanup_forget(const char *path)
     if (!path) return;
     pthread_mutex_lock(&lock);
     for (size_t i = 0; i < n_paths; i++)
-        if (paths[i] && !strcmp(paths[i], path)) {
-            free(paths[i]);
-            paths[i] = NULL;
+        if (paths[i].path && !strcmp(paths[i].path, path)) {
+            free(paths[i].path);
+            if (paths[i].dir_fd >= 0) close(paths[i].dir_fd);
+            paths[i] = (registered){ NULL, -1 };
         }
     pthread_mutex_unlock(&lock);
 }
 
-static void remove_dir_entries(const char *dir)
+/* Unlinks the entries of the directory open as dir_fd (plain files). */
+static void remove_dir_entries(int dir_fd)
 {
-    DIR *d = opendir(dir);
-    if (!d) return;
-    struct dirent *e;
-    while ((e = readdir(d)) != NULL) {
-        if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")) continue;
-        char *p = NULL;
-        if (asprintf(&p, "%s/%s", dir, e->d_name) >= 0) {
-            unlink(p);
-            free(p);
-        }
+    int fd = openat(dir_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+    if (!d) {
+        if (fd >= 0) close(fd);
+        return;
     }
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL)
+        if (strcmp(e->d_name, ".") && strcmp(e->d_name, ".."))
+            unlinkat(dir_fd, e->d_name, 0);
     closedir(d);
 }
 
-void cleanup_remove_path(const char *path)
+/* Removes the directory open as dir_fd, whose name is the last part of
+ * path, from the directory it is in now: 0, or -1 while it is not empty. */
+static int rmdir_held(int dir_fd, const char *path)
 {
-    struct stat st;
-    if (lstat(path, &st) < 0) return;
-    if (!S_ISDIR(st.st_mode)) {
-        unlink(path);
-        return;
-    }
+    const char *slash = strrchr(path, '/');
+    const char *name = slash ? slash + 1 : path;
+    int parent = openat(dir_fd, "..", O_PATH | O_DIRECTORY | O_CLOEXEC);
+    if (parent < 0) return 0;
+    struct stat held, named;
+    int same = fstat(dir_fd, &held) == 0
+            && fstatat(parent, name, &named, AT_SYMLINK_NOFOLLOW) == 0
+            && held.st_dev == named.st_dev && held.st_ino == named.st_ino;
+    int r = same ? unlinkat(parent, name, AT_REMOVEDIR) : 0;
+    close(parent);
+    return r == 0 || (errno != ENOTEMPTY && errno != EEXIST) ? 0 : -1;
+}
+
+/* A directory whose files background threads may still be creating is
+ * emptied and removed up to REMOVE_ATTEMPTS times; dir_fd is it, open, or
+ * -1 to go by the path. */
+static void remove_dir(const char *path, int dir_fd)
+{
     for (int attempt = 0; attempt < REMOVE_ATTEMPTS; attempt++) {
-        remove_dir_entries(path);
-        if (rmdir(path) == 0) return;
+        int fd = dir_fd >= 0 ? dir_fd : open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (fd < 0) return;
+        remove_dir_entries(fd);
+        int r = dir_fd >= 0 ? rmdir_held(fd, path) : rmdir(path);
+        if (fd != dir_fd) close(fd);
+        if (r == 0) return;
         usleep(REMOVE_RETRY_US);
     }
+}
+
+static void remove_registered(const registered *p)
+{
+    if (p->dir_fd >= 0) {
+        remove_dir(p->path, p->dir_fd);
+        return;
+    }
+    struct stat st;
+    if (lstat(p->path, &st) < 0) return;
+    if (S_ISDIR(st.st_mode)) remove_dir(p->path, -1);
+    else unlink(p->path);
+}
+
+/* A registered directory is removed through a descriptor of its own: the
+ * signal thread may remove it meanwhile, and its owner forget it. */
+void cleanup_remove_path(const char *path)
+{
+    registered known = { (char *)path, -1 };
+    pthread_mutex_lock(&lock);
+    for (size_t i = 0; i < n_paths; i++)
+        if (paths[i].path && paths[i].dir_fd >= 0 && !strcmp(paths[i].path, path))
+            known.dir_fd = fcntl(paths[i].dir_fd, F_DUPFD_CLOEXEC, 0);
+    pthread_mutex_unlock(&lock);
+    remove_registered(&known);
+    if (known.dir_fd >= 0) close(known.dir_fd);
 }
 
 static void fill_fatal_set(sigset_t *set)
@@ -157,9 +219,11 @@ static int wait_for_timely_signal(const sigset_t *set)
     int sig = 0;
     for (;;) {
         if (sigwait(set, &sig) != 0) return -1;
+        arriving = sig;
         pthread_mutex_lock(&setup);
         pthread_mutex_lock(&lock);
         if (!finished) return sig;
+        arriving = 0;
         pthread_mutex_unlock(&lock);
         pthread_mutex_unlock(&setup);
         fprintf(stderr, "samtools rocksort: signal %d (%s) arrived after the output was "
@@ -173,7 +237,7 @@ void cleanup_remove_all(void)
     int locked = pthread_mutex_trylock(&lock) == 0;
     interrupted = 1;
     for (size_t i = 0; i < n_paths; i++)
-        if (paths[i]) cleanup_remove_path(paths[i]);
+        if (paths[i].path) remove_registered(&paths[i]);
     if (locked) pthread_mutex_unlock(&lock);
     void (*say)(int) = say_on_signal;
     if (say) say(0);
@@ -188,12 +252,49 @@ static void *signal_waiter(void *arg)
     if (sig < 0) return NULL;
     interrupted = 1;
     for (size_t i = 0; i < n_paths; i++)
-        if (paths[i]) cleanup_remove_path(paths[i]);
+        if (paths[i].path) remove_registered(&paths[i]);
     void (*say)(int) = say_on_signal;
     if (say) say(sig);
     else fprintf(stderr, "samtools rocksort: interrupted by signal %d (%s); temporary data "
                  "removed\n", sig, strsignal(sig));
     _exit(128 + sig);
+}
+
+static int fatal_signal_pending(void)
+{
+    sigset_t pending, fatal;
+    fill_fatal_set(&fatal);
+    if (sigpending(&pending) != 0) return 0;
+    for (int sig = 1; sig < NSIG; sig++)
+        if (sigismember(&fatal, sig) == 1 && sigismember(&pending, sig) == 1) return 1;
+    return 0;
+}
+
+int cleanup_signal_arrived(void)
+{
+    return interrupted || arriving || (watching && fatal_signal_pending());
+}
+
+int cleanup_signal_within(int ms)
+{
+    for (int waited = 0; !cleanup_signal_arrived(); waited++) {
+        if (waited >= ms) return 0;
+        usleep(1000);
+    }
+    return 1;
+}
+
+/* The signal thread ends the process, unless the signal came after the
+ * commit. */
+void cleanup_await_signal(void)
+{
+    while (watching && cleanup_signal_arrived()) {
+        pthread_mutex_lock(&lock);
+        int late = finished;
+        pthread_mutex_unlock(&lock);
+        if (late) return;
+        usleep(REMOVE_RETRY_US);
+    }
 }
 
 void cleanup_on_signal(void (*say)(int sig))
@@ -211,5 +312,6 @@ int cleanup_start(void)
     if (pthread_create(&t, NULL, signal_waiter, NULL) != 0) return -1;
     pthread_setname_np(t, THREAD_SIGNALS);
     pthread_detach(t);
+    watching = 1;
     return 0;
 }

@@ -43,7 +43,20 @@ void cleanup_on_signal(void (*say)(int sig));
  * itself are then not worth reporting. */
 int cleanup_interrupted(void);
 
-/* Removes a file, or a directory with the plain files in it. */
+/* True once a fatal signal is pending, or taken and not found to have
+ * come after the commit: a failure now is likely the signal's doing (its
+ * writer killed, a stream ends early), and the signal's line is the one to
+ * stand.  cleanup_signal_within() waits up to ms for one.  A run that
+ * failed calls cleanup_await_signal() before it cleans up and exits: if a
+ * signal arrived, the signal thread ends the process (128 + signal), and
+ * it does not return. */
+int cleanup_signal_arrived(void);
+int cleanup_signal_within(int ms);
+void cleanup_await_signal(void);
+
+/* Removes a file, or a directory with the plain files in it.  A directory
+ * made by cleanup_mkdtemp() and not yet forgotten is held open, and goes
+ * even if it (or a directory above it) was renamed. */
 void cleanup_remove_path(const char *path);
 
 /* For a fatal error that cannot return (an exception RocksDB does not

@@ -48,6 +48,7 @@ typedef struct {
     int hash_stream;            /* a stream: its records are hashed (stream_hash) */
     uint64_t stream_hash;
     int digested;               /* digest_in covers every record read so far */
+    int seeked;                 /* the input was moved past its stored records */
     char *header_text;          /* the input's header as read, kept in the state */
     char *identity;             /* what a rerun must match (sort_resume.c) */
     uint64_t runs_taken, records_taken, bytes_skipped;

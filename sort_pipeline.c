@@ -120,6 +120,7 @@ int rocksort_run(const rocksort_opts *o)
     j.prog = progress_start(o->progress, o->progress_interval);
     int ok = open_all(&j) == 0 && load_phase(&j) == 0 && settle_and_readout(&j) == 0
           && finish(&j) == 0;
+    if (!ok) cleanup_await_signal();
     progress_stop(j.prog, ok);
     if (o->verbose && j.store) report_verbose(&j);
     cleanup(&j, !ok);

@@ -111,13 +111,13 @@ static int read_past(sort_job *j, const resume_note *n, int to_end)
     bam1_t *b = bam_init1();
     uint64_t hash = 0, digest = 0, i = 0;
     int r = 0;
-    while (b && i < n->records && (r = sam_read1(j->in, j->hdr, b)) >= 0) {
+    while (b && i < n->records && (r = read_record(j, b)) >= 0) {
         uint64_t d = record_digest(b);
         hash = resume_stream_hash(hash, d);
         digest += d;
         i++;
     }
-    if (b && i == n->records && to_end) r = sam_read1(j->in, j->hdr, b);
+    if (b && i == n->records && to_end) r = read_record(j, b);
     int ret = b ? judge_passed_over(j, n, b, i, r, hash, to_end)
                 : job_fail("out of memory reading '%s'", j->o->in_fn);
     bam_destroy1(b);
@@ -143,6 +143,7 @@ static int position_input(sort_job *j, const resume_note *n)
     }
     /* Reading a SAM header keeps the first record's line: read anew. */
     j->in->line.l = 0;
+    j->resume.seeked = 1;
     return ok ? 0 : job_fail("cannot seek in '%s' to resume: %s", j->o->in_fn, strerror(errno));
 }
 

@@ -5,8 +5,9 @@ suite: a BAM cut anywhere (inside a block, between blocks, while it is
 being read), corrupted inside a deflated block, with the input big enough
 to spill many runs and to merge them in the background; a CRAM cut between
 containers, a SAM cut inside a line; records naming references the header
-lacks; hundreds of sorted runs under `ulimit -n 64` and lower; a full disk
-and a closed pipe under a threaded writer.  A failure must end with exit
+lacks; a -T directory renamed while runs are written to it; hundreds of
+sorted runs under `ulimit -n 64` and lower; a full disk and a closed pipe
+under a threaded writer.  A failure must end with exit
 status 1, one line naming the file and the real cause, no temporary data
 and an existing -o file untouched byte for byte; a success must give the
 oracle's records.
@@ -27,7 +28,7 @@ import subprocess
 
 import samdata
 import tmpfs
-from background import Background, has_sorted_run, wait_until
+from background import Background, has_sorted_run, listing, wait_until
 from bgzf import BGZF_EOF, bgzf_blocks, flip_byte_in_block
 from faultdata import bam_bytes, bam_record, cram_containers, long_reads_bam
 from harness import PYTHON, Failure, each, run, stderr_lines, tail, write_bytes, write_text
@@ -468,6 +469,57 @@ def test_fault_pipe_closed_threads_sam(case):
     line = expect_one_line(case, result)
     if "Broken pipe" not in line:
         raise Failure("the message does not say 'Broken pipe'", [line])
+
+
+def temp_dir_renamed_while_loading(case, then):
+    """-T DIR (a directory) renamed once the load has written a run into
+    it; then(bg) goes on from there.  -> (exit status, stderr, the renamed
+    DIR, the existing output)"""
+    temp, moved = os.path.join(case.dir, "T"), os.path.join(case.dir, "T.moved")
+    os.mkdir(temp)
+    with open(case.input("bulk.sam"), "rb") as f:
+        data = f.read()
+    out = guard_output(case)
+    with Background(case, [*SPILL, "-T", temp, "-o", out, "-"], stdin=True) as bg:
+        bg.feed(data[:len(data) // 3])
+        wait_until(lambda: any(n.endswith(".sst") for d in listing(temp)
+                               for n in listing(os.path.join(temp, d))), "a run written", bg)
+        os.rename(temp, moved)
+        then(bg, data[len(data) // 3:])
+        status = bg.wait()
+        stderr = bg.stderr()
+    return status, stderr, moved, out
+
+
+def expect_renamed_dir_emptied(moved):
+    if os.listdir(moved):
+        raise Failure("rocksort's files were left in the renamed -T directory",
+                      sorted(os.listdir(moved))[:5])
+
+
+def test_fault_temp_dir_renamed_while_loading(case):
+    """The next run cannot be written: one line with the cause, exit 1,
+    and the temporary database removed from where the directory went."""
+    def rest(bg, data):
+        bg.feed(data)
+        bg.end_input()
+    status, stderr, moved, out = temp_dir_renamed_while_loading(case, rest)
+    expect_refused(case, subprocess.CompletedProcess([], status, b"", stderr), "T/",
+                   "No such file or directory", out)
+    expect_renamed_dir_emptied(moved)
+
+
+def test_fault_temp_dir_renamed_then_sigterm(case):
+    """SIGTERM after the rename: 143, and the database removed all the same."""
+    def terminate(bg, data):
+        bg.proc.send_signal(signal.SIGTERM)
+    status, stderr, moved, out = temp_dir_renamed_while_loading(case, terminate)
+    if status != 128 + signal.SIGTERM:
+        raise Failure(f"exit status {status} after SIGTERM, expected 143", tail(stderr))
+    expect_renamed_dir_emptied(moved)
+    with open(out, "rb") as f:
+        if f.read() != PRECIOUS:
+            raise Failure("the existing output was changed by the interrupted run")
 
 
 # 5. Resource limits ------------------------------------------------------------------
