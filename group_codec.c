@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <zstd.h>
+#include <htslib/hts_endian.h>
 #include <htslib/sam.h>
 #include "group_codec.h"
 
@@ -87,16 +88,6 @@ static int buf_varint(byte_buf *b, uint64_t v)
         v >>= 7;
     } while (v);
     return 0;
-}
-
-static void put_u32(uint8_t *p, uint32_t v)
-{
-    for (int i = 0; i < 4; i++) p[i] = (uint8_t)(v >> (8 * i));
-}
-
-static uint32_t get_u32(const uint8_t *p)
-{
-    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
 }
 
 group_encoder *group_encoder_create(void)
@@ -229,8 +220,8 @@ static int encode_column(group_encoder *e, const byte_buf *col, int method)
         if (stored) memcpy(out, col->p, stored);
     }
     hdr[0] = (uint8_t)method;
-    put_u32(hdr + 1, (uint32_t)col->n);
-    put_u32(hdr + 5, (uint32_t)stored);
+    u32_to_le((uint32_t)col->n, hdr + 1);
+    u32_to_le((uint32_t)stored, hdr + 5);
     e->blob.n += 9 + stored;
     return 0;
 }
@@ -245,7 +236,7 @@ int group_encode(group_encoder *e, const uint8_t **blob, size_t *len)
         (key_planes && to_planes(&e->col[COL_KEY], e->count, e->key_len, &e->key_planes) < 0))
         return -1;
     memcpy(e->blob.p, MAGIC, 4);
-    put_u32(e->blob.p + 4, (uint32_t)e->count);
+    u32_to_le((uint32_t)e->count, e->blob.p + 4);
     e->blob.p[8] = key_planes ? FLAG_KEY_PLANES : 0;
     e->blob.n = HEADER_BYTES;
     for (int i = 0; i < N_COLUMNS; i++) {
@@ -307,13 +298,13 @@ static int decode_columns(const uint8_t *blob, size_t len, group_scratch *s, cur
     const uint8_t *hdr[N_COLUMNS], *stored[N_COLUMNS];
     size_t total = 0;
     for (int i = 0; i < N_COLUMNS; i++) {
-        if (take(&in, 9, &hdr[i]) < 0 || take(&in, get_u32(hdr[i] + 5), &stored[i]) < 0) return -1;
-        total += get_u32(hdr[i] + 1);
+        if (take(&in, 9, &hdr[i]) < 0 || take(&in, le_to_u32(hdr[i] + 5), &stored[i]) < 0) return -1;
+        total += le_to_u32(hdr[i] + 1);
     }
     if (in.at != len || grow((void **)&s->p, &s->cap, total, 1) < 0) return -1;
     size_t off = 0;
     for (int i = 0; i < N_COLUMNS; i++) {
-        size_t raw = get_u32(hdr[i] + 1), n_stored = get_u32(hdr[i] + 5);
+        size_t raw = le_to_u32(hdr[i] + 1), n_stored = le_to_u32(hdr[i] + 5);
         uint8_t *out = s->p + off;
         if (hdr[i][0] == METHOD_RAW) {
             if (n_stored != raw) return -1;
@@ -401,7 +392,7 @@ int group_decode(const uint8_t *blob, size_t len, group_records *r, group_scratc
     if (len < HEADER_BYTES || memcmp(blob, MAGIC, 4) || blob[8] > FLAG_KEY_PLANES ||
         decode_columns(blob, len, scratch, col) < 0)
         return -1;
-    rebuild_state s = { .n = get_u32(blob + 4), .core_planes = col[COL_CORE].p };
+    rebuild_state s = { .n = le_to_u32(blob + 4), .core_planes = col[COL_CORE].p };
     size_t n = s.n;
     if (col[COL_CORE].n != n * CORE_BYTES || !n) return -1;
     if (blob[8] & FLAG_KEY_PLANES) {

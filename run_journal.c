@@ -8,6 +8,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include <zlib.h>
+#include <htslib/hts_endian.h>
 #include "run_journal.h"
 #include "grow_array.h"
 
@@ -25,16 +26,6 @@ struct run_journal {
     int unlocked;                       /* errno of a lock the file system refused */
 };
 
-static uint32_t get_u32(const uint8_t *p)
-{
-    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
-}
-
-static void put_u32(uint8_t *p, uint32_t v)
-{
-    for (int i = 0; i < 4; i++) p[i] = (uint8_t)(v >> (8 * i));
-}
-
 static int fail(run_journal *j, const char *what, errmsg *err)
 {
     return errmsg_set(err, "%s '%s': %s", what, j->path, strerror(errno ? errno : EIO));
@@ -47,7 +38,7 @@ static int fail(run_journal *j, const char *what, errmsg *err)
 static size_t whole_record(const uint8_t *p, size_t n)
 {
     if (n < FRAME) return 0;
-    uint32_t len = get_u32(p), crc = get_u32(p + 4);
+    uint32_t len = le_to_u32(p), crc = le_to_u32(p + 4);
     if (len == 0 || len > RECORD_MAX || len > n - FRAME) return 0;
     return (uint32_t)crc32(0L, p + FRAME, len) == crc ? len : 0;
 }
@@ -125,7 +116,7 @@ uint64_t journal_dropped_bytes(const run_journal *j) { return j->dropped; }
 
 const uint8_t *journal_record(const run_journal *j, size_t i, size_t *len)
 {
-    *len = get_u32(j->data + j->at[i] - FRAME);
+    *len = le_to_u32(j->data + j->at[i] - FRAME);
     return j->data + j->at[i];
 }
 
@@ -136,8 +127,8 @@ int journal_append(run_journal *j, const void *rec, size_t len, errmsg *err)
         add_index(j, j->size + FRAME) < 0)
         return errmsg_set(err, "out of memory writing '%s'", j->path);
     uint8_t *p = j->data + j->size;
-    put_u32(p, (uint32_t)len);
-    put_u32(p + 4, (uint32_t)crc32(0L, rec, (uInt)len));
+    u32_to_le((uint32_t)len, p);
+    u32_to_le((uint32_t)crc32(0L, rec, (uInt)len), p + 4);
     memcpy(p + FRAME, rec, len);
     /* One write per record: a kill leaves a whole record or a torn one,
      * which the next open cuts away. */
@@ -181,7 +172,7 @@ int journal_first_record(const char *path, uint8_t **rec, size_t *len, errmsg *e
         return errmsg_set(err, "'%s' is not a regular file", path);
     }
     ssize_t head = pread(fd, frame, FRAME, 0);
-    uint32_t want = head == FRAME ? get_u32(frame) : 0;
+    uint32_t want = head == FRAME ? le_to_u32(frame) : 0;
     int fits = want && want <= RECORD_MAX && (uint64_t)want + FRAME <= (uint64_t)st.st_size;
     uint8_t *buf = fits ? malloc(FRAME + (size_t)want) : NULL;
     if (buf) {

@@ -13,6 +13,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include <htslib/hts_endian.h>
 #include "temp_space.h"
 #include "disk_speed.h"
 
@@ -44,20 +45,13 @@ int temp_parse_mode(const char *name)
     return -1;
 }
 
-static uint32_t le16(const uint8_t *p) { return (uint32_t)p[0] | (uint32_t)p[1] << 8; }
-
-static uint32_t le32(const uint8_t *p)
-{
-    return le16(p) | le16(p + 2) << 16;
-}
-
 /* BSIZE of the BGZF block at b (n bytes available), 0 if it is not one. */
 static size_t bgzf_block_size(const uint8_t *b, size_t n)
 {
     if (n < 18 || b[0] != 0x1f || b[1] != 0x8b || b[2] != 8 || !(b[3] & 4)) return 0;
-    size_t end = 12 + le16(b + 10);
-    for (size_t x = 12; x + 4 <= end && x + 6 <= n; x += 4 + le16(b + x + 2))
-        if (b[x] == 'B' && b[x + 1] == 'C' && le16(b + x + 2) == 2) return le16(b + x + 4) + 1u;
+    size_t end = 12 + le_to_u16(b + 10);
+    for (size_t x = 12; x + 4 <= end && x + 6 <= n; x += 4 + le_to_u16(b + x + 2))
+        if (b[x] == 'B' && b[x + 1] == 'C' && le_to_u16(b + x + 2) == 2) return le_to_u16(b + x + 4) + 1u;
     return 0;
 }
 
@@ -70,7 +64,7 @@ static double bgzf_expansion(const uint8_t *buf, size_t n)
     for (size_t off = 0; (size = bgzf_block_size(buf + off, n - off)) > 0; off += size) {
         if (size < 26 || off + size > n) break;
         in += size;
-        out += le32(buf + off + size - 4);
+        out += le_to_u32(buf + off + size - 4);
     }
     return in ? (double)out / (double)in : 0;
 }
