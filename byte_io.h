@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <htslib/hts_endian.h>
+#include "grow_array.h"
 
 typedef struct {
     uint8_t *p;
@@ -32,16 +33,9 @@ typedef struct {
 static inline void bw_bytes_raw(byte_writer *w, const void *src, size_t len)
 {
     if (w->failed) return;
-    if (w->n + len > w->cap) {
-        size_t cap = w->cap ? w->cap : 256;
-        while (cap < w->n + len) cap *= 2;
-        uint8_t *p = realloc(w->p, cap);
-        if (!p) {
-            w->failed = 1;
-            return;
-        }
-        w->p = p;
-        w->cap = cap;
+    if (grow_array((void **)&w->p, &w->cap, w->n + len, 1) < 0) {
+        w->failed = 1;
+        return;
     }
     if (len) memcpy(w->p + w->n, src, len);
     w->n += len;

@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include "cleanup.h"
+#include "grow_array.h"
 #include "thread_cpu.h"
 
 /* A directory whose files background threads may still be creating is
@@ -36,12 +37,9 @@ static int add_locked(const char *path)
     size_t slot = 0;
     while (slot < n_paths && paths[slot]) slot++;
     if (slot == n_paths) {
-        size_t n = n_paths ? 2 * n_paths : 8;
-        char **grown = realloc(paths, n * sizeof *paths);
-        if (!grown) return -1;
-        memset(grown + n_paths, 0, (n - n_paths) * sizeof *grown);
-        paths = grown;
-        n_paths = n;
+        size_t old = n_paths;
+        if (grow_array((void **)&paths, &n_paths, old + 1, sizeof *paths) < 0) return -1;
+        memset(paths + old, 0, (n_paths - old) * sizeof *paths);
     }
     paths[slot] = strdup(path);
     return paths[slot] ? 0 : -1;

@@ -13,6 +13,7 @@
 #include <htslib/hts_endian.h>
 #include <htslib/sam.h>
 #include "group_codec.h"
+#include "grow_array.h"
 
 #define CORE_BYTES sizeof(bam1_core_t)
 #define ZSTD_LEVEL 1
@@ -62,14 +63,7 @@ struct group_encoder {
 
 static int buf_reserve(byte_buf *b, size_t extra)
 {
-    if (b->n + extra <= b->cap) return 0;
-    size_t cap = b->cap ? b->cap : 4096;
-    while (cap < b->n + extra) cap *= 2;
-    uint8_t *p = realloc(b->p, cap);
-    if (!p) return -1;
-    b->p = p;
-    b->cap = cap;
-    return 0;
+    return grow_array((void **)&b->p, &b->cap, b->n + extra, 1);
 }
 
 static int buf_put(byte_buf *b, const void *src, size_t n)

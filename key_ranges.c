@@ -1,16 +1,11 @@
 /* key_ranges.c -- see key_ranges.h. */
 #include <stdlib.h>
 #include "key_ranges.h"
+#include "grow_array.h"
 
 int key_samples_add(key_samples *s, const uint8_t *key, size_t len, uint64_t weight)
 {
-    if (s->n == s->cap) {
-        size_t cap = s->cap ? 2 * s->cap : 256;
-        key_sample *v = realloc(s->v, cap * sizeof *v);
-        if (!v) return -1;
-        s->v = v;
-        s->cap = cap;
-    }
+    if (grow_array((void **)&s->v, &s->cap, s->n + 1, sizeof *s->v) < 0) return -1;
     s->v[s->n++] = (key_sample){ key, len, weight };
     return 0;
 }
