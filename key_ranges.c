@@ -17,6 +17,20 @@ void key_samples_free(key_samples *s)
     s->n = s->cap = 0;
 }
 
+int key_samples_add_copy(key_samples *s, const uint8_t *key, size_t len, uint64_t weight)
+{
+    uint8_t *copy = key_dup(key, len);
+    if (copy && key_samples_add(s, copy, len, weight) == 0) return 0;
+    free(copy);
+    return -1;
+}
+
+void key_samples_free_copies(key_samples *s)
+{
+    for (size_t i = 0; i < s->n; i++) free((uint8_t *)s->v[i].key);
+    key_samples_free(s);
+}
+
 static int by_key(const void *a, const void *b)
 {
     const key_sample *x = a, *y = b;
