@@ -71,7 +71,7 @@ LIB_OBJS = bam_rocksort.o rocksort_usage.o legacy_form.o \
        merge_sources.o merge_writer.o readout_plan.o range_readout.o key_ranges.o output_parts.o \
        readout_model.o thread_cpu.o pool_jobs.o batch_groups.o group_codec.o group_feed.o group_writer.o run_index.o rocks_read.o \
        rocks_state.o state_dir.o run_journal.o resume_state.o resume_progress.o sort_resume.o disk_speed.o \
-       resume_identity.o resume_fate.o std_fds.o
+       resume_identity.o resume_fate.o std_fds.o human_number.o
 OBJS = bamtk.o $(LIB_OBJS)
 ENGINE_LIB = librocksort.a
 # The C unit tests: every test/test_*.c is one program, linked with the

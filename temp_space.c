@@ -16,6 +16,7 @@
 #include <htslib/hts_endian.h>
 #include "temp_space.h"
 #include "disk_speed.h"
+#include "human_number.h"
 
 /* Run bytes per byte of BAM record: a key of ~21 bytes, the in-memory core
  * (48 bytes against BAM's 36) and the SST's per-entry bytes; short reads pay
@@ -210,13 +211,10 @@ static void choose_mode(const temp_request *rq, temp_plan *p)
              "room to spare";
 }
 
-static void human(char *buf, size_t n, uint64_t bytes)
+/* Space as the messages show it: "4.2 MB", "83 GB". */
+static void space_text(char *buf, size_t n, uint64_t bytes)
 {
-    double b = (double)bytes;
-    if (b >= 10e9) snprintf(buf, n, "%.0f GB", b / 1e9);
-    else if (b >= 1e9) snprintf(buf, n, "%.1f GB", b / 1e9);
-    else if (b >= 10e6) snprintf(buf, n, "%.0f MB", b / 1e6);
-    else snprintf(buf, n, "%.1f MB", b / 1e6);
+    human_number(buf, n, (double)bytes, "B", HUMAN_MB_GB);
 }
 
 /* "'/a' (1.0 GB free), '/b' (unknown free)" into buf; only the unused
@@ -229,7 +227,7 @@ static void list_free(const temp_dirs *dirs, int unused_only, char *buf, size_t 
         const temp_dir *d = &dirs->dir[i];
         char free_s[32] = "unknown";
         if (unused_only && !d->unused) continue;
-        if (d->free_known) human(free_s, sizeof free_s, d->free_bytes);
+        if (d->free_known) space_text(free_s, sizeof free_s, d->free_bytes);
         int w = snprintf(buf + at, n - at, "%s'%s' (%s free%s)", at ? ", " : "", d->dir, free_s,
                          d->unused && !unused_only ? ", too little for a run" : "");
         if (w < 0) break;
@@ -253,7 +251,7 @@ int temp_space_left_out(const temp_plan *p, char *buf, size_t n)
     char each[ERRMSG_MAX / 2], run_s[32];
     if (!p->dirs_unused) return 0;
     list_free(&p->dirs, 1, each, sizeof each);
-    human(run_s, sizeof run_s, p->run_estimate);
+    space_text(run_s, sizeof run_s, p->run_estimate);
     snprintf(buf, n, "no runs go to %s: a run takes about %s", each, run_s);
     return p->dirs_unused;
 }
@@ -261,8 +259,8 @@ int temp_space_left_out(const temp_plan *p, char *buf, size_t n)
 static int refuse(const temp_plan *p, uint64_t need, const char *option, errmsg *err)
 {
     char need_s[32], free_s[32], each[ERRMSG_MAX / 2];
-    human(need_s, sizeof need_s, need);
-    human(free_s, sizeof free_s, p->free_bytes);
+    space_text(need_s, sizeof need_s, need);
+    space_text(free_s, sizeof free_s, p->free_bytes);
     if (p->dirs.n == 1)
         return errmsg_set(err, "not enough space for temporary data in '%s': about %s needed "
                           "(%s runs, estimated from %s), %s free; use %s to put it on a "
@@ -312,12 +310,12 @@ void temp_space_store_options(const temp_plan *p, store_options *so)
 void temp_space_report(const temp_plan *p, FILE *fp)
 {
     char free_s[32] = "unknown", none_s[32], compact_s[32];
-    if (p->free_known) human(free_s, sizeof free_s, p->free_bytes);
+    if (p->free_known) space_text(free_s, sizeof free_s, p->free_bytes);
     fprintf(fp, "[rocksort] temp runs: %s%s, as %s; ", mode_names[p->mode],
             p->mode == TEMP_COMPACT ? " (records in columns)" : "", p->why);
     if (p->source) {
-        human(none_s, sizeof none_s, p->need_none);
-        human(compact_s, sizeof compact_s, p->need_compact);
+        space_text(none_s, sizeof none_s, p->need_none);
+        space_text(compact_s, sizeof compact_s, p->need_compact);
         fprintf(fp, "peak estimated from %s: %s uncompressed, %s compact; ",
                 p->source, none_s, compact_s);
     } else {
