@@ -13,7 +13,10 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
-#include <htslib/hts_endian.h>
+#include <htslib/bgzf.h>
+#include <htslib/hfile.h>
+#include <htslib/hts.h>
+#include <htslib/hts_log.h>
 #include "temp_space.h"
 #include "disk_speed.h"
 #include "human_number.h"
@@ -46,61 +49,75 @@ int temp_parse_mode(const char *name)
     return -1;
 }
 
-/* BSIZE of the BGZF block at b (n bytes available), 0 if it is not one. */
-static size_t bgzf_block_size(const uint8_t *b, size_t n)
-{
-    if (n < 18 || b[0] != 0x1f || b[1] != 0x8b || b[2] != 8 || !(b[3] & 4)) return 0;
-    size_t end = 12 + le_to_u16(b + 10);
-    for (size_t x = 12; x + 4 <= end && x + 6 <= n; x += 4 + le_to_u16(b + x + 2))
-        if (b[x] == 'B' && b[x + 1] == 'C' && le_to_u16(b + x + 2) == 2) return le_to_u16(b + x + 4) + 1u;
-    return 0;
-}
-
-/* Uncompressed bytes per file byte over the whole BGZF blocks in buf;
- * 0 if buf does not start with one. */
-static double bgzf_expansion(const uint8_t *buf, size_t n)
+/* Uncompressed bytes per file byte over the BGZF blocks that end within
+ * the first TEMP_SAMPLE_BYTES, as htslib's reader decodes them; 0 if there
+ * are none.  The sample ends at the first block that does not decode. */
+static double bgzf_expansion(BGZF *bg)
 {
     uint64_t in = 0, out = 0;
-    size_t size;
-    for (size_t off = 0; (size = bgzf_block_size(buf + off, n - off)) > 0; off += size) {
-        if (size < 26 || off + size > n) break;
-        in += size;
-        out += le_to_u32(buf + off + size - 4);
+    for (;;) {
+        off_t start = htell(bg->fp);
+        if (bgzf_read_block(bg) < 0) break;
+        off_t end = htell(bg->fp);
+        if (end == start || end > (off_t)TEMP_SAMPLE_BYTES) break;
+        in += (uint64_t)(end - start);
+        out += (uint64_t)bg->block_length;
     }
     return in ? (double)out / (double)in : 0;
 }
 
-/* Reads the start of a regular file: its data bytes and compact ratio.
+/* The file's expansion (run bytes per file byte, before RECORD_OVERHEAD):
+ * its BGZF blocks', else a guess by its kind; and the compact runs' ratio.
+ * Returns 0, or -1 if it cannot be read.  Closes hf. */
+static int file_expansion(hFILE *hf, double *expansion, double *ratio)
+{
+    char magic[4];
+    ssize_t n = hpeek(hf, magic, sizeof magic);
+    BGZF *bg = n >= 0 ? bgzf_hopen(hf, "r") : NULL;
+    if (!bg) {
+        hclose_abruptly(hf);
+        return -1;
+    }
+    int kind = bgzf_compression(bg);
+    *expansion = kind == bgzf ? bgzf_expansion(bg) : 0;
+    bgzf_close(bg);
+    *ratio = COMPACT_RATIO_GUESS;
+    if (*expansion > 0) {
+        *ratio = *expansion * RECORD_OVERHEAD / COMPACT_PER_BGZF_BYTE;
+        if (*ratio < 1) *ratio = 1;
+    } else if (n >= 4 && !memcmp(magic, "CRAM", 4)) {
+        *expansion = CRAM_EXPANSION;
+    } else if (kind != no_compression) {
+        *expansion = GZIP_EXPANSION;
+    } else {
+        *expansion = SAM_EXPANSION;
+    }
+    return 0;
+}
+
+/* The start of a regular file: its data bytes and compact ratio.
  * Returns 0, or -1 if the file says nothing (not regular, unreadable).
  * A named pipe is never opened here: closing it again could cost its
- * writer a SIGPIPE before the real reader opens it. */
+ * writer a SIGPIPE before the real reader opens it.  htslib is silent
+ * meanwhile: damage is for the sort's own reader to report, once. */
 static int estimate_from_file(const char *fn, uint64_t *data, double *ratio)
 {
     struct stat st;
     if (stat(fn, &st) != 0 || !S_ISREG(st.st_mode)) return -1;
     int fd = open(fn, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
     if (fd < 0) return -1;
-    uint8_t *buf = malloc(TEMP_SAMPLE_BYTES);
-    ssize_t n = -1;
-    if (buf && fstat(fd, &st) == 0 && S_ISREG(st.st_mode))
-        n = pread(fd, buf, TEMP_SAMPLE_BYTES, 0);
-    close(fd);
-    double size = (double)st.st_size, expansion = 0;
-    *ratio = COMPACT_RATIO_GUESS;
-    if (n >= 0) expansion = bgzf_expansion(buf, (size_t)n);
-    if (expansion > 0) {
-        *ratio = expansion * RECORD_OVERHEAD / COMPACT_PER_BGZF_BYTE;
-        if (*ratio < 1) *ratio = 1;
-    } else if (n >= 4 && !memcmp(buf, "CRAM", 4)) {
-        expansion = CRAM_EXPANSION;
-    } else if (n >= 2 && buf[0] == 0x1f && buf[1] == 0x8b) {
-        expansion = GZIP_EXPANSION;
-    } else if (n >= 0) {
-        expansion = SAM_EXPANSION;
+    hFILE *hf = fstat(fd, &st) == 0 && S_ISREG(st.st_mode) ? hdopen(fd, "r") : NULL;
+    if (!hf) {
+        close(fd);
+        return -1;
     }
-    free(buf);
-    if (n < 0) return -1;
-    *data = (uint64_t)(size * expansion * RECORD_OVERHEAD);
+    enum htsLogLevel level = hts_get_log_level();
+    hts_set_log_level(HTS_LOG_OFF);
+    double expansion;
+    int r = file_expansion(hf, &expansion, ratio);
+    hts_set_log_level(level);
+    if (r < 0) return -1;
+    *data = (uint64_t)((double)st.st_size * expansion * RECORD_OVERHEAD);
     return 0;
 }
 
