@@ -22,7 +22,8 @@
 enum method { METHOD_RAW, METHOD_ZSTD, METHOD_RANS };
 
 #ifdef ROCKSORT_NO_RANS
-/* A shared system htslib does not export htscodecs: qualities take zstd. */
+/* A shared system htslib does not export htscodecs: qualities take zstd,
+ * and these stand-ins, never called, leave their arguments unused. */
 #define QUAL_METHOD METHOD_ZSTD
 #define rans_compress_bound_4x16(size, order) 0
 #define rans_compress_to_4x16(in, in_size, out, out_size, order) NULL
@@ -33,11 +34,11 @@ enum method { METHOD_RAW, METHOD_ZSTD, METHOD_RANS };
  * tree (the Makefile's -Ihtslib/htscodecs), as htslib does not install it. */
 #include "htscodecs/rANS_static4x16.h"
 #define QUAL_METHOD METHOD_RANS
-#endif
 /* Order 1 (each quality under a model of the one before), 32-way
- * interleaved so that the SIMD paths apply: faster than 4-way, as small. */
-#define RANS_ORDER_X32 0x04
-#define RANS_ORDER1 (1 | RANS_ORDER_X32)
+ * interleaved so that the SIMD paths apply: faster than 4-way, as small.
+ * The flag is htscodecs' own, from its header. */
+#define QUAL_RANS_ORDER (1 | RANS_ORDER_X32)
+#endif
 
 enum column { COL_KEY_LEN, COL_KEY, COL_CORE, COL_AUX_LEN, COL_NAME, COL_CIGAR,
               COL_SEQ, COL_QUAL, COL_AUX, N_COLUMNS };
@@ -195,14 +196,14 @@ static void delta_positions(uint8_t *cores, size_t n)
 static int encode_column(group_encoder *e, const byte_buf *col, int method)
 {
     if (col->n > UINT32_MAX / 2) return -1;
-    size_t bound = method == METHOD_RANS ? rans_compress_bound_4x16((unsigned)col->n, RANS_ORDER1)
+    size_t bound = method == METHOD_RANS ? rans_compress_bound_4x16((unsigned)col->n, QUAL_RANS_ORDER)
                                          : ZSTD_compressBound(col->n);
     if (buf_reserve(&e->blob, 9 + bound) < 0) return -1;
     uint8_t *hdr = e->blob.p + e->blob.n, *out = hdr + 9;
     size_t stored = 0;
     if (col->n && method == METHOD_RANS) {
         unsigned int out_size = (unsigned)bound;
-        if (!rans_compress_to_4x16(col->p, (unsigned)col->n, out, &out_size, RANS_ORDER1)) return -1;
+        if (!rans_compress_to_4x16(col->p, (unsigned)col->n, out, &out_size, QUAL_RANS_ORDER)) return -1;
         stored = out_size;
     } else if (col->n) {
         stored = ZSTD_compressCCtx(e->zstd, out, bound, col->p, col->n, ZSTD_LEVEL);
