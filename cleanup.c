@@ -1,5 +1,4 @@
 /* cleanup.c -- see cleanup.h. */
-#define _GNU_SOURCE
 #include <dirent.h>
 #include <errno.h>
 #include <pthread.h>

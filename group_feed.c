@@ -7,7 +7,6 @@
  * made, so that closing frees them whoever holds them; released ones are
  * reused.
  */
-#define _GNU_SOURCE
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>

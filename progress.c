@@ -1,5 +1,4 @@
 /* progress.c -- see progress.h. */
-#define _GNU_SOURCE
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>

@@ -1,5 +1,4 @@
 /* resume_fate.c -- see resume_fate.h. */
-#define _GNU_SOURCE
 #include <inttypes.h>
 #include <limits.h>
 #include <signal.h>

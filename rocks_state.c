@@ -11,7 +11,6 @@
  * a run the journal lacks; the last journaled run may be missing from it,
  * and is then taken in from its file if the file is still there.
  */
-#define _GNU_SOURCE
 #include <dirent.h>
 #include <errno.h>
 #include <limits.h>

@@ -1,6 +1,5 @@
 /* rocks_store.c -- the store's runs: written, sampled, ingested where they were
  * written.  See rocks_store.h; the databases are opened in rocks_open.c. */
-#define _GNU_SOURCE
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

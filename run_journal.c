@@ -1,5 +1,4 @@
 /* run_journal.c -- see run_journal.h. */
-#define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
 #include <stdlib.h>

@@ -14,7 +14,6 @@
  *    cache: a pass over the arena at sort time slowed coordinate sorts down.
  *    The pass runs only when a batch's shared prefix changes.
  */
-#define _GNU_SOURCE
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>

@@ -1,5 +1,4 @@
 /* temp_dirs.c -- see temp_dirs.h. */
-#define _GNU_SOURCE
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

@@ -7,7 +7,6 @@
  * refusal names -T, while a sort that starts and fills the disk has wasted
  * its time.
  */
-#define _GNU_SOURCE
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>

@@ -9,7 +9,6 @@
  * stream whose reader is blocked on full chunks must return.  Prints
  * "N passed, M failed".
  */
-#define _GNU_SOURCE
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

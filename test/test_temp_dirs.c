@@ -5,7 +5,6 @@
  * Directories are made under $TMPDIR (or /tmp): two on one file system, so
  * the free space is a real one.  Prints `N passed, M failed` last.
  */
-#define _GNU_SOURCE
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

@@ -5,7 +5,6 @@
  * the cases that depend on it use sizes far from any real disk's.
  * Prints `N passed, M failed` last.
  */
-#define _GNU_SOURCE
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
