@@ -21,7 +21,6 @@ struct run_journal {
     size_t size, cap;
     size_t *at;                         /* where each record's bytes start */
     size_t n, at_cap;
-    uint64_t dropped;
     int unlocked;                       /* errno of a lock the file system refused */
 };
 
@@ -68,8 +67,8 @@ static int load(run_journal *j, errmsg *err)
         at += FRAME + len;
     }
     j->size = at;
-    j->dropped = got - at;
-    if (j->dropped && ftruncate(j->fd, (off_t)at) < 0) return fail(j, "cannot repair", err);
+    /* A torn or damaged tail is cut away. */
+    if (got > at && ftruncate(j->fd, (off_t)at) < 0) return fail(j, "cannot repair", err);
     return 0;
 }
 
@@ -111,7 +110,6 @@ void journal_close(run_journal *j)
 
 size_t journal_records(const run_journal *j) { return j->n; }
 int journal_unlocked(const run_journal *j) { return j->unlocked; }
-uint64_t journal_dropped_bytes(const run_journal *j) { return j->dropped; }
 
 const uint8_t *journal_record(const run_journal *j, size_t i, size_t *len)
 {
