@@ -12,6 +12,7 @@
 #include <unistd.h>
 #include "../temp_dirs.h"
 #include "../temp_space.h"
+#include "scratch_dir.h"
 #include "unit_report.h"
 
 static char base[4096], one[4200], two[4200];
@@ -143,8 +144,7 @@ static const char *check_prefix_among_several(void)
 
 int main(void)
 {
-    snprintf(base, sizeof base, "%s/test_temp_dirs.XXXXXX", temp_dirs_default());
-    if (!mkdtemp(base)) {
+    if (!scratch_dir_make(base, sizeof base, "test_temp_dirs")) {
         perror(base);
         return 1;
     }
