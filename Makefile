@@ -53,6 +53,10 @@ else
   $(error HTSLIB must be 'bundled' (the default) or 'system', not '$(HTSLIB)')
 endif
 
+# glibc's extensions (asprintf, O_DIRECT, memfd_create, pthread_setname_np,
+# ...) for every file the Makefile compiles, the tests' and fuzz targets'
+# too: defined once here, not in each file.
+CPPFLAGS += -D_GNU_SOURCE
 CPPFLAGS += $(HTS_CPPFLAGS) $(shell pkg-config --cflags rocksdb) -DROCKSORT_VERSION='"$(FULL_VERSION)"' \
             -DROCKSDB_VERSION_STR='"$(shell pkg-config --modversion rocksdb)"'
 LDLIBS   += $(HTS_LIBS) $(shell pkg-config --libs rocksdb) -lzstd -lm -lpthread -ldl
@@ -71,7 +75,7 @@ LIB_OBJS = bam_rocksort.o rocksort_usage.o legacy_form.o \
        merge_sources.o merge_writer.o readout_plan.o range_readout.o key_ranges.o output_parts.o \
        readout_model.o thread_cpu.o pool_jobs.o batch_groups.o group_codec.o group_feed.o group_writer.o run_index.o rocks_read.o \
        rocks_state.o state_dir.o run_journal.o resume_state.o resume_progress.o sort_resume.o disk_speed.o \
-       resume_identity.o resume_fate.o std_fds.o output_stale.o
+       resume_identity.o resume_fate.o std_fds.o output_stale.o human_number.o
 OBJS = bamtk.o $(LIB_OBJS)
 ENGINE_LIB = librocksort.a
 # The C unit tests: every test/test_*.c is one program, linked with the

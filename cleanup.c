@@ -1,5 +1,4 @@
 /* cleanup.c -- see cleanup.h. */
-#define _GNU_SOURCE
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -12,6 +11,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include "cleanup.h"
+#include "grow_array.h"
 #include "thread_cpu.h"
 
 /* A directory whose files background threads may still be creating is
@@ -49,12 +49,9 @@ static int add_locked(const char *path, int dir_fd)
     size_t slot = 0;
     while (slot < n_paths && paths[slot].path) slot++;
     if (slot == n_paths) {
-        size_t n = n_paths ? 2 * n_paths : 8;
-        registered *grown = realloc(paths, n * sizeof *paths);
-        if (!grown) return -1;
-        memset(grown + n_paths, 0, (n - n_paths) * sizeof *grown);
-        paths = grown;
-        n_paths = n;
+        size_t old = n_paths;
+        if (grow_array((void **)&paths, &n_paths, old + 1, sizeof *paths) < 0) return -1;
+        memset(paths + old, 0, (n_paths - old) * sizeof *paths);
     }
     paths[slot].path = strdup(path);
     paths[slot].dir_fd = dir_fd;

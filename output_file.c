@@ -1,5 +1,5 @@
 /* output_file.c -- see output_file.h. */
-#define _GNU_SOURCE
+#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <libgen.h>

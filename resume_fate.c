@@ -1,5 +1,4 @@
 /* resume_fate.c -- see resume_fate.h. */
-#define _GNU_SOURCE
 #include <inttypes.h>
 #include <limits.h>
 #include <signal.h>
@@ -9,6 +8,7 @@
 #include <unistd.h>
 #include "resume_fate.h"
 #include "cleanup.h"
+#include "state_dir.h"
 
 enum { STATE_OPEN, STATE_KEPT, STATE_REMOVED };
 
@@ -26,8 +26,8 @@ const char *resume_dir_shown(const sort_job *j)
 
 static int dir_has_journal(const char *dir)
 {
-    char *journal = NULL;
-    int there = asprintf(&journal, "%s/journal", dir) >= 0 && access(journal, F_OK) == 0;
+    char *journal = state_join(dir, STATE_JOURNAL_NAME);
+    int there = journal && access(journal, F_OK) == 0;
     free(journal);
     return there;
 }

@@ -1,5 +1,4 @@
 /* resume_identity.c -- see resume_identity.h. */
-#define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>

@@ -11,7 +11,6 @@
  * every run its merges write, on the disk it was dealt to, through the C
  * API alone.
  */
-#define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>

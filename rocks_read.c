@@ -49,11 +49,6 @@ store_iter *store_iter_open_range(rocks_store *st, int part, size_t readahead,
     return si;
 }
 
-store_iter *store_iter_open(rocks_store *st, int part, size_t readahead)
-{
-    return store_iter_open_range(st, part, readahead, NULL, 0, NULL, 0);
-}
-
 void store_iter_first(store_iter *si)
 {
     rocksdb_set_perf_level(rocksdb_disable);

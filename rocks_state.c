@@ -11,7 +11,6 @@
  * a run the journal lacks; the last journaled run may be missing from it,
  * and is then taken in from its file if the file is still there.
  */
-#define _GNU_SOURCE
 #include <dirent.h>
 #include <errno.h>
 #include <limits.h>
@@ -43,8 +42,7 @@ static void reset_runs(rocks_store *st)
         run_index_destroy(st->index);
         st->index = run_index_create();
     }
-    for (size_t i = 0; i < st->n_samples; i++) free((uint8_t *)st->samples[i].key);
-    st->n_samples = 0;
+    key_samples_free_copies(&st->samples);
     st->runs = st->bytes_written = st->dbs[0].runs = 0;
     st->parts_used = 0;
     memset(&st->resume, 0, sizeof st->resume);
@@ -185,10 +183,11 @@ static void write_run_keys(rocks_store *st, byte_writer *w)
         bw_bytes(w, first, first_len);
         bw_bytes(w, last, last_len);
     }
-    bw_u64(w, st->n_samples - st->run_first_sample);
-    for (size_t i = st->run_first_sample; i < st->n_samples; i++) {
-        bw_bytes(w, st->samples[i].key, st->samples[i].len);
-        bw_u64(w, st->samples[i].weight);
+    const key_samples *s = &st->samples;
+    bw_u64(w, s->n - st->run_first_sample);
+    for (size_t i = st->run_first_sample; i < s->n; i++) {
+        bw_bytes(w, s->v[i].key, s->v[i].len);
+        bw_u64(w, s->v[i].weight);
     }
 }
 
@@ -224,7 +223,7 @@ static int restore_run(rocks_store *st, byte_reader *r, int *part, uint64_t *ent
     for (uint64_t i = 0; i < n && !r->bad; i++) {
         const uint8_t *key = br_bytes(r, &len);
         uint64_t weight = br_u64(r);
-        if (!r->bad && store_add_sample(st, key, len, weight) < 0) return -1;
+        if (!r->bad && key_samples_add_copy(&st->samples, key, len, weight) < 0) return -1;
     }
     st->resume.note = br_bytes(r, &st->resume.note_len);
     if (r->bad || *part < 0 || *part >= st->n_parts) return -1;

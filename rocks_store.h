@@ -223,7 +223,7 @@ const key_sample *store_sample_at(const rocks_store *st, size_t i);
  * cache (direct I/O reads are synchronous: no kernel readahead). */
 #define STORE_DIRECT_READAHEAD (2u << 20)
 
-/* Parts holding runs: the readout merges store_iter_open(st, 0..n-1, ...). */
+/* Parts holding runs: the readout merges store_iter_open_range(st, 0..n-1, ...). */
 int store_parts(const rocks_store *st);
 
 /* One part's entries in key order: records, or in compact runs the groups
@@ -236,7 +236,6 @@ int store_parts(const rocks_store *st);
 typedef struct store_iter store_iter;
 /* NULL if out of memory.  store_iter_open_range() sees only the keys from
  * lo (inclusive) to hi (exclusive); a NULL bound is open. */
-store_iter *store_iter_open(rocks_store *st, int part, size_t readahead);
 store_iter *store_iter_open_range(rocks_store *st, int part, size_t readahead,
                                   const uint8_t *lo, size_t lo_len,
                                   const uint8_t *hi, size_t hi_len);

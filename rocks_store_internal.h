@@ -15,6 +15,7 @@
 #include "rocks_store.h"
 #include "merge_plan.h"
 #include "group_writer.h"
+#include "key_ranges.h"
 #include "run_index.h"
 #include "run_journal.h"
 
@@ -56,8 +57,7 @@ struct rocks_store {
     uint64_t bytes_written;
     int catch_up_runs;          /* runs merged at settle time, after the load */
     uint64_t run_bytes;         /* expected size of one run */
-    key_sample *samples;        /* see store_samples(); the store owns their keys */
-    size_t n_samples, samples_cap;
+    key_samples samples;        /* see store_samples(); the store owns their keys */
     uint64_t unsampled;         /* record bytes of this run since its last sample */
     group_writer *groups;       /* compact runs: records go in groups (group_codec.h) */
     run_index *index;           /* compact runs: each run's groups (run_index.h) */
@@ -107,9 +107,6 @@ static inline rocksdb_t *part_db(const rocks_store *st, int p)
 {
     return st->dbs[st->part_db[p]].db;
 }
-
-/* A key sample (store_samples()), with its weight; -1 when out of memory. */
-int store_add_sample(rocks_store *st, const uint8_t *key, size_t klen, uint64_t weight);
 
 /* rocks_merge.c: a database's compaction options at open (share: its
  * fraction of the runs), and after each run the merges the open-file

@@ -26,11 +26,6 @@ void batch_destroy(sort_batch *sb);
  * record as it will be written (see sort_record_finish()). */
 int batch_add(sort_batch *sb, const sort_spec *spec, bam1_t *b, uint64_t seq, errmsg *err);
 
-/* The same for a record whose key is made already (tests): returns 1 if
- * added, 0 if the batch is full, -1 when out of memory. */
-int batch_add_key(sort_batch *sb, const uint8_t *key, size_t key_len,
-                  const uint8_t *val, size_t val_len);
-
 /* Orders the entries by key: memcmp() over the common length, then the
  * shorter key first, which is RocksDB's bytewise order. */
 void batch_sort(sort_batch *sb);

@@ -1,5 +1,4 @@
 /* sort_load.c -- see sort_load.h. */
-#define _GNU_SOURCE
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>

@@ -1,5 +1,4 @@
 /* sort_output.c -- see sort_output.h. */
-#define _GNU_SOURCE
 #include <errno.h>
 #include <string.h>
 #include <htslib/bgzf.h>

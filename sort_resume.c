@@ -1,5 +1,4 @@
 /* sort_resume.c -- see sort_resume.h. */
-#define _GNU_SOURCE
 #include <errno.h>
 #include <inttypes.h>
 #include <limits.h>

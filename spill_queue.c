@@ -1,5 +1,4 @@
 /* spill_queue.c -- see spill_queue.h. */
-#define _GNU_SOURCE
 #include <pthread.h>
 #include <stdlib.h>
 #include "spill_queue.h"

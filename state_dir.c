@@ -1,5 +1,4 @@
 /* state_dir.c -- see state_dir.h. */
-#define _GNU_SOURCE
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>

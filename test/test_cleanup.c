@@ -1,6 +1,5 @@
 /* test_cleanup.c -- unit tests of cleanup.c: every registered path is
  * removed on a fatal signal, however many there are. */
-#define _GNU_SOURCE
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
