@@ -1,5 +1,4 @@
 /* output_stale.c -- see output_stale.h. */
-#define _GNU_SOURCE
 #include <ctype.h>
 #include <dirent.h>
 #include <errno.h>
