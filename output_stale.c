@@ -1,14 +1,25 @@
 /* output_stale.c -- see output_stale.h. */
 #define _GNU_SOURCE
 #include <ctype.h>
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #include "output_stale.h"
+
+char *output_hidden_name(const char *dir, const char *base, int slot)
+{
+    char tail[16] = "XXXXXX", *name;    /* room for any int: -Wformat-truncation */
+    if (slot >= 0) snprintf(tail, sizeof tail, "%0*d", OUTPUT_HIDDEN_RANDOM, slot);
+    if (asprintf(&name, "%s/.%s" OUTPUT_HIDDEN_SUFFIX "%s", strcmp(dir, "/") ? dir : "", base,
+                 tail) < 0)
+        return NULL;
+    return name;
+}
 
 int output_hidden_form(const char *name, const char *base)
 {
@@ -36,29 +47,27 @@ int output_stale_hold(int fd, const char *path)
     return fstat(fd, &held) == 0 && lstat(path, &named) == 0 && same_file(&held, &named) ? 0 : -1;
 }
 
-/* name in the directory dfd, removed if it is a regular file that no one
- * holds, while this process holds it.  Only a
- * regular file is opened: opening a device or a FIFO can act or block. */
-static int remove_unheld(int dfd, const char *name)
+/* Only a regular file is opened: opening a device or a FIFO can act or
+ * block. */
+int output_stale_remove(const char *path)
 {
     struct stat named, held;
-    if (fstatat(dfd, name, &named, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISREG(named.st_mode)) return 0;
+    if (lstat(path, &named) < 0 || !S_ISREG(named.st_mode)) return 0;
     /* Writable: on NFS an exclusive flock() is a POSIX lock, which needs it. */
-    int fd = openat(dfd, name, O_RDWR | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+    int fd = open(path, O_RDWR | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
     if (fd < 0) return 0;
     int removed = fstat(fd, &held) == 0 && same_file(&named, &held) &&
-                  flock(fd, LOCK_EX | LOCK_NB) == 0 &&
-                  fstatat(dfd, name, &named, AT_SYMLINK_NOFOLLOW) == 0 &&
-                  same_file(&named, &held) && unlinkat(dfd, name, 0) == 0;
+                  flock(fd, LOCK_EX | LOCK_NB) == 0 && lstat(path, &named) == 0 &&
+                  same_file(&named, &held) && unlink(path) == 0;
     close(fd);
     return removed;
 }
 
 void output_stale_sweep(const char *dir, const char *base)
 {
-    DIR *d = opendir(dir);
-    if (!d) return;
-    for (struct dirent *e; (e = readdir(d)) != NULL;)
-        if (output_hidden_form(e->d_name, base)) remove_unheld(dirfd(d), e->d_name);
-    closedir(d);
+    for (int slot = 0; slot < OUTPUT_HIDDEN_SLOTS; slot++) {
+        char *name = output_hidden_name(dir, base, slot);
+        if (name) output_stale_remove(name);
+        free(name);
+    }
 }

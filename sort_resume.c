@@ -260,7 +260,9 @@ static int start_fresh(sort_job *j, const store_resume *r, int file)
 
 /* A run killed by SIGKILL left the output and the index it was writing
  * under hidden names (output_file.h): they go, and this run's names are
- * journaled in their place.  Only a name of the hidden form is removed. */
+ * journaled in their place.  Only a name of the hidden form is removed,
+ * and not while a live sort holds it: a sort of the same -o may have
+ * removed the stale file and made its own under that name since. */
 static int replace_hidden_outputs(sort_job *j, const store_resume *r)
 {
     const int slots[] = { KEPT_OUTPUT, KEPT_INDEX };
@@ -268,7 +270,7 @@ static int replace_hidden_outputs(sort_job *j, const store_resume *r)
     for (size_t i = 0; i < sizeof slots / sizeof *slots; i++) {
         const char *old = (const char *)r->kept[slots[i]];
         char *path = old ? strndup(old, r->kept_len[slots[i]]) : NULL;
-        if (path && output_is_hidden_partial(&j->out, path)) unlink(path);
+        if (path) output_remove_stale_partial(&j->out, path);
         free(path);
         errmsg err;
         if (now[i] && store_keep(j->store, slots[i], now[i], strlen(now[i]), &err) < 0)
