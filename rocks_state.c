@@ -111,6 +111,16 @@ void state_discard(rocks_store *st, const char *why)
     st->resume.discarded = st->discarded;
 }
 
+int state_keep_other(rocks_store *st, const store_options *o, const char *why, errmsg *err)
+{
+    errmsg_set(err, "%s", why ? why : "it does not add up");   /* why may be st->discarded */
+    free(st->discarded);
+    st->discarded = NULL;
+    st->resume.discarded = NULL;
+    *o->state_other = 1;
+    return -1;
+}
+
 /* Why two identities differ, for the line that discards a state: the name
  * (up to its first space) of their first line that differs, such as
  * "inode" for an input file replaced by a copy. */
@@ -165,10 +175,7 @@ int state_prepare(rocks_store *st, const store_options *o, errmsg *err)
     st->n_parts = o->parts < 1 ? 1 : o->parts > STORE_DB_MAX_PARTS ? STORE_DB_MAX_PARTS : o->parts;
     char other[256];
     const char *why = journal_records(st->journal) ? other_sort(st, o, other, sizeof other) : NULL;
-    if (why && o->state_other) {
-        *o->state_other = 1;
-        return errmsg_set(err, "%s", why);
-    }
+    if (why && o->state_other) return state_keep_other(st, o, why, err);
     if (why) state_discard(st, why);
     return why || !journal_records(st->journal) ? state_wipe(st, o, err) : 0;
 }

@@ -176,3 +176,32 @@ def test_resume_input_none_and_no_state(case):
     if os.path.lexists(state):
         raise Failure("a state directory was made for nothing", sorted(os.listdir(state)))
     case.expect_no_temp_left()
+
+
+def test_resume_input_none_keeps_a_damaged_state(case):
+    """A state whose database no longer opens (its MANIFEST gone), rerun
+    with `- < /dev/null`: with no input there is nothing to sort afresh,
+    so the state is kept as it was, byte for byte, and the lines say why
+    it cannot be finished, not that a state of 0 runs is kept for a rerun
+    'with the same input'.  The file then discards it with a line saying
+    why and gives the oracle's records."""
+    src, state = case.input("bulk.bam"), os.path.join(case.dir, "state")
+    args = sort_args(case, state, [], SPILL)
+    kill_when(case, args + [src], lambda: "C" in journal_types(state), "the input stored")
+    db = os.path.join(state, "db")
+    for name in os.listdir(db):
+        if name.startswith("MANIFEST-"):
+            os.remove(os.path.join(db, name))
+    # RocksDB's own log (LOG, LOG.old.*) turns over at each open attempt.
+    before = sorted(n for n in os.listdir(db) if not n.startswith("LOG"))
+    journal = journal_bytes(state)
+    lines = expect_untouched(case, case.rocksort(args + ["-"]), state, journal,
+                             "standard input is empty, and the state .* cannot be finished as "
+                             "it is: its database does not open")
+    if sorted(n for n in os.listdir(db) if not n.startswith("LOG")) != before:
+        raise Failure("the state's database was changed", lines)
+    lines = rerun(case, args + [src])
+    if not any("not resuming" in line and "does not open" in line and "afresh" in line
+               for line in lines):
+        raise Failure("no line says why the damaged state was discarded", lines[:3])
+    expect_finished(case, state, "bulk.bam", [])
