@@ -274,6 +274,21 @@ static int take_record(sort_job *j, sort_batch **cur, bam1_t *b)
     return 0;
 }
 
+int read_first_record(sort_job *j)
+{
+    bam1_t *b = bam_init1();
+    if (!b) return job_fail("out of memory reading '%s'", j->o->in_fn);
+    int r = sam_read1(j->in, j->hdr, b);
+    if (r >= 0 && !refs_beyond_header(j, b)) {
+        j->first = b;
+        return 0;
+    }
+    if (r >= 0) report_refs_beyond(j, b);
+    int ret = r >= 0 ? -1 : r == -1 ? 0 : check_read_end(j, b, r);
+    bam_destroy1(b);
+    return ret;
+}
+
 int check_read_end(const sort_job *j, const bam1_t *b, int r)
 {
     errmsg err;
@@ -314,6 +329,8 @@ int load(sort_job *j)
         ret = -1;
         goto done;
     }
+    /* Into an empty batch: its position is never journaled. */
+    if (j->first && take_record(j, &cur, j->first) < 0) { ret = -1; goto done; }
     for (;;) {
         if (j->resume.on) j->resume.pos_before = resume_position(j);
         if ((r = sam_read1(j->in, j->hdr, b)) < 0) break;

@@ -23,6 +23,13 @@ int load(sort_job *j);
  * the whole stream needs none (sort_resume.h). */
 int open_input_unless_empty(sort_job *j);
 
+/* Reads the input's first record ahead, before anything depends on the
+ * input being readable (a resumed sort's state is discarded for another
+ * input only then, sort_resume.h); load() takes it first.  0 also when the
+ * input ends after its header (load() checks that end); -1 once the read
+ * error is reported. */
+int read_first_record(sort_job *j);
+
 /* sam_read1()'s last result r, b its record: 0 for an end of file that is
  * also the input's real end (input_check.h), else -1 once the read error or
  * the early end is reported. */

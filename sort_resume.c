@@ -314,6 +314,18 @@ static int identity_without_input(sort_job *j)
     return 0;
 }
 
+/* A state of another input goes once the store opens.  Before that, the
+ * input's first record must read (or the input end after its header): an
+ * input cut after its header, or SAM without its header, keeps DIR. */
+static int readable_before_discarding(sort_job *j)
+{
+    char *stored = NULL;
+    int found = store_state_identity(j->o->resume_dir, &stored);
+    int same = found > 0 && !strcmp(stored, j->resume.identity);
+    free(stored);
+    return found == 0 || same ? 0 : read_first_record(j);
+}
+
 int open_resumable(sort_job *j)
 {
     struct stat st;
@@ -324,6 +336,7 @@ int open_resumable(sort_job *j)
     if ((file ? open_input(j) : open_stream(j)) < 0) return -1;
     if (!(j->resume.identity = identity_of(j, file))) return -1;
     if (!j->in && identity_without_input(j) < 0) return -1;
+    if (j->in && readable_before_discarding(j) < 0) return -1;
     if (open_store(j) < 0) return -1;
     resume_state_opened(j);
     const store_resume *r = store_resumed(j->store);

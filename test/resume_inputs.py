@@ -15,6 +15,9 @@ been read and shown to be another one.
 - A readable input of the other kind (the file's bytes as a stream, the
   stream as a file) is another input: afresh, with the oracle's records.
 - No state and no input: one line, and no DIR made.
+- A damaged state given no input is kept as it was; a stream whose header
+  reads but whose first record does not (SAM without its header) is not
+  shown readable, and keeps a file's state too.
 
 Every line on stderr is checked: the last one must say truly what became of
 DIR.  To run only these:  run_tests.py -k resume_input
@@ -204,4 +207,31 @@ def test_resume_input_none_keeps_a_damaged_state(case):
     if not any("not resuming" in line and "does not open" in line and "afresh" in line
                for line in lines):
         raise Failure("no line says why the damaged state was discarded", lines[:3])
+    expect_finished(case, state, "bulk.bam", [])
+
+
+def test_resume_input_first_record_unreadable_keeps_the_state(case):
+    """A file's state, rerun with a stream whose header reads but whose
+    first record does not: SAM without its header (`samtools view` without
+    -h), and a SAM header followed by a line that is no record.  The stream
+    is another input, but not one shown readable: DIR is kept as it was,
+    byte for byte.  The file then resumes every run."""
+    src, state = case.input("bulk.bam"), os.path.join(case.dir, "state")
+    args = sort_args(case, state, [], SPILL)
+    kill_when(case, args + [src], lambda: runs_stored(state) >= 5, "5 runs stored")
+    expect_kept_with_runs(case, case.rocksort(args + ["-"]), state, 4, "standard input is empty")
+    journal = journal_bytes(state)
+    with open(case.input("bulk.sam"), "rb") as f:
+        lines = f.read().splitlines(keepends=True)
+    header = b"".join(line for line in lines if line.startswith(b"@"))
+    body = b"".join(line for line in lines if not line.startswith(b"@"))
+    for name, data in (("headerless.sam", body), ("bad_first.sam", header + b"not a record\n")):
+        path = os.path.join(case.dir, name)
+        write_bytes(path, data)
+        expect_untouched(case, case.rocksort(args + ["-"], stdin=path), state, journal,
+                         "'-' is truncated or corrupt")
+    runs = runs_stored(state)
+    lines = rerun(case, args + [src])
+    if resumed_runs(lines) != runs:
+        raise Failure(f"the file's rerun did not take back the {runs} runs", lines)
     expect_finished(case, state, "bulk.bam", [])
