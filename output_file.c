@@ -66,7 +66,7 @@ int output_remove_stale_partial(const output_file *o, const char *path)
         (o->idx_tmp_path && !strcmp(path, o->idx_tmp_path)))
         return 0;
     const char *base = strrchr(path, '/');
-    return output_hidden_form(base ? base + 1 : path, NULL) && output_stale_remove(path);
+    return output_hidden_form(base ? base + 1 : path, NULL) && output_stale_remove(path, 1);
 }
 
 /* One try at the hidden name `slot` of base in dir (output_stale.h;

@@ -47,9 +47,17 @@ int output_stale_hold(int fd, const char *path)
     return fstat(fd, &held) == 0 && lstat(path, &named) == 0 && same_file(&held, &named) ? 0 : -1;
 }
 
+/* Whether the lock on fd is ours: taken, or (dead_if_no_locks) refused
+ * by a file system that has none. */
+static int lock_taken(int fd, int dead_if_no_locks)
+{
+    if (flock(fd, LOCK_EX | LOCK_NB) == 0) return 1;
+    return dead_if_no_locks && errno != EWOULDBLOCK && errno != EINTR;
+}
+
 /* Only a regular file is opened: opening a device or a FIFO can act or
  * block. */
-int output_stale_remove(const char *path)
+int output_stale_remove(const char *path, int dead_if_no_locks)
 {
     struct stat named, held;
     if (lstat(path, &named) < 0 || !S_ISREG(named.st_mode)) return 0;
@@ -57,7 +65,7 @@ int output_stale_remove(const char *path)
     int fd = open(path, O_RDWR | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
     if (fd < 0) return 0;
     int removed = fstat(fd, &held) == 0 && same_file(&named, &held) &&
-                  flock(fd, LOCK_EX | LOCK_NB) == 0 && lstat(path, &named) == 0 &&
+                  lock_taken(fd, dead_if_no_locks) && lstat(path, &named) == 0 &&
                   same_file(&named, &held) && unlink(path) == 0;
     close(fd);
     return removed;
@@ -67,7 +75,7 @@ void output_stale_sweep(const char *dir, const char *base)
 {
     for (int slot = 0; slot < OUTPUT_HIDDEN_SLOTS; slot++) {
         char *name = output_hidden_name(dir, base, slot);
-        if (name) output_stale_remove(name);
+        if (name) output_stale_remove(name, 0);
         free(name);
     }
 }

@@ -44,8 +44,11 @@ int output_hidden_form(const char *name, const char *base);
 int output_stale_hold(int fd, const char *path);
 
 /* Removes path if it is a regular file that no live sort holds, as a sweep
- * does: 1 if removed, else 0. */
-int output_stale_remove(const char *path);
+ * does: 1 if removed, else 0.  Where the file system has no locks it is
+ * kept, unless the caller knows its writer dead (dead_if_no_locks: a name
+ * a resumed sort journaled, which no sweep can have freed there for
+ * another sort to take). */
+int output_stale_remove(const char *path, int dead_if_no_locks);
 
 /* Removes the stale hidden files of the final name base in dir (a real
  * path), none held by a live sort: those of the slots. */

@@ -15,6 +15,7 @@ is killed once its hidden files are seen.  To run only these:
 run_tests.py -k stale_
 """
 
+import errno
 import fcntl
 import os
 import re
@@ -24,7 +25,8 @@ import subprocess
 
 from background import Background, wait_until
 from harness import Failure, tail
-from resume import SPILL, hidden_output, kill_when, rerun, runs_stored, sort_args, expect_finished
+from resume import SPILL, expect_finished, hidden_output, kill_when, rerun, runs_stored, sort_args
+from resume_guards import rocksort_failing
 
 OUT, INDEX = ".out.bam.rocksort.", ".out.bam.csi.rocksort."
 
@@ -186,3 +188,28 @@ def test_stale_resumed_sort_leaves_a_held_journaled_name(case):
                           [os.path.basename(journaled)])
     finally:
         os.close(held)
+
+
+def test_stale_no_locks_sweep_keeps_resume_still_removes(case):
+    """Where the output's file system refuses flock (ENOLCK, as NFS mounted
+    without locking), a live sort cannot be told from a dead one: a sweep
+    removes no hidden file of the same -o.  A resumed sort still removes
+    the one its killed run journaled (no sweep can have freed that name for
+    another sort there), and finishes with the oracle's output."""
+    src, state = case.input("bulk.bam"), os.path.join(case.dir, "state")
+    args = sort_args(case, state, [], SPILL) + [src]
+    kill_when(case, args, lambda: runs_stored(state) >= 2, "2 runs stored")
+    journaled = hidden_output(case, "out.bam")
+    if not journaled:
+        raise Failure("test is wrong: the killed run left no hidden output")
+    unknown = case.out(".out.bam.rocksort.000009")    # a stale one, or a live one?
+    open(unknown, "w").close()
+    result = rocksort_failing(case, args, "flock", errno.ENOLCK, 0, case.out_dir)
+    if result.returncode != 0:
+        raise Failure(f"rocksort exited with {result.returncode}", tail(result.stderr))
+    expect_finished(case, state, "bulk.bam", [])
+    if os.path.exists(journaled):
+        raise Failure("the killed run's journaled hidden output is still there",
+                      [os.path.basename(journaled)])
+    if not os.path.exists(unknown):
+        raise Failure("a sweep removed a hidden file it could not lock")
