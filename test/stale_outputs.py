@@ -165,6 +165,17 @@ def test_stale_sweep_reads_no_directory_listing(case):
         raise Failure(f"the output directory's listing was read {len(read)} times", read[:3])
 
 
+def killed_resumable(case, state):
+    """A resumable sort of bulk.bam to out.bam killed (SIGKILL) once 2 runs
+    are stored.  -> (its arguments, the hidden output it journaled)."""
+    args = sort_args(case, state, [], SPILL) + [case.input("bulk.bam")]
+    kill_when(case, args, lambda: runs_stored(state) >= 2, "2 runs stored")
+    journaled = hidden_output(case, "out.bam")
+    if not journaled:
+        raise Failure("test is wrong: the killed run left no hidden output")
+    return args, journaled
+
+
 def test_stale_resumed_sort_leaves_a_held_journaled_name(case):
     """A resumed sort removes the hidden output its killed run journaled,
     but not while a live sort holds a file under that name: once the
@@ -172,12 +183,8 @@ def test_stale_resumed_sort_leaves_a_held_journaled_name(case):
     removed it and made its own under the same name.  Here the test holds
     the name's lock, as that sort would; the rerun finishes with the
     oracle's output and leaves the held file."""
-    src, state = case.input("bulk.bam"), os.path.join(case.dir, "state")
-    args = sort_args(case, state, [], SPILL) + [src]
-    kill_when(case, args, lambda: runs_stored(state) >= 2, "2 runs stored")
-    journaled = hidden_output(case, "out.bam")
-    if not journaled:
-        raise Failure("test is wrong: the killed run left no hidden output")
+    state = os.path.join(case.dir, "state")
+    args, journaled = killed_resumable(case, state)
     held = os.open(journaled, os.O_RDWR)
     try:
         fcntl.flock(held, fcntl.LOCK_EX)
@@ -196,12 +203,8 @@ def test_stale_no_locks_sweep_keeps_resume_still_removes(case):
     removes no hidden file of the same -o.  A resumed sort still removes
     the one its killed run journaled (no sweep can have freed that name for
     another sort there), and finishes with the oracle's output."""
-    src, state = case.input("bulk.bam"), os.path.join(case.dir, "state")
-    args = sort_args(case, state, [], SPILL) + [src]
-    kill_when(case, args, lambda: runs_stored(state) >= 2, "2 runs stored")
-    journaled = hidden_output(case, "out.bam")
-    if not journaled:
-        raise Failure("test is wrong: the killed run left no hidden output")
+    state = os.path.join(case.dir, "state")
+    args, journaled = killed_resumable(case, state)
     unknown = case.out(".out.bam.rocksort.000009")    # a stale one, or a live one?
     open(unknown, "w").close()
     result = rocksort_failing(case, args, "flock", errno.ENOLCK, 0, case.out_dir)
