@@ -123,7 +123,10 @@ int state_keep_other(rocks_store *st, const store_options *o, const char *why, e
 
 /* Why two identities differ, for the line that discards a state: the name
  * (up to its first space) of their first line that differs, such as
- * "inode" for an input file replaced by a copy. */
+ * "inode" for an input file replaced by a copy; an input option's whole
+ * line ("input option decode_md=0"): its first word would blame the input. */
+#define INPUT_OPTION "input option "
+
 static const char *another_sort(const uint8_t *old, size_t old_len, const char *now,
                                 char *why, size_t size)
 {
@@ -132,7 +135,8 @@ static const char *another_sort(const uint8_t *old, size_t old_len, const char *
     while (at && now[at - 1] != '\n') at--;
     const char *line = at < now_len ? now + at : (const char *)old + at;
     size_t left = at < now_len ? now_len - at : old_len - at, name = 0;
-    while (name < left && line[name] != ' ' && line[name] != '\n') name++;
+    int option = left > strlen(INPUT_OPTION) && !strncmp(line, INPUT_OPTION, strlen(INPUT_OPTION));
+    while (name < left && (option || line[name] != ' ') && line[name] != '\n') name++;
     snprintf(why, size, "it is the state of another sort (the input or an option that orders "
              "the records changed: its '%.*s' differs)", (int)name, line);
     return why;

@@ -235,3 +235,38 @@ def test_resume_input_first_record_unreadable_keeps_the_state(case):
     if resumed_runs(lines) != runs:
         raise Failure(f"the file's rerun did not take back the {runs} runs", lines)
     expect_finished(case, state, "bulk.bam", [])
+
+
+def test_resume_input_option_dropped_is_named(case):
+    """A state made with --input-fmt-option, rerun without it: the line
+    that keeps the state (no input) or discards it (the file) names the
+    input option that differs, not the input, which did not change."""
+    src, state = case.input("bulk.bam"), os.path.join(case.dir, "state")
+    args = sort_args(case, state, [], SPILL)
+    option = ["--input-fmt-option", "decode_md=0"]
+    kill_when(case, option + args + [src], lambda: "C" in journal_types(state),
+              "the input stored")
+    named = r"its 'input option decode_md=0' differs"
+    expect_untouched(case, case.rocksort(args + ["-"]), state, journal_bytes(state), named)
+    lines = rerun(case, args + [src])
+    if not any(re.search(named, line) and "afresh" in line for line in lines):
+        raise Failure("no line names the input option that differs", lines[:3])
+    expect_finished(case, state, "bulk.bam", [])
+
+
+def test_resume_input_filter_changed_is_another_sort(case):
+    """A state made with --input-fmt-option filter=flag.read1, rerun with
+    filter=flag.read2: the stored runs hold other records than this run
+    reads, so the state is another sort's, discarded with a line naming
+    the option, and the output is the oracle's for the new filter -- not
+    read1 records from the killed run beside read2 records from the rest."""
+    src, state = case.input("bulk.bam"), os.path.join(case.dir, "state")
+    args = sort_args(case, state, [], SPILL) + [src]
+    kill_when(case, ["--input-fmt-option", "filter=flag.read1"] + args,
+              lambda: runs_stored(state) >= 2, "2 runs stored")
+    read2 = ["--input-fmt-option", "filter=flag.read2"]
+    lines = rerun(case, read2 + args)
+    if not any("not resuming" in line and "'input option filter=flag.read2' differs" in line
+               for line in lines):
+        raise Failure("no line says the state was made with another filter", lines[:3])
+    expect_finished(case, state, "bulk.bam", read2)
