@@ -78,18 +78,32 @@ char *cleanup_mkdtemp(char *tmpl)
     return dir;
 }
 
+/* A file just created (fd, or -1) and registered under the lock taken
+ * before its creation; one that cannot be registered is removed again. */
+static int registered_file(int fd, const char *path)
+{
+    int saved = errno;
+    if (fd >= 0 && add_locked(path, -1) < 0) {
+        close(fd);
+        unlink(path);
+        fd = -1;
+        saved = ENOMEM;
+    }
+    pthread_mutex_unlock(&lock);
+    errno = saved;
+    return fd;
+}
+
 int cleanup_mkstemp(char *tmpl)
 {
     pthread_mutex_lock(&lock);
-    int fd = mkstemp(tmpl);
-    if (fd >= 0 && add_locked(tmpl, -1) < 0) {
-        close(fd);
-        unlink(tmpl);
-        fd = -1;
-        errno = ENOMEM;
-    }
-    pthread_mutex_unlock(&lock);
-    return fd;
+    return registered_file(mkstemp(tmpl), tmpl);
+}
+
+int cleanup_create(const char *path)
+{
+    pthread_mutex_lock(&lock);
+    return registered_file(open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600), path);
 }
 
 void cleanup_forget(const char *path)

@@ -17,6 +17,9 @@ int cleanup_start(void);
  * cleanup_forget() drops a path (once it is removed or committed). */
 char *cleanup_mkdtemp(char *tmpl);
 int cleanup_mkstemp(char *tmpl);
+/* A new file of that very name (O_EXCL, mode 0600, open for reading and
+ * writing), registered likewise; -1 with errno (EEXIST: it is there). */
+int cleanup_create(const char *path);
 void cleanup_forget(const char *path);
 
 /* Defers signal handling while temp data is being set up.  RocksDB's open

@@ -60,51 +60,46 @@ int output_deflate_level(const char *mode, const hts_opt *opts)
     return level;
 }
 
-int output_is_hidden_partial(const output_file *o, const char *path)
+int output_remove_stale_partial(const output_file *o, const char *path)
 {
     if ((o->tmp_path && !strcmp(path, o->tmp_path)) ||
         (o->idx_tmp_path && !strcmp(path, o->idx_tmp_path)))
         return 0;
     const char *base = strrchr(path, '/');
-    struct stat st;
-    return output_hidden_form(base ? base + 1 : path, NULL) && lstat(path, &st) == 0 &&
-           S_ISREG(st.st_mode);
+    return output_hidden_form(base ? base + 1 : path, NULL) && output_stale_remove(path, 1);
 }
 
-/* One try at ".BASE.rocksort.XXXXXX" in dir, created and locked: 0 with
- * its name in *tmp and descriptor in *fd; 1 if a sweeping sort took it
- * first; -1 with the cause in err. */
-static int reserve_one(const char *dir, const char *base, const char *path, char **tmp, int *fd,
-                       errmsg *err)
+/* One try at the hidden name `slot` of base in dir (output_stale.h;
+ * mkstemp's random one for -1), created and locked: 0 with its name in
+ * *tmp and descriptor in *fd; 1 if a live sort holds that slot, or a
+ * sweeping sort took the file first; -1 with the cause in err. */
+static int reserve_one(const char *dir, const char *base, int slot, const char *path,
+                       char **tmp, int *fd, errmsg *err)
 {
-    if (asprintf(tmp, "%s/.%s" OUTPUT_HIDDEN_SUFFIX "XXXXXX", strcmp(dir, "/") ? dir : "",
-                 base) < 0) {
-        *tmp = NULL;
-        return errmsg_set(err, "out of memory");
-    }
-    int made = cleanup_mkstemp(*tmp);
+    if (!(*tmp = output_hidden_name(dir, base, slot))) return errmsg_set(err, "out of memory");
+    int made = slot < 0 ? cleanup_mkstemp(*tmp) : cleanup_create(*tmp);
     if (made >= 0 && output_stale_hold(made, *tmp) == 0) {
         *fd = made;
         return 0;
     }
-    int taken = made >= 0;
-    if (taken) {
+    int busy = made >= 0 || (slot >= 0 && errno == EEXIST);
+    if (made >= 0) {
         close(made);            /* the sort that took it removes it */
         cleanup_forget(*tmp);
-    } else {
+    } else if (!busy) {
         failed(err, "cannot create a file in the directory of", path);
     }
     free(*tmp);
     *tmp = NULL;
-    return taken ? 1 : -1;
+    return busy ? 1 : -1;
 }
 
 /* A fresh, private, locked name beside path, created empty and registered
- * for cleanup, its descriptor in *fd_out; the stale hidden files of path
- * (output_stale.h) go first. */
+ * for cleanup, its descriptor in *fd_out: the lowest free slot, else a
+ * random name; the stale hidden files of path (output_stale.h) go first. */
 static char *reserve_temp_beside(const char *path, int *fd_out, errmsg *err)
 {
-    enum { TRIES = 100 };
+    enum { RANDOM_TRIES = 100 };
     char *dir, *base, *tmp = NULL;
     if (split_beside(path, &dir, &base) < 0) {
         errmsg_set(err, "out of memory");
@@ -112,7 +107,8 @@ static char *reserve_temp_beside(const char *path, int *fd_out, errmsg *err)
     }
     output_stale_sweep(dir, base);
     int r = 1;
-    for (int i = 0; r > 0 && i < TRIES; i++) r = reserve_one(dir, base, path, &tmp, fd_out, err);
+    for (int i = 0; r > 0 && i < OUTPUT_HIDDEN_SLOTS + RANDOM_TRIES; i++)
+        r = reserve_one(dir, base, i < OUTPUT_HIDDEN_SLOTS ? i : -1, path, &tmp, fd_out, err);
     if (r > 0) errmsg_set(err, "cannot keep a hidden file beside '%s': each was taken", path);
     free(dir);
     free(base);
@@ -195,7 +191,11 @@ int output_index_reserve(output_file *o, const char *idx_fn, errmsg *err)
     if (!o->idx_name) { free(path); errmsg_set(err, "out of memory"); return -1; }
     if (kind == TARGET_RENAME) {
         o->idx_final_path = path;
+        /* A slot's name a sweep took under it may be another sort's again
+         * before it is forgotten: no signal removes it meanwhile. */
+        cleanup_hold_signals();
         o->idx_tmp_path = reserve_temp_beside(path, &o->idx_hold_fd, err);
+        cleanup_release_signals();
         if (!o->idx_tmp_path) return -1;
     }
     o->idx_write_path = strdup(o->idx_tmp_path ? o->idx_tmp_path : path);

@@ -73,12 +73,13 @@ int output_commit(output_file *o, errmsg *err);
  * compressed formats); uncompressed SAM counts as 0. */
 int output_deflate_level(const char *mode, const hts_opt *opts);
 
-/* Whether path is a regular file under a hidden name of the form outputs
- * and indexes are written under (".NAME.rocksort.XXXXXX", by the real
- * path of its directory), and not one of o's own: an earlier run that
- * SIGKILL ended left it, and a resumed sort that journaled it removes it,
- * whatever this run's output is. */
-int output_is_hidden_partial(const output_file *o, const char *path);
+/* Removes path if it is a regular file under a hidden name of the form
+ * outputs and indexes are written under (".NAME.rocksort.XXXXXX", by the
+ * real path of its directory), not one of o's own, and no live sort holds
+ * it (output_stale.h): an earlier run that SIGKILL ended left it, and a
+ * resumed sort that journaled it removes it, whatever this run's output
+ * is.  1 if removed. */
+int output_remove_stale_partial(const output_file *o, const char *path);
 void output_abort(output_file *o);
 
 #endif

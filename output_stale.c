@@ -1,13 +1,24 @@
 /* output_stale.c -- see output_stale.h. */
 #include <ctype.h>
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #include "output_stale.h"
+
+char *output_hidden_name(const char *dir, const char *base, int slot)
+{
+    char tail[16] = "XXXXXX", *name;    /* room for any int: -Wformat-truncation */
+    if (slot >= 0) snprintf(tail, sizeof tail, "%0*d", OUTPUT_HIDDEN_RANDOM, slot);
+    if (asprintf(&name, "%s/.%s" OUTPUT_HIDDEN_SUFFIX "%s", strcmp(dir, "/") ? dir : "", base,
+                 tail) < 0)
+        return NULL;
+    return name;
+}
 
 int output_hidden_form(const char *name, const char *base)
 {
@@ -35,29 +46,35 @@ int output_stale_hold(int fd, const char *path)
     return fstat(fd, &held) == 0 && lstat(path, &named) == 0 && same_file(&held, &named) ? 0 : -1;
 }
 
-/* name in the directory dfd, removed if it is a regular file that no one
- * holds, while this process holds it.  Only a
- * regular file is opened: opening a device or a FIFO can act or block. */
-static int remove_unheld(int dfd, const char *name)
+/* Whether the lock on fd is ours: taken, or (dead_if_no_locks) refused
+ * by a file system that has none. */
+static int lock_taken(int fd, int dead_if_no_locks)
+{
+    if (flock(fd, LOCK_EX | LOCK_NB) == 0) return 1;
+    return dead_if_no_locks && errno != EWOULDBLOCK && errno != EINTR;
+}
+
+/* Only a regular file is opened: opening a device or a FIFO can act or
+ * block. */
+int output_stale_remove(const char *path, int dead_if_no_locks)
 {
     struct stat named, held;
-    if (fstatat(dfd, name, &named, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISREG(named.st_mode)) return 0;
+    if (lstat(path, &named) < 0 || !S_ISREG(named.st_mode)) return 0;
     /* Writable: on NFS an exclusive flock() is a POSIX lock, which needs it. */
-    int fd = openat(dfd, name, O_RDWR | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+    int fd = open(path, O_RDWR | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
     if (fd < 0) return 0;
     int removed = fstat(fd, &held) == 0 && same_file(&named, &held) &&
-                  flock(fd, LOCK_EX | LOCK_NB) == 0 &&
-                  fstatat(dfd, name, &named, AT_SYMLINK_NOFOLLOW) == 0 &&
-                  same_file(&named, &held) && unlinkat(dfd, name, 0) == 0;
+                  lock_taken(fd, dead_if_no_locks) && lstat(path, &named) == 0 &&
+                  same_file(&named, &held) && unlink(path) == 0;
     close(fd);
     return removed;
 }
 
 void output_stale_sweep(const char *dir, const char *base)
 {
-    DIR *d = opendir(dir);
-    if (!d) return;
-    for (struct dirent *e; (e = readdir(d)) != NULL;)
-        if (output_hidden_form(e->d_name, base)) remove_unheld(dirfd(d), e->d_name);
-    closedir(d);
+    for (int slot = 0; slot < OUTPUT_HIDDEN_SLOTS; slot++) {
+        char *name = output_hidden_name(dir, base, slot);
+        if (name) output_stale_remove(name, 0);
+        free(name);
+    }
 }

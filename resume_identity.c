@@ -75,6 +75,30 @@ static int describe_path(kstring_t *k, const char *what, const char *name, const
     return put(k, err, "%s %s\n", what, path);
 }
 
+/* Whether hts_opt_apply() passes an input option's value as a string
+ * (val.s), not as a number (val.i). */
+static int string_valued(enum hts_fmt_option opt)
+{
+    switch (opt) {
+    case CRAM_OPT_VERSION: case CRAM_OPT_PREFIX: case HTS_OPT_FILTER: case FASTQ_OPT_AUX:
+    case FASTQ_OPT_BARCODE: case FASTQ_OPT_UMI: case FASTQ_OPT_UMI_REGEX:
+        return 1;
+    default:
+        return 0;
+    }
+}
+
+/* An input option with its value: the key alone (hts_opt's arg) would let
+ * a rerun with another filter expression, or decode_md=1 after 0, take
+ * back records read under the old one. */
+static int describe_input_option(kstring_t *k, const hts_opt *x, errmsg *err)
+{
+    if (x->opt == CRAM_OPT_REFERENCE)
+        return describe_path(k, "input option reference", "reference", x->val.s, err);
+    if (string_valued(x->opt)) return put(k, err, "input option %s=%s\n", x->arg, x->val.s);
+    return put(k, err, "input option %s=%d\n", x->arg, x->val.i);
+}
+
 static int describe_options(const identity_request *rq, kstring_t *k, errmsg *err)
 {
     const sort_spec *s = rq->sort;
@@ -86,10 +110,7 @@ static int describe_options(const identity_request *rq, kstring_t *k, errmsg *er
         return -1;
     for (const hts_opt *x = rq->in_opts; x; x = x->next) {
         if (x->opt == HTS_OPT_NTHREADS || x->opt == HTS_OPT_BLOCK_SIZE) continue;
-        int r = x->opt == CRAM_OPT_REFERENCE
-              ? describe_path(k, "input option reference", "reference", x->val.s, err)
-              : put(k, err, "input option %s\n", x->arg);
-        if (r < 0) return -1;
+        if (describe_input_option(k, x, err) < 0) return -1;
     }
     return 0;
 }

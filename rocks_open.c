@@ -235,7 +235,7 @@ int store_shows_damage(const char *msg)
 
 /* A resumable store, one database: the earlier state taken back, or
  * discarded (a database that does not open, or does not add up) for a
- * fresh one. */
+ * fresh one; kept as it was with o->state_other. */
 static int open_state(rocks_store *st, const store_options *o, errmsg *err)
 {
     enum { DOES_NOT_OPEN = 2 };
@@ -244,10 +244,10 @@ static int open_state(rocks_store *st, const store_options *o, errmsg *err)
     int r = open_database(st, d, &why) < 0 ? DOES_NOT_OPEN : state_restore(st, err);
     if (r == DOES_NOT_OPEN && store_cause_outside(why.msg)) return errmsg_copy(err, &why);
     if (r <= 0) return r;
-    if (r == DOES_NOT_OPEN) {
-        errmsg_prefix(&why, "its database does not open");
-        state_discard(st, why.msg);
-    }
+    if (r == DOES_NOT_OPEN) errmsg_prefix(&why, "its database does not open");
+    if (o->state_other)
+        return state_keep_other(st, o, r == DOES_NOT_OPEN ? why.msg : st->discarded, err);
+    if (r == DOES_NOT_OPEN) state_discard(st, why.msg);
     close_parts(st);
     if (state_wipe(st, o, err) < 0) return -1;
     return open_database(st, d, err);

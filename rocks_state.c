@@ -109,9 +109,22 @@ void state_discard(rocks_store *st, const char *why)
     st->resume.discarded = st->discarded;
 }
 
+int state_keep_other(rocks_store *st, const store_options *o, const char *why, errmsg *err)
+{
+    errmsg_set(err, "%s", why ? why : "it does not add up");   /* why may be st->discarded */
+    free(st->discarded);
+    st->discarded = NULL;
+    st->resume.discarded = NULL;
+    *o->state_other = 1;
+    return -1;
+}
+
 /* Why two identities differ, for the line that discards a state: the name
  * (up to its first space) of their first line that differs, such as
- * "inode" for an input file replaced by a copy. */
+ * "inode" for an input file replaced by a copy; an input option's whole
+ * line ("input option decode_md=0"): its first word would blame the input. */
+#define INPUT_OPTION "input option "
+
 static const char *another_sort(const uint8_t *old, size_t old_len, const char *now,
                                 char *why, size_t size)
 {
@@ -120,7 +133,8 @@ static const char *another_sort(const uint8_t *old, size_t old_len, const char *
     while (at && now[at - 1] != '\n') at--;
     const char *line = at < now_len ? now + at : (const char *)old + at;
     size_t left = at < now_len ? now_len - at : old_len - at, name = 0;
-    while (name < left && line[name] != ' ' && line[name] != '\n') name++;
+    int option = left > strlen(INPUT_OPTION) && !strncmp(line, INPUT_OPTION, strlen(INPUT_OPTION));
+    while (name < left && (option || line[name] != ' ') && line[name] != '\n') name++;
     snprintf(why, size, "it is the state of another sort (the input or an option that orders "
              "the records changed: its '%.*s' differs)", (int)name, line);
     return why;
@@ -163,10 +177,7 @@ int state_prepare(rocks_store *st, const store_options *o, errmsg *err)
     st->n_parts = o->parts < 1 ? 1 : o->parts > STORE_DB_MAX_PARTS ? STORE_DB_MAX_PARTS : o->parts;
     char other[256];
     const char *why = journal_records(st->journal) ? other_sort(st, o, other, sizeof other) : NULL;
-    if (why && o->state_other) {
-        *o->state_other = 1;
-        return errmsg_set(err, "%s", why);
-    }
+    if (why && o->state_other) return state_keep_other(st, o, why, err);
     if (why) state_discard(st, why);
     return why || !journal_records(st->journal) ? state_wipe(st, o, err) : 0;
 }

@@ -70,8 +70,9 @@ typedef struct {
     int *state_discarded;   /* with state_dir, if not NULL: set when store_open() discarded
                                an earlier state, even if it then failed */
     int *state_other;       /* with state_dir, if not NULL: a state of another identity,
-                               version or format is kept as it was, not discarded:
-                               store_open() fails with why in err, and sets it */
+                               version or format, or a damaged one, is kept as it was,
+                               not discarded: store_open() fails with why in err, and
+                               sets it */
 } store_options;
 
 /* Column families of one database, and parts of the whole store. */
@@ -143,7 +144,7 @@ int store_run_put_group(rocks_store *st, const group_span *span, const uint8_t *
  * database, or the last run's file is still there to take in).  Anything
  * else (another identity, a state that does not open or does not add up)
  * is discarded, and the sort starts afresh in the same directory; with
- * state_other, a state of another identity, version or format is not.
+ * state_other, none is.
  * store_resumed() says what happened.  store_keep() journals a blob the
  * caller wants back on resuming, in one of STORE_KEEP_SLOTS slots (the
  * header, the output's hidden name); store_complete() journals

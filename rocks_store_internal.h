@@ -89,12 +89,15 @@ void runs_close(rocks_store *st);
  * err, or 1 when the state must be discarded (why in st->discarded): the
  * caller then closes the database, calls state_wipe() (the database
  * removed, the journal holding only the identity again) and opens it
- * afresh.  state_journal_run() journals a run, before RocksDB takes it in.
+ * afresh; with o->state_other, state_keep_other() fails instead, the
+ * state kept as it was (why in err).  state_journal_run() journals a run,
+ * before RocksDB takes it in.
  * Each returns 0 or -1 with the cause in err unless said otherwise. */
 int state_prepare(rocks_store *st, const store_options *o, errmsg *err);
 int state_restore(rocks_store *st, errmsg *err);
 int state_wipe(rocks_store *st, const store_options *o, errmsg *err);
 void state_discard(rocks_store *st, const char *why);
+int state_keep_other(rocks_store *st, const store_options *o, const char *why, errmsg *err);
 int state_journal_run(rocks_store *st, int part, uint64_t bytes, const void *note,
                       size_t note_len, errmsg *err);
 void state_close(rocks_store *st, int keep);

@@ -42,6 +42,7 @@ typedef struct {
     uint64_t digest_in;         /* --verify's sum of the records read */
     int n_refs;                 /* references a record may name, see open_input() */
     sort_batch *tail;           /* the last, unspilled batch, sorted */
+    bam1_t *first;              /* the input's first record, read ahead (sort_load.h) */
     double t_load, t_settle, t_readout;
     readout_result result;      /* what the readout wrote (range_readout.h) */
     progress *prog;

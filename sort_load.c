@@ -335,6 +335,21 @@ static int ended_by_signal(const sort_job *j)
     return !j->in_file_size && cleanup_signal_within(SIGNAL_GRACE_MS);
 }
 
+int read_first_record(sort_job *j)
+{
+    bam1_t *b = bam_init1();
+    if (!b) return job_fail("out of memory reading '%s'", j->o->in_fn);
+    int r = read_record(j, b);
+    if (r >= 0 && !refs_beyond_header(j, b)) {
+        j->first = b;
+        return 0;
+    }
+    if (r >= 0) report_refs_beyond(j, b);
+    int ret = r >= 0 ? -1 : r == -1 ? 0 : check_read_end(j, b, r);
+    bam_destroy1(b);
+    return ret;
+}
+
 int check_read_end(const sort_job *j, const bam1_t *b, int r)
 {
     errmsg err;
@@ -378,6 +393,8 @@ int load(sort_job *j)
         ret = -1;
         goto done;
     }
+    /* Into an empty batch: its position is never journaled. */
+    if (j->first && take_record(j, &cur, j->first) < 0) { ret = -1; goto done; }
     for (;;) {
         if (j->resume.on) j->resume.pos_before = resume_position(j);
         if ((r = read_record(j, b)) < 0) break;

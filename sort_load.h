@@ -27,6 +27,13 @@ int open_input_unless_empty(sort_job *j);
  * goes through sam_lines.h, which sees where each line ends. */
 int read_record(sort_job *j, bam1_t *b);
 
+/* Reads the input's first record ahead, before anything depends on the
+ * input being readable (a resumed sort's state is discarded for another
+ * input only then, sort_resume.h); load() takes it first.  0 also when the
+ * input ends after its header (load() checks that end); -1 once the read
+ * error is reported. */
+int read_first_record(sort_job *j);
+
 /* read_record()'s last result r, b its record: 0 for an end of file that
  * is also the input's real end (input_check.h), else -1 once the read error
  * or the early end is reported.  A stream must end with a whole line; a

@@ -86,6 +86,7 @@ static void cleanup(sort_job *j, int failed)
     if (failed && (j->out.fp || j->out.tmp_path)) output_abort(&j->out);
     if (j->resume.on) resume_close(j, failed);
     else if (j->store) store_close(j->store, keep_store(j, failed));
+    if (j->first) bam_destroy1(j->first);
     free(j->resume.header_text);
     free(j->resume.identity);
     free(j->resume.no_input);

@@ -260,7 +260,9 @@ static int start_fresh(sort_job *j, const store_resume *r, int file)
 
 /* A run killed by SIGKILL left the output and the index it was writing
  * under hidden names (output_file.h): they go, and this run's names are
- * journaled in their place.  Only a name of the hidden form is removed. */
+ * journaled in their place.  Only a name of the hidden form is removed,
+ * and not while a live sort holds it: a sort of the same -o may have
+ * removed the stale file and made its own under that name since. */
 static int replace_hidden_outputs(sort_job *j, const store_resume *r)
 {
     const int slots[] = { KEPT_OUTPUT, KEPT_INDEX };
@@ -268,7 +270,7 @@ static int replace_hidden_outputs(sort_job *j, const store_resume *r)
     for (size_t i = 0; i < sizeof slots / sizeof *slots; i++) {
         const char *old = (const char *)r->kept[slots[i]];
         char *path = old ? strndup(old, r->kept_len[slots[i]]) : NULL;
-        if (path && output_is_hidden_partial(&j->out, path)) unlink(path);
+        if (path) output_remove_stale_partial(&j->out, path);
         free(path);
         errmsg err;
         if (now[i] && store_keep(j->store, slots[i], now[i], strlen(now[i]), &err) < 0)
@@ -312,6 +314,18 @@ static int identity_without_input(sort_job *j)
     return 0;
 }
 
+/* A state of another input goes once the store opens.  Before that, the
+ * input's first record must read (or the input end after its header): an
+ * input cut after its header, or SAM without its header, keeps DIR. */
+static int readable_before_discarding(sort_job *j)
+{
+    char *stored = NULL;
+    int found = store_state_identity(j->o->resume_dir, &stored);
+    int same = found > 0 && !strcmp(stored, j->resume.identity);
+    free(stored);
+    return found == 0 || same ? 0 : read_first_record(j);
+}
+
 int open_resumable(sort_job *j)
 {
     struct stat st;
@@ -322,6 +336,7 @@ int open_resumable(sort_job *j)
     if ((file ? open_input(j) : open_stream(j)) < 0) return -1;
     if (!(j->resume.identity = identity_of(j, file))) return -1;
     if (!j->in && identity_without_input(j) < 0) return -1;
+    if (j->in && readable_before_discarding(j) < 0) return -1;
     if (open_store(j) < 0) return -1;
     resume_state_opened(j);
     const store_resume *r = store_resumed(j->store);

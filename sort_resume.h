@@ -7,7 +7,8 @@
  * sort's identity (resume_identity.h), takes back what an earlier,
  * interrupted run of the same sort stored, and prints one line saying so,
  * or why a state in DIR was discarded.  The input, a file or a stream, is
- * opened and its header read first: one that cannot be read leaves DIR
+ * opened and its header read first, and before a state of another input
+ * is discarded its first record too: one that cannot be read leaves DIR
  * untouched.
  * - A file is moved to the record after the last stored one: seeked, or
  *   read past (CRAM; and with --verify when the state's digest does not

@@ -52,8 +52,9 @@ def fault_library(case):
 
 
 def rocksort_failing(case, args, op, code, offset, path, stdin=None):
-    """rocksort with op (read, pwrite) on path failing with errno code from
-    the file offset on."""
+    """rocksort with op (read, pwrite; flock, offset 0) on path, or on the
+    files under a directory path, failing with errno code from the file
+    offset on."""
     env = dict(case.session.env, TMPDIR=case.tmp, LD_PRELOAD=fault_library(case),
                ROCKSORT_TEST_FAULT=f"{op}:{code}:{offset}:{os.path.realpath(path)}")
     env["ASAN_OPTIONS"] = env.get("ASAN_OPTIONS", "") + ":verify_asan_link_order=0"

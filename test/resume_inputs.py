@@ -15,6 +15,9 @@ been read and shown to be another one.
 - A readable input of the other kind (the file's bytes as a stream, the
   stream as a file) is another input: afresh, with the oracle's records.
 - No state and no input: one line, and no DIR made.
+- A damaged state given no input is kept as it was; a stream whose header
+  reads but whose first record does not (SAM without its header) is not
+  shown readable, and keeps a file's state too.
 
 Every line on stderr is checked: the last one must say truly what became of
 DIR.  To run only these:  run_tests.py -k resume_input
@@ -176,3 +179,94 @@ def test_resume_input_none_and_no_state(case):
     if os.path.lexists(state):
         raise Failure("a state directory was made for nothing", sorted(os.listdir(state)))
     case.expect_no_temp_left()
+
+
+def test_resume_input_none_keeps_a_damaged_state(case):
+    """A state whose database no longer opens (its MANIFEST gone), rerun
+    with `- < /dev/null`: with no input there is nothing to sort afresh,
+    so the state is kept as it was, byte for byte, and the lines say why
+    it cannot be finished, not that a state of 0 runs is kept for a rerun
+    'with the same input'.  The file then discards it with a line saying
+    why and gives the oracle's records."""
+    src, state = case.input("bulk.bam"), os.path.join(case.dir, "state")
+    args = sort_args(case, state, [], SPILL)
+    kill_when(case, args + [src], lambda: "C" in journal_types(state), "the input stored")
+    db = os.path.join(state, "db")
+    for name in os.listdir(db):
+        if name.startswith("MANIFEST-"):
+            os.remove(os.path.join(db, name))
+    # RocksDB's own log (LOG, LOG.old.*) turns over at each open attempt.
+    before = sorted(n for n in os.listdir(db) if not n.startswith("LOG"))
+    journal = journal_bytes(state)
+    lines = expect_untouched(case, case.rocksort(args + ["-"]), state, journal,
+                             "standard input is empty, and the state .* cannot be finished as "
+                             "it is: its database does not open")
+    if sorted(n for n in os.listdir(db) if not n.startswith("LOG")) != before:
+        raise Failure("the state's database was changed", lines)
+    lines = rerun(case, args + [src])
+    if not any("not resuming" in line and "does not open" in line and "afresh" in line
+               for line in lines):
+        raise Failure("no line says why the damaged state was discarded", lines[:3])
+    expect_finished(case, state, "bulk.bam", [])
+
+
+def test_resume_input_first_record_unreadable_keeps_the_state(case):
+    """A file's state, rerun with a stream whose header reads but whose
+    first record does not: SAM without its header (`samtools view` without
+    -h), and a SAM header followed by a line that is no record.  The stream
+    is another input, but not one shown readable: DIR is kept as it was,
+    byte for byte.  The file then resumes every run."""
+    src, state = case.input("bulk.bam"), os.path.join(case.dir, "state")
+    args = sort_args(case, state, [], SPILL)
+    kill_when(case, args + [src], lambda: runs_stored(state) >= 5, "5 runs stored")
+    expect_kept_with_runs(case, case.rocksort(args + ["-"]), state, 4, "standard input is empty")
+    journal = journal_bytes(state)
+    with open(case.input("bulk.sam"), "rb") as f:
+        lines = f.read().splitlines(keepends=True)
+    header = b"".join(line for line in lines if line.startswith(b"@"))
+    body = b"".join(line for line in lines if not line.startswith(b"@"))
+    for name, data in (("headerless.sam", body), ("bad_first.sam", header + b"not a record\n")):
+        path = os.path.join(case.dir, name)
+        write_bytes(path, data)
+        expect_untouched(case, case.rocksort(args + ["-"], stdin=path), state, journal,
+                         "'-' is truncated or corrupt")
+    runs = runs_stored(state)
+    lines = rerun(case, args + [src])
+    if resumed_runs(lines) != runs:
+        raise Failure(f"the file's rerun did not take back the {runs} runs", lines)
+    expect_finished(case, state, "bulk.bam", [])
+
+
+def test_resume_input_option_dropped_is_named(case):
+    """A state made with --input-fmt-option, rerun without it: the line
+    that keeps the state (no input) or discards it (the file) names the
+    input option that differs, not the input, which did not change."""
+    src, state = case.input("bulk.bam"), os.path.join(case.dir, "state")
+    args = sort_args(case, state, [], SPILL)
+    option = ["--input-fmt-option", "decode_md=0"]
+    kill_when(case, option + args + [src], lambda: "C" in journal_types(state),
+              "the input stored")
+    named = r"its 'input option decode_md=0' differs"
+    expect_untouched(case, case.rocksort(args + ["-"]), state, journal_bytes(state), named)
+    lines = rerun(case, args + [src])
+    if not any(re.search(named, line) and "afresh" in line for line in lines):
+        raise Failure("no line names the input option that differs", lines[:3])
+    expect_finished(case, state, "bulk.bam", [])
+
+
+def test_resume_input_filter_changed_is_another_sort(case):
+    """A state made with --input-fmt-option filter=flag.read1, rerun with
+    filter=flag.read2: the stored runs hold other records than this run
+    reads, so the state is another sort's, discarded with a line naming
+    the option, and the output is the oracle's for the new filter -- not
+    read1 records from the killed run beside read2 records from the rest."""
+    src, state = case.input("bulk.bam"), os.path.join(case.dir, "state")
+    args = sort_args(case, state, [], SPILL) + [src]
+    kill_when(case, ["--input-fmt-option", "filter=flag.read1"] + args,
+              lambda: runs_stored(state) >= 2, "2 runs stored")
+    read2 = ["--input-fmt-option", "filter=flag.read2"]
+    lines = rerun(case, read2 + args)
+    if not any("not resuming" in line and "'input option filter=flag.read2' differs" in line
+               for line in lines):
+        raise Failure("no line says the state was made with another filter", lines[:3])
+    expect_finished(case, state, "bulk.bam", read2)
