@@ -28,7 +28,7 @@
 #include <htslib/thread_pool.h>
 #include "sort_batch.h"
 
-#define TOUCH_AHEAD_SLICE ((size_t)4 << 20)
+#define TOUCH_AHEAD_SLICE ((size_t)2 << 20)   /* a huge page */
 #define TOUCH_AHEAD_SLICES 3
 
 typedef struct {
