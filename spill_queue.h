@@ -16,11 +16,11 @@
  * Given a thread pool (more than two threads: -@ 2 and below sort and
  * write on the spill thread alone, as they always did), the spill thread
  * hands its work to the pool: a batch's sort in parts (batch_sort_parallel()),
- * a compact run's groups in ranges of records (batch_groups.h); the
- * loader's first touch of a batch's memory goes to the pool too
- * (touch_ahead.h, spill_loaded()).  The spill thread keeps only what must be done
- * in order, putting the groups into the run and the run into the store,
- * so runs are still stored one after the other, in input order.
+ * a compact run's groups in ranges of records (batch_groups.h), and it
+ * keeps only what must be done in order, putting the groups into the run
+ * and the run into the store, so runs are still stored one after the
+ * other, in input order.  The loader's first touch of a batch's memory
+ * goes to the pool too (spill_loaded(), touch_ahead.h).
  */
 #ifndef SPILL_QUEUE_H
 #define SPILL_QUEUE_H

@@ -47,7 +47,8 @@ static const char *check_claims(void)
     batch_memory m = batch_claim_ahead(sb, 3 * MIB, MIB);
     if (m.p != arena || m.len != MIB) return "the first claim is not the arena's first MiB";
     m = batch_claim_ahead(sb, 3 * MIB, 4 * MIB);
-    if (m.p != arena + MIB || m.len != 2 * MIB) return "a claim does not go on where the last ended";
+    if (m.p != arena + MIB || m.len != 2 * MIB)
+        return "a claim does not go on where the last ended";
     if (batch_claim_ahead(sb, 3 * MIB, MIB).len) return "memory claimed twice";
     m = batch_claim_ahead(sb, 64 * MIB, 64 * MIB);
     if (m.p != arena + 3 * MIB || m.len != 7 * MIB) return "a claim goes past the arena";
@@ -63,7 +64,8 @@ static const char *check_claims(void)
     batch_clear(sb);
     if (add_record(sb, 1, 8000) != 1) return "a record larger than the batch was refused";
     m = batch_claim_ahead(sb, 64 * MIB, 64 * MIB);
-    if (m.p != arena_of(sb) || m.len < 8000) return "a replaced arena is not claimed from its start";
+    if (m.p != arena_of(sb) || m.len < 8000)
+        return "a replaced arena is not claimed from its start";
     batch_destroy(sb);
     return NULL;
 }
