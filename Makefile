@@ -70,7 +70,7 @@ PYTHON    = .venv/bin/python
 LIB_OBJS = bam_rocksort.o rocksort_usage.o legacy_form.o \
        sort_pipeline.o sort_job.o sort_plan.o sort_load.o spill_queue.o sort_output.o sort_report.o \
        input_check.o sam_lines.o fd_budget.o merge_plan.o run_merge.o bam_sort.o template_key.o minimiser.o \
-       sort_batch.o batch_sort.o record_codec.o rocks_open.o rocks_store.o rocks_merge.o output_file.o \
+       sort_batch.o batch_sort.o touch_ahead.o record_codec.o rocks_open.o rocks_store.o rocks_merge.o output_file.o \
        output_target.o cleanup.o progress.o temp_env.o store_stream.o temp_space.o temp_dirs.o \
        merge_sources.o merge_writer.o readout_plan.o range_readout.o key_ranges.o output_parts.o \
        readout_model.o thread_cpu.o pool_jobs.o batch_groups.o group_codec.o group_feed.o group_writer.o run_index.o rocks_read.o \

@@ -80,6 +80,7 @@ static int grow_arena_for_huge_record(sort_batch *sb, size_t need)
     free(sb->arena);
     sb->arena = a;
     sb->cap = need;
+    sb->claimed = 0;
     return 0;
 }
 
@@ -155,19 +156,24 @@ int batch_add(sort_batch *sb, const sort_spec *spec, bam1_t *b, uint64_t seq, er
     return 1;
 }
 
-batch_memory batch_memory_of(const sort_batch *sb)
+batch_memory batch_claim_ahead(sort_batch *sb, size_t upto, size_t most)
 {
-    return (batch_memory){ sb->arena, sb->cap };
+    size_t from = sb->claimed, to = upto < sb->cap ? upto : sb->cap;
+    if (to <= from) return (batch_memory){ NULL, 0 };
+    if (to - from > most) to = from + most;
+    sb->claimed = to;
+    return (batch_memory){ sb->arena + from, to - from };
 }
 
-void batch_prefault(batch_memory m, int i, int n)
+void batch_prefault(batch_memory m)
 {
 #ifdef MADV_POPULATE_WRITE
-    size_t page = 4096, per = (m.len / (size_t)n + page - 1) / page * page;
-    size_t lo = per * (size_t)i, hi = lo + per < m.len ? lo + per : m.len;
-    if (lo < hi) madvise(m.p + lo, hi - lo, MADV_POPULATE_WRITE);
+    /* madvise() takes whole pages: the partial ones at the ends are left. */
+    uintptr_t page = 4096, lo = ((uintptr_t)m.p + page - 1) & ~(page - 1);
+    uintptr_t hi = ((uintptr_t)m.p + m.len) & ~(page - 1);
+    if (lo < hi) madvise((void *)lo, hi - lo, MADV_POPULATE_WRITE);
 #else
-    (void)m, (void)i, (void)n;
+    (void)m;
 #endif
 }
 

@@ -37,6 +37,7 @@ typedef struct {
 struct sort_batch {
     uint8_t *arena;
     size_t used, cap;
+    size_t claimed; /* arena bytes batch_claim_ahead() has handed out */
     batch_entry *ent, *tmp;
     size_t n, m;
     size_t skip;    /* the inline keys start after this many key bytes */

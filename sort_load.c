@@ -133,12 +133,11 @@ int open_input(sort_job *j)
     return empty < 0 ? -1 : read_header(j);
 }
 
-static int start_spiller(sort_job *j, sort_batch *first)
+static int start_spiller(sort_job *j)
 {
     size_t cap = plan_batch_bytes(j->o);
     spill_setup s = { .store = j->store, .prog = j->prog, .batch_cap = cap,
-                      .pool = spill_pooled(j) ? j->pool.pool : NULL, .threads = j->o->threads,
-                      .loading = first };
+                      .pool = spill_pooled(j) ? j->pool.pool : NULL, .threads = j->o->threads };
     int r = spill_start(&j->q, &s);
     if (r == SPILL_NO_MEMORY)
         job_fail("out of memory for a %zu-byte sort batch (lower -m)", cap);
@@ -164,6 +163,7 @@ static sort_batch *hand_over(sort_job *j, sort_batch *full)
     if (j->resume.on) resume_note_now(j, &note);
     sort_batch *next = note.failed ? NULL : spill_swap(&j->q, full, &note);
     if (note.failed) {
+        spill_input_ended(&j->q);   /* no pool job touches full any more */
         batch_destroy(full);
         job_fail("out of memory reading '%s'", j->o->in_fn);
     }
@@ -310,6 +310,7 @@ static int take_record(sort_job *j, sort_batch **cur, bam1_t *b)
         if (!(*cur = hand_over(j, *cur))) return j->q.failed ? spill_error(j) : -1;
     }
     if (added < 0) return job_fail("'%s': %s", j->o->in_fn, err.msg);
+    spill_loaded(&j->q, *cur);
     j->resume.stream_hash = hash;
     j->records_in++;
     j->bytes_in += (uint64_t)b->l_data + BAM_FIXED_BYTES;
@@ -389,7 +390,7 @@ int load(sort_job *j)
         ret = -1;
         goto done;
     }
-    if (start_spiller(j, cur) < 0) {
+    if (start_spiller(j) < 0) {
         ret = -1;
         goto done;
     }
