@@ -17,6 +17,7 @@
 #include <string.h>
 #include <htslib/thread_pool.h>
 #include "sort_batch_internal.h"
+#include "batch_keys.h"
 #include "pool_jobs.h"
 #include "unit_report.h"
 
@@ -224,21 +225,11 @@ static void shuffle_keys(void)
 
 /* A key of the test's making, added as batch_add() adds a record's:
  * 1 if added, 0 if the batch is full, -1 when out of memory. */
-static int add_key(sort_batch *sb, const uint8_t *key, size_t key_len, const uint8_t *val,
-                   size_t val_len)
-{
-    int room = batch_make_room(sb, packed_record_size(key_len, val_len));
-    if (room <= 0) return room;
-    packed_put(sb->arena + sb->used, key, key_len, val, val_len);
-    batch_enter_record(sb);
-    return 1;
-}
-
 static int fill(sort_batch *sb)
 {
     for (size_t i = 0; i < n_keys; i++) {
         uint64_t index = i;
-        if (add_key(sb, keys[i].bytes, keys[i].len, (const uint8_t *)&index, sizeof index) != 1)
+        if (test_batch_add_key(sb, keys[i].bytes, keys[i].len, (const uint8_t *)&index, sizeof index) != 1)
             return -1;
     }
     return 0;
@@ -317,7 +308,7 @@ static void run_case(sort_batch *sb, const char *name, void (*shape)(void), cons
     for (size_t i = 0; i < n_keys; i++) want[i] = &keys[i];
     qsort(want, n_keys, sizeof *want, by_key);
     batch_clear(sb);
-    const char *problem = fill(sb) < 0 ? "add_key failed" : NULL;
+    const char *problem = fill(sb) < 0 ? "test_batch_add_key failed" : NULL;
     if (!problem) {
         sort_by(sb, how);
         problem = check_order(sb, want);

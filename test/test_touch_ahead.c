@@ -13,7 +13,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 #include <htslib/thread_pool.h>
-#include "sort_batch.h"
+#include "batch_keys.h"
 #include "touch_ahead.h"
 #include "unit_report.h"
 
@@ -28,7 +28,7 @@ static int add_record(sort_batch *sb, uint32_t i, size_t val_len)
     uint8_t key[8] = { 0 };
     memcpy(key, &i, sizeof i);
     memset(val, (int)(i & 0xff), val_len);
-    return batch_add_key(sb, key, sizeof key, val, val_len);
+    return test_batch_add_key(sb, key, sizeof key, val, val_len);
 }
 
 /* The arena's start: the first record, before any sort. */
