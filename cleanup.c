@@ -180,12 +180,26 @@ void cleanup_remove_path(const char *path)
     if (known.dir_fd >= 0) close(known.dir_fd);
 }
 
+/* The fatal signals that were not ignored when the process started: a
+ * signal ignored then (SIGHUP under nohup, SIGINT in a script's background
+ * job) stays ignored, as it does for samtools.  Set once, before the signal
+ * thread starts. */
+static sigset_t fatal_set;
+
 static void fill_fatal_set(sigset_t *set)
 {
-    sigemptyset(set);
-    sigaddset(set, SIGINT);
-    sigaddset(set, SIGTERM);
-    sigaddset(set, SIGHUP);
+    *set = fatal_set;
+}
+
+static void choose_fatal_signals(void)
+{
+    static const int fatal[] = { SIGINT, SIGTERM, SIGHUP };
+    sigemptyset(&fatal_set);
+    for (size_t i = 0; i < sizeof fatal / sizeof *fatal; i++) {
+        struct sigaction now;
+        if (sigaction(fatal[i], NULL, &now) == 0 && now.sa_handler == SIG_IGN) continue;
+        sigaddset(&fatal_set, fatal[i]);
+    }
 }
 
 void cleanup_hold_signals(void) { pthread_mutex_lock(&setup); }
@@ -302,6 +316,7 @@ void cleanup_on_signal(void (*say)(int sig))
 int cleanup_start(void)
 {
     sigset_t set;
+    choose_fatal_signals();
     fill_fatal_set(&set);
     signal(SIGPIPE, SIG_IGN);
     if (pthread_sigmask(SIG_BLOCK, &set, NULL) != 0) return -1;

@@ -1,8 +1,9 @@
 /* cleanup.h -- temporary paths removed on exit and on fatal signals.
  *
  * Contract: cleanup_start() must run before any other thread is created: it
- * blocks SIGINT, SIGTERM and SIGHUP in every thread and starts one thread
- * that waits for them.  When one arrives, that thread removes every
+ * blocks SIGINT, SIGTERM and SIGHUP in every thread (those not ignored at
+ * the start: under nohup, SIGHUP stays ignored) and starts one thread that
+ * waits for them.  When one arrives, that thread removes every
  * registered path (a file, or a directory and the files in it) and ends the
  * process with status 128 + signal.  SIGPIPE is ignored, so a closed stdout
  * shows up as a write error that the normal error path handles.
