@@ -11,6 +11,8 @@
 #ifndef CLEANUP_H
 #define CLEANUP_H
 
+#include <stddef.h>
+
 int cleanup_start(void);
 
 /* mkdtemp() and mkstemp() whose result is registered for removal in the
@@ -55,10 +57,22 @@ int cleanup_signal_arrived(void);
 int cleanup_signal_within(int ms);
 void cleanup_await_signal(void);
 
-/* Removes a file, or a directory with the plain files in it.  A directory
+/* Removes a file, or a directory with the files in it.  A directory
  * made by cleanup_mkdtemp() and not yet forgotten is held open, and goes
  * even if it (or a directory above it) was renamed. */
 void cleanup_remove_path(const char *path);
+
+/* Removes the directory open as dir_fd, named path when it was opened,
+ * with its plain files and directories of plain files, from wherever it is
+ * now (it, or a directory above it, may have been renamed). */
+void cleanup_remove_dir_at(int dir_fd, const char *path);
+
+/* 1 with the path now of the directory open as dir_fd in now (read from
+ * /proc) when path no longer names it (it, or a directory above it, was
+ * renamed); else 0.  cleanup_registered_moved() says it of a directory made
+ * by cleanup_mkdtemp() and not yet forgotten. */
+int cleanup_dir_moved(int dir_fd, const char *path, char *now, size_t size);
+int cleanup_registered_moved(const char *path, char *now, size_t size);
 
 /* For a fatal error that cannot return (an exception RocksDB does not
  * catch): removes every registered path now, as a signal would, and has

@@ -90,6 +90,12 @@ class Background:
         return self.proc.poll() is None
 
 
+def process_state(pid):
+    """The state letter of /proc/PID/stat: "T" once stopped."""
+    with open(f"/proc/{pid}/stat") as f:
+        return f.read().rsplit(")", 1)[1].split()[0]
+
+
 def wait_until(condition, what, background=None):
     """Polls condition() for up to WAIT seconds; fails if rocksort ends
     first or time runs out."""

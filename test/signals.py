@@ -17,7 +17,8 @@ import subprocess
 import termios
 import time
 
-from background import WAIT, Background, has_sorted_run, listing, store_dirs, wait_until
+from background import (WAIT, Background, has_sorted_run, listing, process_state, store_dirs,
+                        wait_until)
 from harness import SPILL, Failure, tail
 
 
@@ -190,11 +191,6 @@ def test_signal_any_moment_all_or_nothing(case):
 
 def threads_of(pid):
     return [int(t) for t in os.listdir(f"/proc/{pid}/task")]
-
-
-def process_state(pid):
-    with open(f"/proc/{pid}/stat") as f:
-        return f.read().rsplit(")", 1)[1].split()[0]
 
 
 def test_signal_term_with_its_writer_on_a_cut_line(case):
