@@ -149,7 +149,8 @@ static int held_name(int parent, const struct stat *held, const char *path, char
     }
     int found = -1;
     for (struct dirent *e; found < 0 && (e = readdir(d)) != NULL;)
-        if (e->d_ino == held->st_ino && fstatat(parent, e->d_name, &named, AT_SYMLINK_NOFOLLOW) == 0
+        if ((e->d_type == DT_DIR || e->d_type == DT_UNKNOWN)
+            && fstatat(parent, e->d_name, &named, AT_SYMLINK_NOFOLLOW) == 0
             && held->st_dev == named.st_dev && held->st_ino == named.st_ino) {
             snprintf(name, size, "%s", e->d_name);
             found = 0;
