@@ -471,11 +471,11 @@ def test_fault_pipe_closed_threads_sam(case):
         raise Failure("the message does not say 'Broken pipe'", [line])
 
 
-def temp_dir_renamed_while_loading(case, then, stopped=False):
+def temp_dir_renamed_while_loading(case, then, stopped=False, rename=None):
     """-T DIR (a directory) renamed once the load has written a run into
-    it; then(bg) goes on from there (stopped: rocksort is stopped across the
-    rename and then(), and continued after).  -> (exit status, stderr, the
-    renamed DIR, the existing output)"""
+    it, or what rename(DIR) renames; then(bg) goes on from there (stopped:
+    rocksort is stopped across the rename and then(), and continued after).
+    -> (exit status, stderr, the renamed DIR, the existing output)"""
     temp, moved = os.path.join(case.dir, "T"), os.path.join(case.dir, "T.moved")
     os.mkdir(temp)
     with open(case.input("bulk.sam"), "rb") as f:
@@ -488,13 +488,21 @@ def temp_dir_renamed_while_loading(case, then, stopped=False):
         if stopped:
             bg.proc.send_signal(signal.SIGSTOP)
             wait_until(lambda: process_state(bg.proc.pid) == "T", "rocksort stopped", bg)
-        os.rename(temp, moved)
+        if rename:
+            moved = rename(temp)
+        else:
+            os.rename(temp, moved)
         then(bg, data[len(data) // 3:])
         if stopped:
             bg.proc.send_signal(signal.SIGCONT)
         status = bg.wait()
         stderr = bg.stderr()
     return status, stderr, moved, out
+
+
+def feed_the_rest(bg, data):
+    bg.feed(data)
+    bg.end_input()
 
 
 def expect_renamed_dir_emptied(moved):
@@ -506,10 +514,7 @@ def expect_renamed_dir_emptied(moved):
 def test_fault_temp_dir_renamed_while_loading(case):
     """The next run cannot be written: one line with the cause, exit 1,
     and the temporary database removed from where the directory went."""
-    def rest(bg, data):
-        bg.feed(data)
-        bg.end_input()
-    status, stderr, moved, out = temp_dir_renamed_while_loading(case, rest)
+    status, stderr, moved, out = temp_dir_renamed_while_loading(case, feed_the_rest)
     expect_refused(case, subprocess.CompletedProcess([], status, b"", stderr), "T/",
                    "No such file or directory", out)
     expect_renamed_dir_emptied(moved)
@@ -601,20 +606,11 @@ def test_fault_keep_temp_dir_renamed_in_the_readout(case):
 
 def test_fault_temp_database_dir_renamed(case):
     """rocksort's own directory under -T renamed (not -T): still removed."""
-    temp = os.path.join(case.dir, "T")
-    os.mkdir(temp)
-    with open(case.input("bulk.sam"), "rb") as f:
-        data = f.read()
-    out = guard_output(case)
-    with Background(case, [*SPILL, "-T", temp, "-o", out, "-"], stdin=True) as bg:
-        bg.feed(data[:len(data) // 3])
-        wait_until(lambda: any(n.endswith(".sst") for d in listing(temp)
-                               for n in listing(os.path.join(temp, d))), "a run written", bg)
-        db = listing(temp)[0]
-        os.rename(os.path.join(temp, db), os.path.join(temp, "renamed"))
-        bg.feed(data[len(data) // 3:])
-        bg.end_input()
-        status = bg.wait()
+    def rename_database(temp):
+        os.rename(os.path.join(temp, listing(temp)[0]), os.path.join(temp, "renamed"))
+        return temp
+    status, stderr, temp, out = temp_dir_renamed_while_loading(case, feed_the_rest,
+                                                               rename=rename_database)
     if status != 1 or listing(temp):
         raise Failure(f"exit status {status} (expected 1); left in -T", listing(temp))
 
