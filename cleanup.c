@@ -2,6 +2,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
@@ -119,8 +120,9 @@ void cleanup_forget(const char *path)
     pthread_mutex_unlock(&lock);
 }
 
-/* Unlinks the entries of the directory open as dir_fd (plain files). */
-static void remove_dir_entries(int dir_fd)
+/* Unlinks the entries of the directory open as dir_fd: plain files, and
+ * directories of plain files (a --resume state's database) when depth > 0. */
+static void remove_dir_entries(int dir_fd, int depth)
 {
     int fd = openat(dir_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
@@ -129,25 +131,58 @@ static void remove_dir_entries(int dir_fd)
         return;
     }
     struct dirent *e;
-    while ((e = readdir(d)) != NULL)
-        if (strcmp(e->d_name, ".") && strcmp(e->d_name, ".."))
-            unlinkat(dir_fd, e->d_name, 0);
+    while ((e = readdir(d)) != NULL) {
+        if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")) continue;
+        if (unlinkat(dir_fd, e->d_name, 0) == 0 || errno != EISDIR || depth <= 0) continue;
+        int sub = openat(dir_fd, e->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (sub < 0) continue;
+        remove_dir_entries(sub, depth - 1);
+        close(sub);
+        unlinkat(dir_fd, e->d_name, AT_REMOVEDIR);
+    }
     closedir(d);
 }
 
-/* Removes the directory open as dir_fd, whose name is the last part of
- * path, from the directory it is in now: 0, or -1 while it is not empty. */
-static int rmdir_held(int dir_fd, const char *path)
+/* The name under which parent holds the directory held: path's last part,
+ * or, if that is another (the directory, or a symbolic link to it, was
+ * renamed), the entry with its inode.  Returns 0 with the name in name. */
+static int held_name(int parent, const struct stat *held, const char *path, char *name,
+                     size_t size)
 {
     const char *slash = strrchr(path, '/');
-    const char *name = slash ? slash + 1 : path;
+    snprintf(name, size, "%s", slash ? slash + 1 : path);
+    struct stat named;
+    if (fstatat(parent, name, &named, AT_SYMLINK_NOFOLLOW) == 0
+        && held->st_dev == named.st_dev && held->st_ino == named.st_ino)
+        return 0;
+    int fd = openat(parent, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+    if (!d) {
+        if (fd >= 0) close(fd);
+        return -1;
+    }
+    int found = -1;
+    for (struct dirent *e; found < 0 && (e = readdir(d)) != NULL;)
+        if ((e->d_type == DT_DIR || e->d_type == DT_UNKNOWN)
+            && fstatat(parent, e->d_name, &named, AT_SYMLINK_NOFOLLOW) == 0
+            && held->st_dev == named.st_dev && held->st_ino == named.st_ino) {
+            snprintf(name, size, "%s", e->d_name);
+            found = 0;
+        }
+    closedir(d);
+    return found;
+}
+
+/* Removes the directory open as dir_fd, once named path, from the
+ * directory it is in now: 0, or -1 while it is not empty. */
+static int rmdir_held(int dir_fd, const char *path)
+{
     int parent = openat(dir_fd, "..", O_PATH | O_DIRECTORY | O_CLOEXEC);
     if (parent < 0) return 0;
-    struct stat held, named;
-    int same = fstat(dir_fd, &held) == 0
-            && fstatat(parent, name, &named, AT_SYMLINK_NOFOLLOW) == 0
-            && held.st_dev == named.st_dev && held.st_ino == named.st_ino;
-    int r = same ? unlinkat(parent, name, AT_REMOVEDIR) : 0;
+    struct stat held;
+    char name[NAME_MAX + 1];
+    int r = fstat(dir_fd, &held) == 0 && held_name(parent, &held, path, name, sizeof name) == 0
+          ? unlinkat(parent, name, AT_REMOVEDIR) : 0;
     close(parent);
     return r == 0 || (errno != ENOTEMPTY && errno != EEXIST) ? 0 : -1;
 }
@@ -160,7 +195,7 @@ static void remove_dir(const char *path, int dir_fd)
     for (int attempt = 0; attempt < REMOVE_ATTEMPTS; attempt++) {
         int fd = dir_fd >= 0 ? dir_fd : open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
         if (fd < 0) return;
-        remove_dir_entries(fd);
+        remove_dir_entries(fd, 1);
         int r = dir_fd >= 0 ? rmdir_held(fd, path) : rmdir(path);
         if (fd != dir_fd) close(fd);
         if (r == 0) return;
@@ -180,26 +215,74 @@ static void remove_registered(const registered *p)
     else unlink(p->path);
 }
 
+int cleanup_dir_moved(int dir_fd, const char *path, char *now, size_t size)
+{
+    struct stat held, named;
+    if (dir_fd < 0 || size < 2 || fstat(dir_fd, &held) < 0) return 0;
+    if (stat(path, &named) == 0 && held.st_dev == named.st_dev && held.st_ino == named.st_ino)
+        return 0;
+    char link[64];
+    snprintf(link, sizeof link, "/proc/self/fd/%d", dir_fd);
+    ssize_t n = readlink(link, now, size - 1);
+    if (n <= 0) return 0;
+    now[n] = '\0';
+    return 1;
+}
+
+/* The registered directory's descriptor, duplicated, or -1. */
+static int held_fd_of(const char *path)
+{
+    int fd = -1;
+    pthread_mutex_lock(&lock);
+    for (size_t i = 0; fd < 0 && i < n_paths; i++)
+        if (paths[i].path && paths[i].dir_fd >= 0 && !strcmp(paths[i].path, path))
+            fd = fcntl(paths[i].dir_fd, F_DUPFD_CLOEXEC, 0);
+    pthread_mutex_unlock(&lock);
+    return fd;
+}
+
+int cleanup_registered_moved(const char *path, char *now, size_t size)
+{
+    int fd = held_fd_of(path);
+    int moved = cleanup_dir_moved(fd, path, now, size);
+    if (fd >= 0) close(fd);
+    return moved;
+}
+
+void cleanup_remove_dir_at(int dir_fd, const char *path)
+{
+    remove_dir(path, dir_fd);
+}
+
 /* A registered directory is removed through a descriptor of its own: the
  * signal thread may remove it meanwhile, and its owner forget it. */
 void cleanup_remove_path(const char *path)
 {
-    registered known = { (char *)path, -1 };
-    pthread_mutex_lock(&lock);
-    for (size_t i = 0; i < n_paths; i++)
-        if (paths[i].path && paths[i].dir_fd >= 0 && !strcmp(paths[i].path, path))
-            known.dir_fd = fcntl(paths[i].dir_fd, F_DUPFD_CLOEXEC, 0);
-    pthread_mutex_unlock(&lock);
+    registered known = { (char *)path, held_fd_of(path) };
     remove_registered(&known);
     if (known.dir_fd >= 0) close(known.dir_fd);
 }
 
+/* The fatal signals that were not ignored when the process started: a
+ * signal ignored then (SIGHUP under nohup, SIGINT in a script's background
+ * job) stays ignored, as it does for samtools.  Set once, before the signal
+ * thread starts. */
+static sigset_t fatal_set;
+
 static void fill_fatal_set(sigset_t *set)
 {
-    sigemptyset(set);
-    sigaddset(set, SIGINT);
-    sigaddset(set, SIGTERM);
-    sigaddset(set, SIGHUP);
+    *set = fatal_set;
+}
+
+static void choose_fatal_signals(void)
+{
+    static const int fatal[] = { SIGINT, SIGTERM, SIGHUP };
+    sigemptyset(&fatal_set);
+    for (size_t i = 0; i < sizeof fatal / sizeof *fatal; i++) {
+        struct sigaction now;
+        if (sigaction(fatal[i], NULL, &now) == 0 && now.sa_handler == SIG_IGN) continue;
+        sigaddset(&fatal_set, fatal[i]);
+    }
 }
 
 void cleanup_hold_signals(void) { pthread_mutex_lock(&setup); }
@@ -316,6 +399,7 @@ void cleanup_on_signal(void (*say)(int sig))
 int cleanup_start(void)
 {
     sigset_t set;
+    choose_fatal_signals();
     fill_fatal_set(&set);
     signal(SIGPIPE, SIG_IGN);
     if (pthread_sigmask(SIG_BLOCK, &set, NULL) != 0) return -1;

@@ -1,14 +1,17 @@
 /* cleanup.h -- temporary paths removed on exit and on fatal signals.
  *
  * Contract: cleanup_start() must run before any other thread is created: it
- * blocks SIGINT, SIGTERM and SIGHUP in every thread and starts one thread
- * that waits for them.  When one arrives, that thread removes every
+ * blocks SIGINT, SIGTERM and SIGHUP in every thread (those not ignored at
+ * the start: under nohup, SIGHUP stays ignored) and starts one thread that
+ * waits for them.  When one arrives, that thread removes every
  * registered path (a file, or a directory and the files in it) and ends the
  * process with status 128 + signal.  SIGPIPE is ignored, so a closed stdout
  * shows up as a write error that the normal error path handles.
  */
 #ifndef CLEANUP_H
 #define CLEANUP_H
+
+#include <stddef.h>
 
 int cleanup_start(void);
 
@@ -57,10 +60,22 @@ int cleanup_signal_arrived(void);
 int cleanup_signal_within(int ms);
 void cleanup_await_signal(void);
 
-/* Removes a file, or a directory with the plain files in it.  A directory
+/* Removes a file, or a directory with the files in it.  A directory
  * made by cleanup_mkdtemp() and not yet forgotten is held open, and goes
  * even if it (or a directory above it) was renamed. */
 void cleanup_remove_path(const char *path);
+
+/* Removes the directory open as dir_fd, named path when it was opened,
+ * with its plain files and directories of plain files, from wherever it is
+ * now (it, or a directory above it, may have been renamed). */
+void cleanup_remove_dir_at(int dir_fd, const char *path);
+
+/* 1 with the path now of the directory open as dir_fd in now (read from
+ * /proc) when path no longer names it (it, or a directory above it, was
+ * renamed); else 0.  cleanup_registered_moved() says it of a directory made
+ * by cleanup_mkdtemp() and not yet forgotten. */
+int cleanup_dir_moved(int dir_fd, const char *path, char *now, size_t size);
+int cleanup_registered_moved(const char *path, char *now, size_t size);
 
 /* For a fatal error that cannot return (an exception RocksDB does not
  * catch): removes every registered path now, as a signal would, and has

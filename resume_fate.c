@@ -43,7 +43,8 @@ static void note_signal(int sig)
     const sort_job *j = signalled_job;
     rocks_store *st = opened_store;
     char real[PATH_MAX];
-    const char *dir = j->resume.dir_shown || !realpath(j->o->resume_dir, real)
+    const char *dir = store_state_moved(st, real, sizeof real) ? real
+                    : j->resume.dir_shown || !realpath(j->o->resume_dir, real)
                     ? resume_dir_shown(j) : real;
     if (sig)
         fprintf(stderr, "samtools rocksort: interrupted by signal %d (%s); ", sig, strsignal(sig));
@@ -135,7 +136,8 @@ void resume_close(sort_job *j, int failed)
         return;
     }
     int keep = failed && !j->resume.state_wrong;
-    const char *dir = resume_dir_shown(j);
+    char now[PATH_MAX];
+    const char *dir = store_state_moved(j->store, now, sizeof now) ? now : resume_dir_shown(j);
     cleanup_hold_signals();
     runs_at_close = store_runs_ingested(j->store);
     fate = keep ? STATE_KEPT : STATE_REMOVED;

@@ -310,6 +310,7 @@ rocks_store *store_open(const store_options *o, errmsg *err)
         return NULL;
     }
     for (int i = 0; i < STORE_MAX_DIRS; i++) st->dbs[i].bytes_counter = -1;
+    st->state_fd = -1;
     cleanup_hold_signals();
     int ok = (o->state_dir ? state_prepare(st, o, err) : make_dirs(st, o, err)) == 0;
     if (ok) ok = set_up(st, o, err) == 0;

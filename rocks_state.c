@@ -13,6 +13,7 @@
  */
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -162,6 +163,8 @@ int state_prepare(rocks_store *st, const store_options *o, errmsg *err)
 {
     if (!(st->state_dir = strdup(o->state_dir))) return errmsg_set(err, "out of memory");
     if (check_dir(st->state_dir, err) < 0) return -1;
+    /* Without a descriptor to spare, it is removed by its path. */
+    st->state_fd = open(st->state_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     char *path = state_join(st->state_dir, STATE_JOURNAL_NAME);
     st->dbs[0].dir = state_join(st->state_dir, STATE_DB_NAME);
     st->dbs[0].weight = 1;
@@ -410,22 +413,33 @@ int state_restore(rocks_store *st, errmsg *err)
 
 /* DIR goes, and so does the directory DIR names when it is a symbolic
  * link: removing the link alone would leave the journal behind.  That
- * directory held nothing but the state (state_dir.h). */
-static void remove_state_dir(const char *dir)
+ * directory held nothing but the state (state_dir.h).  It is removed
+ * through its descriptor, wherever it was renamed to meanwhile, and the
+ * link only if it still named it. */
+static void remove_state_dir(rocks_store *st)
 {
-    char real[PATH_MAX];
-    if (realpath(dir, real)) cleanup_remove_path(real);
-    cleanup_remove_path(dir);
+    const char *dir = st->state_dir;
+    struct stat held, named;
+    if (st->state_fd < 0) {
+        char real[PATH_MAX];
+        cleanup_remove_path(st->dbs[0].dir);
+        if (realpath(dir, real)) cleanup_remove_path(real);
+        cleanup_remove_path(dir);
+        return;
+    }
+    int here = fstat(st->state_fd, &held) == 0 && stat(dir, &named) == 0
+            && held.st_dev == named.st_dev && held.st_ino == named.st_ino;
+    cleanup_remove_dir_at(st->state_fd, dir);
+    if (here && lstat(dir, &named) == 0 && S_ISLNK(named.st_mode)) unlink(dir);
 }
 
 void state_close(rocks_store *st, int keep)
 {
     journal_close(st->journal);
     st->journal = NULL;
-    if (!keep && st->state_owned) {
-        cleanup_remove_path(st->dbs[0].dir);
-        remove_state_dir(st->state_dir);
-    }
+    if (!keep && st->state_owned) remove_state_dir(st);
+    if (st->state_fd >= 0) close(st->state_fd);
+    st->state_fd = -1;
     free(st->state_dir);
     free(st->discarded);
     free(st->note_blob);
@@ -434,6 +448,11 @@ void state_close(rocks_store *st, int keep)
 
 const store_resume *store_resumed(const rocks_store *st) { return &st->resume; }
 int store_state_unlocked(const rocks_store *st) { return st->journal ? journal_unlocked(st->journal) : 0; }
+
+int store_state_moved(const rocks_store *st, char *now, size_t size)
+{
+    return st && cleanup_dir_moved(st->state_fd, st->state_dir, now, size);
+}
 
 /* A record of a type, a slot (REC_KEEP only) and a blob. */
 static int append_blob(rocks_store *st, uint64_t type, int slot, const void *blob, size_t len,

@@ -166,6 +166,9 @@ const store_resume *store_resumed(const rocks_store *st);
 /* 0, or the errno of the lock on the state that its file system refused
  * (run_journal.h): the state is then used unlocked. */
 int store_state_unlocked(const rocks_store *st);
+/* 1 with the state directory's path now in now (from /proc) when it is no
+ * longer at the path given (renamed, or a directory above it), else 0. */
+int store_state_moved(const rocks_store *st, char *now, size_t size);
 /* Whether a directory could hold a state: missing, or a state's (0), or
  * the user's (-1, with a cause for refusing it in err).  Creates nothing. */
 int store_state_dir_usable(const char *dir, errmsg *err);

@@ -64,6 +64,7 @@ struct rocks_store {
     /* A resumable store (rocks_state.c). */
     char *state_dir;            /* NULL: a temporary directory */
     int state_owned;            /* the directory is ours to remove */
+    int state_fd;               /* the directory, held open to remove it wherever it goes; -1 */
     run_journal *journal;
     store_resume resume;
     char *discarded;            /* resume.discarded's text */

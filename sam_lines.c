@@ -1,4 +1,5 @@
 /* sam_lines.c -- see sam_lines.h. */
+#include <string.h>
 #include <htslib/hfile.h>
 #include "sam_lines.h"
 
@@ -44,6 +45,24 @@ int sam_lines_read(samFile *in, sam_hdr_t *h, bam1_t *b, sam_lines *t)
 int sam_lines_cut(const sam_lines *t)
 {
     return t->read_any && !t->newline;
+}
+
+/* htslib builds the header's text from its lines, each given one "\n"
+ * (hts_getline() stripped it, and a "\r" before it), a bare "@CO" given a
+ * tab, and @SQ lines from a .fai if it has none.  Without a bare @CO or a
+ * .fai, the bytes read are the text's length, or one less when the last
+ * line has no newline, plus one per "\r\n": one less is always a cut. */
+int sam_lines_header_cut(samFile *in, sam_hdr_t *h)
+{
+    unsigned char next;
+    if (in->format.compression != no_compression || in->line.l || in->fn_aux
+        || hpeek(in->fp.hfile, &next, 1) != 0)
+        return 0;                   /* not plain SAM, or it goes on past its header */
+    size_t len = sam_hdr_length(h);
+    const char *text = sam_hdr_str(h);
+    if (!text || len == SIZE_MAX || strlen(text) != len || strstr(text, "@CO\t\n"))
+        return 0;
+    return htell(in->fp.hfile) + 1 == (off_t)len;
 }
 
 /* The source's options, but not the threads. */

@@ -12,6 +12,11 @@
  * failed is t->line, counted as htslib counts it (header lines included),
  * if the input was read from its start.
  *
+ * sam_lines_header_cut(), right after sam_hdr_read(), says that plain SAM
+ * ended inside its header and the header's last line has no newline: 1 if
+ * that is certain, else 0 (a cut header with "\r\n" ends, a bare @CO line
+ * or @SQ lines from --reference's .fai is not told).  It peeks at the input.
+ *
  * sam_lines_find_error() reads a SAM file again from its start, without
  * threads, to the first line that does not parse: it returns 1 with that
  * line in *t and the records before it, 0 if every line parses, or -1 if
@@ -34,6 +39,7 @@ typedef struct {
 
 int sam_lines_read(samFile *in, sam_hdr_t *h, bam1_t *b, sam_lines *t);
 int sam_lines_cut(const sam_lines *t);
+int sam_lines_header_cut(samFile *in, sam_hdr_t *h);
 
 typedef struct {
     const char *fn;

@@ -82,6 +82,27 @@ static int open_file(sort_job *j)
     return 1;
 }
 
+/* A stream ends early when its writer is killed, and the same kill (of a
+ * process group, or a job's processes one by one) sends this process a
+ * signal, perhaps a little later: the end is the signal's doing, and only
+ * the signal's line stands (cleanup.h). */
+#define SIGNAL_GRACE_MS 200
+
+static int ended_by_signal(const sort_job *j)
+{
+    return !j->in_file_size && cleanup_signal_within(SIGNAL_GRACE_MS);
+}
+
+/* A stream that ends inside its header, its last line without a newline:
+ * its writer died before any record (report_stream_cut() below). */
+static int report_header_cut(const sort_job *j)
+{
+    if (ended_by_signal(j)) return -1;
+    return job_fail("'%s' is truncated: it ends inside its header, whose last line (line %lld) "
+                    "has no newline; a stream must end with one (a complete file given by name "
+                    "is sorted with a warning)", j->o->in_fn, (long long)j->in->lineno);
+}
+
 /* The open input's header, options and checks. */
 static int read_header(sort_job *j)
 {
@@ -109,6 +130,8 @@ static int read_header(sort_job *j)
     }
     /* htslib keeps its threaded SAM parser's state in in->state. */
     j->read_lines = j->in->format.format == sam && !j->in->state;
+    if (j->read_lines && !j->in_file_size && sam_lines_header_cut(j->in, j->hdr))
+        return report_header_cut(j);
     if (j->resume.on && !(j->resume.header_text = strdup(sam_hdr_str(j->hdr))))
         return job_fail("out of memory reading '%s'", o->in_fn);
     /* The references htslib's BAM reader checks records against; adding
@@ -323,17 +346,6 @@ int read_record(sort_job *j, bam1_t *b)
 {
     if (j->read_lines) return sam_lines_read(j->in, j->hdr, b, &j->lines);
     return sam_read1(j->in, j->hdr, b);
-}
-
-/* A stream ends early when its writer is killed, and the same kill (of a
- * process group, or a job's processes one by one) sends this process a
- * signal, perhaps a little later: the end is the signal's doing, and only
- * the signal's line stands (cleanup.h). */
-#define SIGNAL_GRACE_MS 200
-
-static int ended_by_signal(const sort_job *j)
-{
-    return !j->in_file_size && cleanup_signal_within(SIGNAL_GRACE_MS);
 }
 
 int read_first_record(sort_job *j)

@@ -10,6 +10,7 @@
  *            order into the output (sort_output.c);
  *   finish   the records counted (sort_report.c), the output committed.
  */
+#include <limits.h>
 #include <stdio.h>
 #include <string.h>
 #include <htslib/thread_pool.h>
@@ -45,9 +46,12 @@ static int load_input(sort_job *j)
  * state follows its own rule: resume_fate.h.) */
 static int keep_store(const sort_job *j, int failed)
 {
-    for (int i = 0; j->o->keep_db && !failed && i < store_dirs(j->store); i++)
+    for (int i = 0; j->o->keep_db && !failed && i < store_dirs(j->store); i++) {
+        const char *path = store_dir_at(j->store, i).path;
+        char now[PATH_MAX];
         fprintf(stderr, "[rocksort] kept the temporary database: %s\n",
-                store_dir_at(j->store, i).path);
+                cleanup_registered_moved(path, now, sizeof now) ? now : path);
+    }
     return j->o->keep_db && !failed;
 }
 

@@ -23,6 +23,7 @@ import os
 import re
 import shlex
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -142,7 +143,19 @@ def parse_args():
     return parser.parse_args()
 
 
+def signals_reach_children():
+    """rocksort keeps a signal ignored at its start ignored (as under nohup):
+    one the runner inherited ignored (`make test &` in a script ignores
+    SIGINT, nohup SIGHUP) is caught instead, so that the rocksort under test
+    gets its default again (exec resets a caught signal) and the signal tests
+    hold; the runner itself still ignores it."""
+    for sig in (signal.SIGINT, signal.SIGHUP, signal.SIGTERM):
+        if signal.getsignal(sig) == signal.SIG_IGN:
+            signal.signal(sig, lambda *_: None)
+
+
 def main():
+    signals_reach_children()
     args = parse_args()
     binary = os.path.abspath(args.binary)
     rocksort_cmd = shlex.split(os.environ.get("ROCKSORT_CMD", "")) or \

@@ -17,7 +17,8 @@ import subprocess
 import termios
 import time
 
-from background import WAIT, Background, has_sorted_run, listing, store_dirs, wait_until
+from background import (WAIT, Background, has_sorted_run, listing, process_state, store_dirs,
+                        wait_until)
 from harness import SPILL, Failure, tail
 
 
@@ -69,6 +70,41 @@ def test_signal_hup_during_load_in_memory(case):
         data = f.read()
     interrupted_while_loading(case, signal.SIGHUP, data, len(data) // 2, [],
                               spilled=False)
+
+
+def signal_pending(pid, sig):
+    """sig waits, sent to the process, to be taken (False once it has ended)."""
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            mask = next(int(l.split()[1], 16) for l in f if l.startswith("ShdPnd:"))
+    except FileNotFoundError:
+        return False
+    return bool(mask >> (sig - 1) & 1)
+
+
+def test_signal_ignored_at_start_stays_ignored(case):
+    """A signal ignored when rocksort starts (SIGHUP under `nohup`, SIGINT
+    in a script's background job) must not end the sort: rocksort is sent
+    both during the load, and must then sort the whole input as 1.24 does."""
+    with open(case.input("bulk.sam"), "rb") as f:
+        data = f.read()
+    out = case.out("out.bam")
+    ignore = ["sh", "-c", 'trap "" HUP INT; exec "$@"', "sh"]
+    with Background(case, ["-T", case.temp_prefix, "-o", out, "-"], stdin=True,
+                    wrap=ignore) as bg:
+        bg.feed(data[:len(data) // 2])
+        wait_until(lambda: store_dirs(case), "the temporary database appeared", bg)
+        for sig in (signal.SIGHUP, signal.SIGINT):
+            bg.proc.send_signal(sig)
+            wait_until(lambda: not signal_pending(bg.proc.pid, sig), "the signal was taken", bg)
+        bg.feed(data[len(data) // 2:])
+        bg.end_input()
+        status = bg.wait()
+        if status != 0:
+            raise Failure(f"exit status {status}, expected 0: an ignored signal ended the sort",
+                          bg.stderr_tail())
+    case.expect_same(out, case.session.expected("bulk.sam", []))
+    case.expect_no_temp_left()
 
 
 def test_signal_term_during_readout(case):
@@ -155,11 +191,6 @@ def test_signal_any_moment_all_or_nothing(case):
 
 def threads_of(pid):
     return [int(t) for t in os.listdir(f"/proc/{pid}/task")]
-
-
-def process_state(pid):
-    with open(f"/proc/{pid}/stat") as f:
-        return f.read().rsplit(")", 1)[1].split()[0]
 
 
 def test_signal_term_with_its_writer_on_a_cut_line(case):
