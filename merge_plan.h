@@ -4,8 +4,9 @@
  * no RocksDB calls.
  * files_plan_for() splits the descriptors the temporary database may use
  * between the runs the readout keeps open (every one) and the background
- * merges (each keeps its inputs and its output open, several at once), and
- * sizes RocksDB's table cache so that the two never add up past the budget.
+ * merges (each keeps its inputs and its output open, several at once,
+ * beside the runs RocksDB's table cache pins: files_pinned_by_cache()),
+ * and sizes the table cache so that they never add up past the budget.
  * merge_plan_for() gives the background merges for T runs; fit_to_files()
  * narrows a plan to a files_plan.  With several databases (one per temp
  * directory), files_share() splits the budget among them.
@@ -25,6 +26,11 @@ typedef struct {
 /* max_open_files: descriptors the store may use, -1 for no limit;
  * threads: the background threads it was offered. */
 files_plan files_plan_for(int max_open_files, int threads);
+
+/* Runs RocksDB may keep open for as long as they live, whatever merges
+ * or reads them, under a max_open_files of table_cache: a quarter of its
+ * table cache. */
+int files_pinned_by_cache(int table_cache);
 
 /* The fewest descriptors one database takes: its own files and room for
  * a few runs. */

@@ -62,6 +62,8 @@ class Inputs:
             os.remove(sam)
         elif name == "long.bam":
             write_bytes(part, long_reads_bam(random.Random("faults-long")))
+        elif name == "long_noisy_start.bam":    # long.bam's first 12 runs of noisy reads
+            write_bytes(part, long_reads_bam(random.Random("faults-long"), noisy=1300))
         elif name == "bulk.cram":   # no reference needed to read it back
             session.oracle_ok("view", ["-C", "--no-PG", "--output-fmt-option", "no_ref=1",
                                        "-o", part, session.input("bulk.sam")])
@@ -344,11 +346,11 @@ def decoded_digest(path):
     return digest.hexdigest()
 
 
-def sort_with_file_limit(case, limit, order, threads, stdin):
-    src = INPUTS.path(case.session, "long.bam")
-    expected = expected_digest(case, "long.bam", order)
+def sort_with_file_limit(case, limit, order, threads, stdin, name="long.bam", extra=()):
+    src = INPUTS.path(case.session, name)
+    expected = expected_digest(case, name, order)
     out = case.out("out.bam")
-    args = [*order, "--no-PG", "-v", "-@", str(threads), *SPILL,
+    args = [*order, "--no-PG", "-v", "-@", str(threads), *SPILL, *extra,
             "-T", case.temp_prefix, "-o", out, "-" if stdin else src]
     result = run([PYTHON, "-c", LIMIT_FILES, str(limit),
                   *case.session.rocksort_cmd, *args], stdin=src if stdin else None,
@@ -365,6 +367,7 @@ def sort_with_file_limit(case, limit, order, threads, stdin):
         raise Failure("the output differs from the oracle's")
     case.expect_no_temp_left()
     case.expect_only_files(case.out_dir, ["out.bam"])
+    return result
 
 
 # (ulimit -n, threads, order, input from stdin)
@@ -379,6 +382,20 @@ NOFILE_CASES = [
        limit, threads, order, stdin) for limit, threads, order, stdin in NOFILE_CASES)
 def test_fault_nofile(case, limit, threads, order, stdin):
     sort_with_file_limit(case, limit, ["-n"] if order == "name" else [], threads, stdin)
+
+
+def test_fault_nofile_64_runs_pinned_open(case):
+    """RocksDB keeps each run added while its table cache is under a
+    quarter full open for as long as the run lives, whatever merges it.
+    Here the first dozen runs hold noisy reads, several times the others'
+    size, so that no merge of similar runs takes them, and -s 100G makes
+    every merge as wide as the descriptors allow: each merge's inputs then
+    stay open beside those pinned runs.  A plan that did not count them
+    failed every time with "Too many open files" under ulimit -n 64 (the
+    sort of fault_nofile_64_threads1_coord_file, which met it when its
+    merges fell behind); the readout's runs and the merges must fit."""
+    sort_with_file_limit(case, 64, [], 1, False, name="long_noisy_start.bam",
+                         extra=["-s", "100G"])
 
 
 # 4. Writing fails --------------------------------------------------------------------
