@@ -66,7 +66,7 @@ merge_plan merge_plan_for(uint64_t t)
     int k = (int)ceil(sqrt((double)t));
     if (k < 2) k = 2;
     int budget = k + (int)((t + (uint64_t)k - 1) / (uint64_t)k);
-    merge_plan p = { k, budget, budget };
+    merge_plan p = { k, budget, budget, 0 };
     return p;
 }
 
@@ -79,4 +79,27 @@ merge_plan fit_to_files(const files_plan *f, merge_plan p)
     if (p.max_width < 2) p.max_width = 2;
     if (p.trigger < 2) p.trigger = 2;
     return p;
+}
+
+merge_plan merge_plan_within(const files_plan *f, uint64_t t)
+{
+    merge_plan p = merge_plan_for(t);
+    if (p.trigger <= f->max_runs && p.min_width <= f->merge_width) return fit_to_files(f, p);
+    return merge_plan_tiers(f);
+}
+
+merge_plan merge_plan_tiers(const files_plan *f)
+{
+    int w = f->merge_width > 2 ? f->merge_width : 2;
+    merge_plan tiers = { w, w, merge_tier_trigger(0, 0, w), 1 };
+    return tiers;
+}
+
+int merge_tier_trigger(int current, int runs, int width)
+{
+    int low = runs - width + 3, high = runs;
+    if (low < 2) low = 2;
+    if (high < low) high = low;
+    if (current >= low && current <= high) return current;
+    return high;
 }

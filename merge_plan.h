@@ -44,9 +44,10 @@ int files_share(int max_open_files, int n, double share);
  * readout merges at most a budget of B = k + T/k runs, k = sqrt(T): about
  * 2*sqrt(T) for T runs in all.  It counts merged and fresh runs alike
  * against its trigger, so the trigger is B, and a merge takes every fresh
- * run at once (at least k, at most B). */
+ * run at once (at least k, at most B): each byte is rewritten once. */
 typedef struct {
     int min_width, max_width, trigger;
+    int tiered;         /* tiers instead (merge_plan_within()) */
 } merge_plan;
 
 merge_plan merge_plan_for(uint64_t runs);
@@ -54,5 +55,26 @@ merge_plan merge_plan_for(uint64_t runs);
 /* A plan wider than the open-file budget allows is narrowed, at the cost
  * of rewriting runs more often. */
 merge_plan fit_to_files(const files_plan *f, merge_plan p);
+
+/* The plan for t runs within f: merge_plan_for()'s when its budget of runs
+ * and its narrowest merge fit f; else tiers, where each merge takes
+ * f->merge_width runs of one size (a run of tier i holds width^i fresh
+ * ones), so each byte is rewritten once per tier it climbs, log(T) / log
+ * (width) times at most.  Narrowing the one-rewrite plan instead let RocksDB
+ * merge the newest runs whatever their sizes into one growing run: under
+ * ulimit -n 40, 4-15 times the runs' bytes written. */
+merge_plan merge_plan_within(const files_plan *f, uint64_t t);
+
+/* Tiers within f, for any number of runs (a stream of unknown size). */
+merge_plan merge_plan_tiers(const files_plan *f);
+
+/* Tiers' trigger for a part holding `runs` runs, given the one set now:
+ * that one while it still holds, else a new one.  RocksDB starts merges
+ * only with at least trigger runs not being merged, and with a trigger +
+ * width - 1 or more it merges the newest runs whatever their sizes; so the
+ * trigger stays within [runs - width + 3, runs], which leaves room for the
+ * run that comes before the next look.  A new one is `runs`: it holds
+ * until width - 2 more runs come, or a merge ends. */
+int merge_tier_trigger(int current, int runs, int width);
 
 #endif

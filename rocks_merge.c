@@ -7,6 +7,7 @@
 #include <time.h>
 #include "rocks_store_internal.h"
 #include "clock_util.h"
+#include "temp_env.h"
 
 /* Percent by which neighbouring runs may differ and still be merged. */
 #define MERGE_SIZE_RATIO 10
@@ -31,12 +32,15 @@ static uint64_t runs_for(const rocks_store *st, uint64_t size)
 /* Each database merges its own runs: its share of the size plans them. */
 void merges_configure(rocks_store *st, store_db *d, const store_options *o, double share)
 {
-    merge_plan p = { 2, d->files.merge_width, d->files.max_runs };
+    merge_plan p = { 2, d->files.merge_width, d->files.max_runs, 0 };
     d->merges_planned = o->size_hint > 0;
-    if (o->size_hint > 0)
-        p = merge_plan_for(runs_for(st, (uint64_t)((double)o->size_hint * share)));
-    else rocksdb_options_set_disable_auto_compactions(d->opts, 1);
-    p = fit_to_files(&d->files, p);
+    if (o->size_hint > 0) {
+        p = merge_plan_within(&d->files, runs_for(st, (uint64_t)((double)o->size_hint * share)));
+    } else {
+        rocksdb_options_set_disable_auto_compactions(d->opts, 1);
+        p = fit_to_files(&d->files, p);
+    }
+    d->plan = p;
     /* Merged runs stay in level 0 next to fresh ones. */
     rocksdb_options_set_num_levels(d->opts, 1);
     d->universal = rocksdb_universal_compaction_options_create();
@@ -145,9 +149,10 @@ int store_plan_merges(rocks_store *st, uint64_t size_estimate)
         double share = total ? (double)d->weight / (double)total : 1;
         uint64_t t = runs_for(st, (uint64_t)((double)size_estimate * share));
         if (t <= STORE_MERGE_MIN_RUNS) continue;
-        merge_plan p = fit_to_files(&d->files, merge_plan_for(t));
+        merge_plan p = merge_plan_within(&d->files, t);
         if (start_merging(st, d, p.trigger, p.min_width, p.max_width, MERGE_SIZE_RATIO) < 0)
             return -1;
+        d->plan = p;
         d->merges_planned = 1;
         if (!fewest || p.min_width < fewest) fewest = p.min_width;
     }
@@ -166,13 +171,39 @@ static int start_merging_to_fit(rocks_store *st, const store_db *d, int keep)
     return start_merging(st, d, per_part, 2, d->files.merge_width, MERGE_SIZE_RATIO);
 }
 
-/* Too many runs in d for its open-file share and no merges planned: start them. */
+/* Tiers: RocksDB merges runs of one size, `width` of them at once, in
+ * d's first part (where every run goes once merges are planned); its
+ * trigger follows the runs it holds (merge_tier_trigger()).  Each change
+ * of options writes an OPTIONS file: only that part's changes. */
+static void follow_tiers(rocks_store *st, store_db *d)
+{
+    int runs = (int)part_property(st, d->first_part, "rocksdb.num-files-at-level0");
+    int trigger = merge_tier_trigger(d->plan.trigger, runs, d->plan.max_width);
+    if (trigger == d->plan.trigger) return;
+    char value[24], *rerr = NULL;
+    snprintf(value, sizeof value, "%d", trigger);
+    const char *keys[1] = { "level0_file_num_compaction_trigger" }, *vals[1] = { value };
+    rocksdb_set_options_cf(d->db, st->part[d->first_part], 1, keys, vals, &rerr);
+    if (!rerr) d->plan.trigger = trigger;
+    free(rerr);
+}
+
+/* After each run: tiers follow it.  Without a plan, once d holds more runs
+ * than half of what the readout could keep open, tiers start, and every
+ * later run goes to the first part with them. */
 void merges_after_run(rocks_store *st, store_db *d)
 {
-    if (d->compaction_forced || d->merges_planned) return;
-    if (db_runs(st, d) < d->files.max_runs / 2) return;
-    d->compaction_forced = 1;
-    start_merging_to_fit(st, d, d->files.max_runs / 2);
+    if (!d->plan.tiered && (d->compaction_forced || d->merges_planned ||
+                            db_runs(st, d) < d->files.max_runs / 2))
+        return;
+    if (!d->plan.tiered) {
+        merge_plan p = merge_plan_tiers(&d->files);
+        d->compaction_forced = 1;
+        if (start_merging(st, d, p.trigger, p.min_width, p.max_width, MERGE_SIZE_RATIO) < 0)
+            return;
+        d->plan = p;
+    }
+    follow_tiers(st, d);
 }
 
 static void nap(void)
@@ -276,6 +307,24 @@ int store_sorted_runs(rocks_store *st)
 }
 
 int store_catch_up_runs(const rocks_store *st) { return st->catch_up_runs; }
+
+store_merge_report store_merges(const rocks_store *st)
+{
+    store_merge_report r = { STORE_MERGES_NONE, 0, 0, 0 };
+    for (int i = 0; st && i < st->n_dbs; i++) {
+        const store_db *d = &st->dbs[i];
+        store_merge_kind kind = d->plan.tiered ? STORE_MERGES_TIERS
+                              : d->merges_planned ? STORE_MERGES_ONCE : STORE_MERGES_NONE;
+        r.bytes += temp_env_merged_bytes_written(d->bytes_counter);
+        if (kind < r.kind) continue;
+        if (kind > r.kind || d->plan.max_width < r.width) {
+            r.width = d->plan.max_width;
+            r.readout_runs = d->files.max_runs;
+        }
+        r.kind = kind;
+    }
+    return r;
+}
 
 int store_merge_width(uint64_t size, uint64_t run_bytes, int hinted)
 {
