@@ -88,18 +88,35 @@ merge_plan merge_plan_within(const files_plan *f, uint64_t t)
     return merge_plan_tiers(f);
 }
 
+/* Tiers merge one at a time (rocks_merge.c starts each), so that one
+ * merge takes the descriptors of every merge slot.  The trigger is never
+ * reached but while a merge is let start. */
 merge_plan merge_plan_tiers(const files_plan *f)
 {
-    int w = f->merge_width > 2 ? f->merge_width : 2;
-    merge_plan tiers = { w, w, merge_tier_trigger(0, 0, w), 1 };
+    int w = f->merge_threads * (f->merge_width + 1) - 1;
+    if (w < 2) w = 2;
+    merge_plan tiers = { w, w, 1 << 30, 1 };
     return tiers;
 }
 
-int merge_tier_trigger(int current, int runs, int width)
+static int similar(uint64_t a, uint64_t b, int ratio)
 {
-    int low = runs - width + 3, high = runs;
-    if (low < 2) low = 2;
-    if (high < low) high = low;
-    if (current >= low && current <= high) return current;
-    return high;
+    return (double)b <= (double)a * (100 + ratio) / 100 &&
+           (double)a <= (double)b * (100 + ratio) / 100;
+}
+
+int merge_chain_length(const uint64_t *sizes, int n, int ratio)
+{
+    int len = n > 0;
+    while (len < n && similar(sizes[len - 1], sizes[len], ratio)) len++;
+    return len;
+}
+
+int merge_chain_start(const uint64_t *sizes, int n, int width, int ratio)
+{
+    for (int start = 0, len; start + width <= n; start += len) {
+        len = merge_chain_length(sizes + start, n - start, ratio);
+        if (len >= width) return start;
+    }
+    return -1;
 }

@@ -68,13 +68,12 @@ merge_plan merge_plan_within(const files_plan *f, uint64_t t);
 /* Tiers within f, for any number of runs (a stream of unknown size). */
 merge_plan merge_plan_tiers(const files_plan *f);
 
-/* Tiers' trigger for a part holding `runs` runs, given the one set now:
- * that one while it still holds, else a new one.  RocksDB starts merges
- * only with at least trigger runs not being merged, and with a trigger +
- * width - 1 or more it merges the newest runs whatever their sizes; so the
- * trigger stays within [runs - width + 3, runs], which leaves room for the
- * run that comes before the next look.  A new one is `runs`: it holds
- * until width - 2 more runs come, or a merge ends. */
-int merge_tier_trigger(int current, int runs, int width);
+/* Where RocksDB's merges of similar runs would start among n runs of
+ * these sizes, newest first: the first `width` runs in a row of which each
+ * is within ratio percent of the one before (its similar-size rule);
+ * -1 if none. */
+int merge_chain_start(const uint64_t *sizes, int n, int width, int ratio);
+/* How many of them, from the first, are such runs in a row. */
+int merge_chain_length(const uint64_t *sizes, int n, int ratio);
 
 #endif

@@ -4,6 +4,7 @@
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 #include "rocks_store_internal.h"
 #include "clock_util.h"
@@ -171,21 +172,85 @@ static int start_merging_to_fit(rocks_store *st, const store_db *d, int keep)
     return start_merging(st, d, per_part, 2, d->files.merge_width, MERGE_SIZE_RATIO);
 }
 
-/* Tiers: RocksDB merges runs of one size, `width` of them at once, in
- * d's first part (where every run goes once merges are planned); its
- * trigger follows the runs it holds (merge_tier_trigger()).  Each change
- * of options writes an OPTIONS file: only that part's changes. */
-static void follow_tiers(rocks_store *st, store_db *d)
+/* The sizes of the runs in d's first part, newest first (as RocksDB lists
+ * a level's files), at most max of them; returns how many. */
+static int first_part_sizes(const store_db *d, uint64_t *sizes, int max)
 {
-    int runs = (int)part_property(st, d->first_part, "rocksdb.num-files-at-level0");
-    int trigger = merge_tier_trigger(d->plan.trigger, runs, d->plan.max_width);
-    if (trigger == d->plan.trigger) return;
+    const rocksdb_livefiles_t *files = rocksdb_livefiles(d->db);
+    int n = 0;
+    for (int i = 0; files && i < rocksdb_livefiles_count(files) && n < max; i++)
+        if (!strcmp(rocksdb_livefiles_column_family_name(files, i), store_part_names[0]))
+            sizes[n++] = rocksdb_livefiles_size(files, i);
+    if (files) rocksdb_livefiles_destroy(files);
+    return n;
+}
+
+static void nap_ms(int ms)
+{
+    struct timespec t = { 0, ms * 1000L * 1000L };
+    nanosleep(&t, NULL);
+}
+
+static void nap(void) { nap_ms(NAP_MS); }
+
+static int part_runs(rocks_store *st, const store_db *d)
+{
+    return (int)part_property(st, d->first_part, "rocksdb.num-files-at-level0");
+}
+
+static uint64_t part_merges(rocks_store *st, const store_db *d)
+{
+    return part_property(st, d->first_part, "rocksdb.num-running-compactions");
+}
+
+/* The first part's trigger (the others hold no runs that tiers merge):
+ * each change writes an OPTIONS file. */
+static void set_tier_trigger(rocks_store *st, const store_db *d, int trigger)
+{
     char value[24], *rerr = NULL;
     snprintf(value, sizeof value, "%d", trigger);
     const char *keys[1] = { "level0_file_num_compaction_trigger" }, *vals[1] = { value };
     rocksdb_set_options_cf(d->db, st->part[d->first_part], 1, keys, vals, &rerr);
-    if (!rerr) d->plan.trigger = trigger;
     free(rerr);
+}
+
+/* Lets RocksDB merge `width` runs of one size in a row (there are such
+ * runs: merge_chain_start()), and waits until it has: the trigger is the
+ * runs held meanwhile, so that it merges no other runs.  A merge that
+ * never comes (RocksDB stopped on an error) ends the wait once none has
+ * run for a second. */
+static void merge_one_tier(rocks_store *st, store_db *d, int runs)
+{
+    set_tier_trigger(st, d, runs);
+    for (int idle = 0; part_runs(st, d) >= runs && idle < 1000; idle++) {
+        nap_ms(1);
+        if (part_merges(st, d)) idle = 0;
+    }
+    set_tier_trigger(st, d, ROCKS_NEVER);
+}
+
+/* Tiers: merges of `width` runs of one size, in d's first part (where
+ * every run goes once merges are planned), each as soon as its runs are
+ * there, and the run after it waits for it.  Left to itself, RocksDB
+ * merged when its thread was free, by then the newest `width` runs of a
+ * longer row; the older ones, left between merged runs, were never in a
+ * row of `width` again, and the readout's catch-up rewrote up to 3.9
+ * times the runs' bytes (merges fell behind under load).  Waiting keeps
+ * the tiers whole whatever the load: the bytes rewritten depend on the
+ * runs alone. */
+static void follow_tiers(rocks_store *st, store_db *d)
+{
+    for (;;) {
+        int runs = part_runs(st, d), found = -1;
+        uint64_t *sizes = malloc((size_t)runs * sizeof *sizes);
+        if (sizes)
+            found = merge_chain_start(sizes, first_part_sizes(d, sizes, runs),
+                                      d->plan.max_width, MERGE_SIZE_RATIO);
+        free(sizes);
+        if (found < 0) return;
+        merge_one_tier(st, d, runs);
+        if (part_runs(st, d) >= runs) return;    /* it did not come */
+    }
 }
 
 /* After each run: tiers follow it.  Without a plan, once d holds more runs
@@ -206,11 +271,6 @@ void merges_after_run(rocks_store *st, store_db *d)
     follow_tiers(st, d);
 }
 
-static void nap(void)
-{
-    struct timespec t = { 0, NAP_MS * 1000 * 1000 };
-    nanosleep(&t, NULL);
-}
 
 static void wait_for_running_merges(rocks_store *st)
 {
@@ -261,26 +321,69 @@ static int readout_runs(const store_db *d)
     return target;
 }
 
+/* A start_*() below starts one merge in d towards target, and sets *after
+ * to the runs it leaves; it returns whether it started one. */
+typedef int (*merge_start)(rocks_store *st, const store_db *d, int target, int *after);
+
+/* In tiers, the merges of `width` similar runs in a row go on after the
+ * load while there are such runs (merges fell behind a fast load): each
+ * rewrites its runs once, where merging the newest runs would rewrite the
+ * growing output again every time. */
+static int start_tier_merge(rocks_store *st, const store_db *d, int target, int *after)
+{
+    int n = db_runs(st, d), w = d->plan.max_width;
+    if (!d->plan.tiered || n <= target || parts_holding_runs(st, d) > 1) return 0;
+    uint64_t *sizes = malloc((size_t)n * sizeof *sizes);
+    int found = sizes ? merge_chain_start(sizes, first_part_sizes(d, sizes, n), w,
+                                          MERGE_SIZE_RATIO) : -1;
+    free(sizes);
+    if (found < 0) return 0;
+    *after = n - w + 1;
+    return start_merging(st, d, n, w, w, MERGE_SIZE_RATIO) == 0;
+}
+
+/* One merge of d's newest runs: n - target + 1 of them if one merge may
+ * take them all, else (in tiers, where the newest are the smallest) as
+ * many as a merge may take. */
+static int start_newest_merge(rocks_store *st, const store_db *d, int target, int *after)
+{
+    int n = db_runs(st, d), width = n - target + 1;
+    int room = d->plan.tiered ? d->plan.max_width : d->files.merge_width;
+    if (n <= target || parts_holding_runs(st, d) > 1) return 0;
+    if (width > room && !d->plan.tiered) return 0;
+    if (width > room) width = room;
+    *after = n - width + 1;
+    return start_merging(st, d, n, width, width, ANY_SIZE_RATIO) == 0;
+}
+
+/* Merges, one per database at a time, while `start` finds one to start. */
+static void merge_in_rounds(rocks_store *st, merge_start start, const int *target)
+{
+    int after[STORE_MAX_DIRS], on[STORE_MAX_DIRS], any;
+    do {
+        any = 0;
+        for (int i = 0; i < st->n_dbs; i++) {
+            after[i] = target[i];
+            any |= on[i] = start(st, &st->dbs[i], target[i], &after[i]);
+        }
+    } while (any && merge_until(st, after, on) > 0);
+}
+
 /* Background merges fall behind when input arrives faster than one thread
  * can rewrite it (a file on busy cores), and without a plan they merge
  * only what the open-file limit demands.  Each database merges down to
- * readout_runs(): the newest (smallest) runs in one merge when a merge may
- * hold them all open at once, else in merges of similar runs, which
- * rewrite each byte a few times rather than once per merge. */
+ * readout_runs(): in tiers, first the tiers' own merges; then the newest
+ * (smallest) runs, in one merge when a merge may hold them all open at
+ * once (in tiers, in as many as it takes); else in merges of similar
+ * runs, which rewrite each byte a few times rather than once per merge.
+ * (In tiers, those took two of the largest runs: a third of the bytes
+ * rewritten once more.) */
 static void merge_down_to_budget(rocks_store *st)
 {
-    int target[STORE_MAX_DIRS], on[STORE_MAX_DIRS] = { 0 }, any = 0;
-    for (int i = 0; i < st->n_dbs; i++) {
-        store_db *d = &st->dbs[i];
-        int n = db_runs(st, d), width;
-        target[i] = readout_runs(d);
-        width = n - target[i] + 1;
-        if (n <= target[i] || parts_holding_runs(st, d) > 1 || width > d->files.merge_width)
-            continue;
-        on[i] = start_merging(st, d, target[i] + 1, width, width, ANY_SIZE_RATIO) == 0;
-        any |= on[i];
-    }
-    if (any) merge_until(st, target, on);
+    int target[STORE_MAX_DIRS], on[STORE_MAX_DIRS], any;
+    for (int i = 0; i < st->n_dbs; i++) target[i] = readout_runs(&st->dbs[i]);
+    merge_in_rounds(st, start_tier_merge, target);
+    merge_in_rounds(st, start_newest_merge, target);
     for (;;) {
         any = 0;
         for (int i = 0; i < st->n_dbs; i++) {

@@ -406,15 +406,16 @@ DIR_BYTES = re.compile(rb"temp dir '[^']*': \d+ runs; (\d+) bytes written")
 @each((f"fault_nofile_40_rewrites_bounded_{'stdin' if stdin else 'file'}", stdin)
       for stdin in (False, True))
 def test_fault_nofile_40_rewrites_bounded(case, stdin):
-    """Under ulimit -n 40 the readout may keep some 14 runs open and a merge
-    some 11: too few to merge each of long.bam's ~400 runs only once.  The
+    """Under ulimit -n 40 the readout may keep some 15 runs open and a merge
+    some 12: too few to merge each of long.bam's ~400 runs only once.  The
     merges then go in tiers (merge_plan.h), each byte rewritten once per
-    tier: about twice here.  Narrowing the one-rewrite plan instead let
-    RocksDB merge the newest runs into one growing run, 4-15 times the runs'
-    bytes (issue 45; 5-7 times on this input).  -v says what the merges
-    wrote and why; their bytes stay within 3 times the runs', whether the
-    merges keep up or all wait for the load's end, and everything written
-    to the temp directory (runs, merges, RocksDB's own files) within 4.5."""
+    tier it climbs: 1.3-1.6 times the runs' bytes here, whatever the load
+    (each merge waits for its runs, not for a free thread).  Narrowing the
+    one-rewrite plan instead let RocksDB merge the newest runs into one
+    growing run: 2-17 times the runs' bytes on this input, more the busier
+    the machine (issue 45: 15).  -v says what the merges wrote and why;
+    their bytes stay within 2.5 times the runs', and everything written to
+    the temp directory (runs, merges, RocksDB's own files) within 4."""
     result = sort_with_file_limit(case, 40, [], 1, stdin)
     runs = int(re.search(rb"temp bytes written: (\d+)", result.stderr)[1])
     written = sum(int(n) for n in DIR_BYTES.findall(result.stderr))
@@ -422,7 +423,7 @@ def test_fault_nofile_40_rewrites_bounded(case, stdin):
     if not merges:
         raise Failure("-v does not say what the background merges wrote",
                       [f"runs {runs} bytes, {written} written to the temp directory"])
-    if float(merges[2]) > 3 or written > 4.5 * runs or b"ulimit -n" not in merges[4]:
+    if float(merges[2]) > 2.5 or written > 4 * runs or b"ulimit -n" not in merges[4]:
         raise Failure("the merges rewrote too much, or -v does not say why",
                       [merges[0].decode(errors="replace")[:300],
                        f"{written} bytes written to the temp directory for {runs} of runs"])

@@ -5,8 +5,8 @@
  * table cache pins stay within the runs' descriptors (fault_nofile_64_*
  * met "Too many open files" when the pins were left out).
  * merge_plan_within(): the one-rewrite plan where it fits, tiers where it
- * does not.  merge_tier_trigger(): the trigger stays in its window as runs
- * come and merges end.  Prints `N passed, M failed` last.
+ * does not.  merge_chain_start(): rows of runs of one size, as RocksDB's
+ * similar-size rule sees them.  Prints `N passed, M failed` last.
  */
 #include <stdio.h>
 #include "../merge_plan.h"
@@ -58,38 +58,32 @@ static void test_budget_of_64_keeps_wide_merges(void)
 
 static void test_plan_once_where_it_fits(void)
 {
-    files_plan wide = files_plan_for(-1, 4), tight = files_plan_for(26, 1);
+    files_plan wide = files_plan_for(-1, 4), tight = files_plan_for(26, 4);
     merge_plan once = merge_plan_within(&wide, 400), tiers = merge_plan_within(&tight, 400);
     const char *problem = NULL;
     if (once.tiered || once.min_width != 20 || once.trigger != 40)
         problem = "no limit: not the 2*sqrt(T) plan";
-    else if (!tiers.tiered || tiers.min_width != tight.merge_width ||
-             tiers.max_width != tight.merge_width)
-        problem = "15 runs' descriptors for 400 runs: not tiers of the widest merge";
+    else if (!tiers.tiered || tiers.min_width != tiers.max_width || tight.merge_threads < 2 ||
+             tiers.max_width != tight.merge_threads * (tight.merge_width + 1) - 1)
+        problem = "15 runs' descriptors for 400 runs at -@ 4: not tiers as wide as all "
+                  "the merges' room (one merge at a time)";
     report("plan_once_where_it_fits", problem);
 }
 
-/* Runs come one at a time and merges of `width` end now and then: after
- * each look, RocksDB must be able to start a merge (trigger <= runs), and
- * one more run must not reach trigger + width - 1 (where it merges the
- * newest runs whatever their sizes). */
-static void test_tier_trigger_window(void)
+/* RocksDB's similar-size rule: each run within 10% of the one before. */
+static void test_chains_of_one_size(void)
 {
+    const uint64_t sizes[] = { 100, 105, 98, 1200, 1250, 1190, 1210, 99, 100, 101, 100 };
+    int n = (int)(sizeof sizes / sizeof *sizes);
     const char *problem = NULL;
-    for (int width = 3; width <= 40 && !problem; width++) {
-        int trigger = merge_tier_trigger(0, 0, width), runs = 0, changes = 0;
-        for (int step = 0; step < 2000 && !problem; step++) {
-            runs += step % (width + 2) == width + 1 && runs >= width ? -(width - 1) : 1;
-            int next = merge_tier_trigger(trigger, runs, width);
-            changes += next != trigger;
-            trigger = next;
-            if ((runs >= 2 && trigger > runs) || runs + 1 >= trigger + width - 1)
-                problem = "trigger outside its window";
-        }
-        if (!problem && changes > 2000 / (width - 2) + 2000 / (width + 2) + 2)
-            problem = "trigger changed more often than once per merge and per width - 2 runs";
-    }
-    report("tier_trigger_window", problem);
+    if (merge_chain_length(sizes, n, 10) != 3 || merge_chain_length(sizes + 3, n - 3, 10) != 4)
+        problem = "rows of one size measured wrong";
+    else if (merge_chain_start(sizes, n, 3, 10) != 0 || merge_chain_start(sizes, n, 4, 10) != 3 ||
+             merge_chain_start(sizes, n, 5, 10) != -1 || merge_chain_start(sizes, 0, 2, 10) != -1)
+        problem = "the first row of at least width runs found wrong";
+    else if (merge_chain_length(sizes, 2, 4) != 1)
+        problem = "105 after 100 is more than 4% apart";
+    report("chains_of_one_size", problem);
 }
 
 int main(void)
@@ -97,6 +91,6 @@ int main(void)
     test_budget_holds_pinned_runs();
     test_budget_of_64_keeps_wide_merges();
     test_plan_once_where_it_fits();
-    test_tier_trigger_window();
+    test_chains_of_one_size();
     return report_summary();
 }
