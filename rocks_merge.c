@@ -271,7 +271,6 @@ void merges_after_run(rocks_store *st, store_db *d)
     follow_tiers(st, d);
 }
 
-
 static void wait_for_running_merges(rocks_store *st)
 {
     while (running_merges(st) > 0) nap();
