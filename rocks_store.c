@@ -107,11 +107,12 @@ int store_run_put(rocks_store *st, const uint8_t *key, size_t klen,
 }
 
 /* A database's runs are dealt to its parts in turn while nothing merges
- * them; a merge only takes runs of one part, so with merges planned they
- * all go to its first part. */
+ * them; a merge only takes runs of one part, so with merges planned (or
+ * tiers: rocks_merge.c) they all go to its first part. */
 static int next_part(const store_db *d)
 {
-    return d->first_part + (d->merges_planned ? 0 : (int)(d->runs % (uint64_t)d->n_parts));
+    if (d->merges_planned || d->plan.tiered) return d->first_part;
+    return d->first_part + (int)(d->runs % (uint64_t)d->n_parts);
 }
 
 /* Writes the SST, journals it (a resumable store), and moves it into the

@@ -281,6 +281,21 @@ typedef struct {
 } store_dir_report;
 store_dir_report store_dir_at(const rocks_store *st, int i);
 
+/* What the background merges wrote, and how they were planned: for -v, to
+ * say why.  With several databases, the narrowest merges of any. */
+typedef enum {
+    STORE_MERGES_NONE,          /* none planned or needed */
+    STORE_MERGES_ONCE,          /* at most one rewrite per byte, about 2*sqrt(T) runs left */
+    STORE_MERGES_TIERS          /* the open-file budget allows neither: tiers (merge_plan.h) */
+} store_merge_kind;
+typedef struct {
+    store_merge_kind kind;
+    uint64_t bytes;             /* written to merged runs, in all databases */
+    int width;                  /* the most runs one merge takes */
+    int readout_runs;           /* the most runs the readout may keep open */
+} store_merge_report;
+store_merge_report store_merges(const rocks_store *st);
+
 /* Closes the databases; removes their directories unless keep is set. */
 void store_close(rocks_store *st, int keep);
 

@@ -34,7 +34,8 @@ typedef struct {
     uint64_t runs;              /* runs written to it */
     int bytes_counter;          /* temp_env_count_writes()'s handle; -1: none */
     int merges_planned;         /* a size hint or estimate set up background merges */
-    int compaction_forced;
+    int compaction_forced;      /* no plan, but more runs than the readout could keep open */
+    merge_plan plan;            /* the merges' (merge_plan_within()) */
     int direct_io;              /* its runs are read (and merged) bypassing the page cache */
 } store_db;
 

@@ -221,7 +221,11 @@ static void choose_mode(const temp_request *rq, temp_plan *p)
         p->free_bytes / TEMP_ROOM_FOR_NONE < p->need_none)
         return;
     double mb_s = slowest_disk_mb_s(&p->dirs);
-    if (mb_s >= 0 && mb_s < TEMP_FAST_DISK_MB_S) return;
+    p->disk_mb_s = mb_s;
+    if (mb_s >= 0 && mb_s < TEMP_FAST_DISK_MB_S) {
+        p->why = "at output levels 0 and 1, uncompressed runs are faster only on a fast disk";
+        return;
+    }
     p->mode = TEMP_NONE;
     p->why = "at output levels 0 and 1, uncompressed runs are faster on a fast disk with "
              "room to spare";
@@ -329,6 +333,12 @@ void temp_space_report(const temp_plan *p, FILE *fp)
     if (p->free_known) space_text(free_s, sizeof free_s, p->free_bytes);
     fprintf(fp, "[rocksort] temp runs: %s%s, as %s; ", mode_names[p->mode],
             p->mode == TEMP_COMPACT ? " (records in columns)" : "", p->why);
+    /* The measurement behind the choice: a busy disk measures slow. */
+    if (p->disk_mb_s > 0)
+        fprintf(fp, "the slowest temp directory took direct writes at %.0f MB/s (fast: %d or "
+                "more); ", p->disk_mb_s, TEMP_FAST_DISK_MB_S);
+    else if (p->disk_mb_s < 0)
+        fprintf(fp, "the disk's speed unknown (direct writes refused: tmpfs, memory); ");
     if (p->source) {
         space_text(none_s, sizeof none_s, p->need_none);
         space_text(compact_s, sizeof compact_s, p->need_compact);

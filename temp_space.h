@@ -87,6 +87,8 @@ typedef struct {
     uint64_t data_bytes;        /* estimated bytes of the runs, uncompressed */
     uint64_t need_none, need_compact;   /* estimated peaks; 0 if no estimate */
     const char *why;            /* the reason for the mode, for -v ("as ...") */
+    double disk_mb_s;           /* the slowest directory's direct writes, when the mode
+                                   hung on them: MB/s; -1: they could not tell; 0: not asked */
 } temp_plan;
 
 /* --temp-compression's names: auto, compact, none, lz4, snappy, zstd.

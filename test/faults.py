@@ -63,6 +63,8 @@ class Inputs:
             os.remove(sam)
         elif name == "long.bam":
             write_bytes(part, long_reads_bam(random.Random("faults-long")))
+        elif name == "long_noisy_start.bam":    # long.bam's first 12 runs of noisy reads
+            write_bytes(part, long_reads_bam(random.Random("faults-long"), noisy=1300))
         elif name == "bulk.cram":   # no reference needed to read it back
             session.oracle_ok("view", ["-C", "--no-PG", "--output-fmt-option", "no_ref=1",
                                        "-o", part, session.input("bulk.sam")])
@@ -345,11 +347,11 @@ def decoded_digest(path):
     return digest.hexdigest()
 
 
-def sort_with_file_limit(case, limit, order, threads, stdin):
-    src = INPUTS.path(case.session, "long.bam")
-    expected = expected_digest(case, "long.bam", order)
+def sort_with_file_limit(case, limit, order, threads, stdin, name="long.bam", extra=()):
+    src = INPUTS.path(case.session, name)
+    expected = expected_digest(case, name, order)
     out = case.out("out.bam")
-    args = [*order, "--no-PG", "-v", "-@", str(threads), *SPILL,
+    args = [*order, "--no-PG", "-v", "-@", str(threads), *SPILL, *extra,
             "-T", case.temp_prefix, "-o", out, "-" if stdin else src]
     result = run([PYTHON, "-c", LIMIT_FILES, str(limit),
                   *case.session.rocksort_cmd, *args], stdin=src if stdin else None,
@@ -366,6 +368,7 @@ def sort_with_file_limit(case, limit, order, threads, stdin):
         raise Failure("the output differs from the oracle's")
     case.expect_no_temp_left()
     case.expect_only_files(case.out_dir, ["out.bam"])
+    return result
 
 
 # (ulimit -n, threads, order, input from stdin)

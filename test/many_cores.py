@@ -212,9 +212,13 @@ def expect_runs(result, kind):
         raise Failure("meant to hold batches copied in key order", tail(result.stderr, 12))
     if kind not in ("memory", "packed") and written < 2:
         raise Failure(f"meant to spill, yet only {written} runs were written")
-    if kind == "merge" and at_readout >= written:
+    # Whether a planned merge starts before the load ends is the scheduler's
+    # (below STORE_MERGE_MIN_RUNS nothing catches up after the load): on a
+    # busy machine the load may end first.  -v must then show them planned.
+    if kind == "merge" and at_readout >= written and \
+            "each run merged at most once" not in result.stderr.decode(errors="replace"):
         raise Failure(f"meant to merge runs in the background, yet the readout merged all "
-                      f"{written}")
+                      f"{written}, and -v shows no merges planned", tail(result.stderr, 12))
 
 
 @each(parallel_rows())
