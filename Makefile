@@ -53,6 +53,10 @@ else
   $(error HTSLIB must be 'bundled' (the default) or 'system', not '$(HTSLIB)')
 endif
 
+# glibc's extensions (asprintf, O_DIRECT, memfd_create, pthread_setname_np,
+# ...) for every file the Makefile compiles, the tests' and fuzz targets'
+# too: defined once here, not in each file.
+CPPFLAGS += -D_GNU_SOURCE
 CPPFLAGS += $(HTS_CPPFLAGS) $(shell pkg-config --cflags rocksdb) -DROCKSORT_VERSION='"$(FULL_VERSION)"' \
             -DROCKSDB_VERSION_STR='"$(shell pkg-config --modversion rocksdb)"'
 LDLIBS   += $(HTS_LIBS) $(shell pkg-config --libs rocksdb) -lzstd -lm -lpthread -ldl
@@ -65,13 +69,14 @@ PYTHON    = .venv/bin/python
 # samtools links its libst.a).
 LIB_OBJS = bam_rocksort.o rocksort_usage.o legacy_form.o \
        sort_pipeline.o sort_job.o sort_plan.o sort_load.o spill_queue.o sort_output.o sort_report.o \
-       input_check.o fd_budget.o merge_plan.o run_merge.o bam_sort.o template_key.o minimiser.o \
-       sort_batch.o batch_sort.o record_codec.o rocks_open.o rocks_store.o rocks_merge.o output_file.o \
+       input_check.o sam_lines.o fd_budget.o merge_plan.o run_merge.o bam_sort.o template_key.o minimiser.o \
+       sort_batch.o batch_sort.o touch_ahead.o record_codec.o rocks_open.o rocks_store.o rocks_merge.o output_file.o \
        output_target.o cleanup.o progress.o temp_env.o store_stream.o temp_space.o temp_dirs.o \
        merge_sources.o merge_writer.o readout_plan.o range_readout.o key_ranges.o output_parts.o \
        readout_model.o thread_cpu.o pool_jobs.o batch_groups.o group_codec.o group_feed.o group_writer.o run_index.o rocks_read.o \
        rocks_state.o state_dir.o run_journal.o resume_state.o resume_progress.o sort_resume.o disk_speed.o \
-       resume_identity.o resume_fate.o std_fds.o rocks_pass.o sst_read.o readout_memory.o run_passes.o
+       resume_identity.o resume_fate.o std_fds.o output_stale.o human_number.o \
+       rocks_pass.o sst_read.o readout_memory.o run_passes.o
 OBJS = bamtk.o $(LIB_OBJS)
 ENGINE_LIB = librocksort.a
 # The C unit tests: every test/test_*.c is one program, linked with the

@@ -4,7 +4,6 @@
  * legacy `IN OUT.prefix` form), validates it, and hands a rocksort_opts to the
  * engine in sort_pipeline.c.  Exit status: 0 on success, 1 on any error.
  */
-#define _GNU_SOURCE
 #include <ctype.h>
 #include <errno.h>
 #include <getopt.h>

@@ -5,7 +5,6 @@
  * `samtools` on PATH that is not this binary), so installing this program
  * as `samtools` breaks no pipeline.
  */
-#define _GNU_SOURCE
 #include <errno.h>
 #include <limits.h>
 #include <stdio.h>

@@ -15,6 +15,8 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <htslib/hts_endian.h>
+#include "grow_array.h"
 
 typedef struct {
     uint8_t *p;
@@ -31,16 +33,9 @@ typedef struct {
 static inline void bw_bytes_raw(byte_writer *w, const void *src, size_t len)
 {
     if (w->failed) return;
-    if (w->n + len > w->cap) {
-        size_t cap = w->cap ? w->cap : 256;
-        while (cap < w->n + len) cap *= 2;
-        uint8_t *p = realloc(w->p, cap);
-        if (!p) {
-            w->failed = 1;
-            return;
-        }
-        w->p = p;
-        w->cap = cap;
+    if (grow_array((void **)&w->p, &w->cap, w->n + len, 1) < 0) {
+        w->failed = 1;
+        return;
     }
     if (len) memcpy(w->p + w->n, src, len);
     w->n += len;
@@ -49,7 +44,7 @@ static inline void bw_bytes_raw(byte_writer *w, const void *src, size_t len)
 static inline void bw_u64(byte_writer *w, uint64_t v)
 {
     uint8_t b[8];
-    for (int i = 0; i < 8; i++) b[i] = (uint8_t)(v >> (8 * i));
+    u64_to_le(v, b);
     bw_bytes_raw(w, b, 8);
 }
 
@@ -76,8 +71,7 @@ static inline uint64_t br_u64(byte_reader *r)
         r->bad = 1;
         return 0;
     }
-    uint64_t v = 0;
-    for (int i = 0; i < 8; i++) v |= (uint64_t)r->p[r->at + i] << (8 * i);
+    uint64_t v = le_to_u64(r->p + r->at);
     r->at += 8;
     return v;
 }

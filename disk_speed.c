@@ -1,5 +1,4 @@
 /* disk_speed.c -- see disk_speed.h. */
-#define _GNU_SOURCE
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>

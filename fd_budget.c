@@ -1,5 +1,4 @@
 /* fd_budget.c -- see fd_budget.h. */
-#define _GNU_SOURCE
 #include <dirent.h>
 #include <fcntl.h>
 #include <stdlib.h>

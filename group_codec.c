@@ -10,8 +10,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <zstd.h>
+#include <htslib/hts_endian.h>
 #include <htslib/sam.h>
 #include "group_codec.h"
+#include "grow_array.h"
 
 #define CORE_BYTES sizeof(bam1_core_t)
 #define ZSTD_LEVEL 1
@@ -20,7 +22,8 @@
 enum method { METHOD_RAW, METHOD_ZSTD, METHOD_RANS };
 
 #ifdef ROCKSORT_NO_RANS
-/* A shared system htslib does not export htscodecs: qualities take zstd. */
+/* A shared system htslib does not export htscodecs: qualities take zstd,
+ * and these stand-ins, never called, leave their arguments unused. */
 #define QUAL_METHOD METHOD_ZSTD
 #define rans_compress_bound_4x16(size, order) 0
 #define rans_compress_to_4x16(in, in_size, out, out_size, order) NULL
@@ -31,11 +34,11 @@ enum method { METHOD_RAW, METHOD_ZSTD, METHOD_RANS };
  * tree (the Makefile's -Ihtslib/htscodecs), as htslib does not install it. */
 #include "htscodecs/rANS_static4x16.h"
 #define QUAL_METHOD METHOD_RANS
-#endif
 /* Order 1 (each quality under a model of the one before), 32-way
- * interleaved so that the SIMD paths apply: faster than 4-way, as small. */
-#define RANS_ORDER_X32 0x04
-#define RANS_ORDER1 (1 | RANS_ORDER_X32)
+ * interleaved so that the SIMD paths apply: faster than 4-way, as small.
+ * The flag is htscodecs' own, from its header. */
+#define QUAL_RANS_ORDER (1 | RANS_ORDER_X32)
+#endif
 
 enum column { COL_KEY_LEN, COL_KEY, COL_CORE, COL_AUX_LEN, COL_NAME, COL_CIGAR,
               COL_SEQ, COL_QUAL, COL_AUX, N_COLUMNS };
@@ -61,14 +64,7 @@ struct group_encoder {
 
 static int buf_reserve(byte_buf *b, size_t extra)
 {
-    if (b->n + extra <= b->cap) return 0;
-    size_t cap = b->cap ? b->cap : 4096;
-    while (cap < b->n + extra) cap *= 2;
-    uint8_t *p = realloc(b->p, cap);
-    if (!p) return -1;
-    b->p = p;
-    b->cap = cap;
-    return 0;
+    return grow_array((void **)&b->p, &b->cap, b->n + extra, 1);
 }
 
 static int buf_put(byte_buf *b, const void *src, size_t n)
@@ -87,16 +83,6 @@ static int buf_varint(byte_buf *b, uint64_t v)
         v >>= 7;
     } while (v);
     return 0;
-}
-
-static void put_u32(uint8_t *p, uint32_t v)
-{
-    for (int i = 0; i < 4; i++) p[i] = (uint8_t)(v >> (8 * i));
-}
-
-static uint32_t get_u32(const uint8_t *p)
-{
-    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
 }
 
 group_encoder *group_encoder_create(void)
@@ -210,14 +196,14 @@ static void delta_positions(uint8_t *cores, size_t n)
 static int encode_column(group_encoder *e, const byte_buf *col, int method)
 {
     if (col->n > UINT32_MAX / 2) return -1;
-    size_t bound = method == METHOD_RANS ? rans_compress_bound_4x16((unsigned)col->n, RANS_ORDER1)
+    size_t bound = method == METHOD_RANS ? rans_compress_bound_4x16((unsigned)col->n, QUAL_RANS_ORDER)
                                          : ZSTD_compressBound(col->n);
     if (buf_reserve(&e->blob, 9 + bound) < 0) return -1;
     uint8_t *hdr = e->blob.p + e->blob.n, *out = hdr + 9;
     size_t stored = 0;
     if (col->n && method == METHOD_RANS) {
         unsigned int out_size = (unsigned)bound;
-        if (!rans_compress_to_4x16(col->p, (unsigned)col->n, out, &out_size, RANS_ORDER1)) return -1;
+        if (!rans_compress_to_4x16(col->p, (unsigned)col->n, out, &out_size, QUAL_RANS_ORDER)) return -1;
         stored = out_size;
     } else if (col->n) {
         stored = ZSTD_compressCCtx(e->zstd, out, bound, col->p, col->n, ZSTD_LEVEL);
@@ -229,8 +215,8 @@ static int encode_column(group_encoder *e, const byte_buf *col, int method)
         if (stored) memcpy(out, col->p, stored);
     }
     hdr[0] = (uint8_t)method;
-    put_u32(hdr + 1, (uint32_t)col->n);
-    put_u32(hdr + 5, (uint32_t)stored);
+    u32_to_le((uint32_t)col->n, hdr + 1);
+    u32_to_le((uint32_t)stored, hdr + 5);
     e->blob.n += 9 + stored;
     return 0;
 }
@@ -245,7 +231,7 @@ int group_encode(group_encoder *e, const uint8_t **blob, size_t *len)
         (key_planes && to_planes(&e->col[COL_KEY], e->count, e->key_len, &e->key_planes) < 0))
         return -1;
     memcpy(e->blob.p, MAGIC, 4);
-    put_u32(e->blob.p + 4, (uint32_t)e->count);
+    u32_to_le((uint32_t)e->count, e->blob.p + 4);
     e->blob.p[8] = key_planes ? FLAG_KEY_PLANES : 0;
     e->blob.n = HEADER_BYTES;
     for (int i = 0; i < N_COLUMNS; i++) {
@@ -307,13 +293,13 @@ static int decode_columns(const uint8_t *blob, size_t len, group_scratch *s, cur
     const uint8_t *hdr[N_COLUMNS], *stored[N_COLUMNS];
     size_t total = 0;
     for (int i = 0; i < N_COLUMNS; i++) {
-        if (take(&in, 9, &hdr[i]) < 0 || take(&in, get_u32(hdr[i] + 5), &stored[i]) < 0) return -1;
-        total += get_u32(hdr[i] + 1);
+        if (take(&in, 9, &hdr[i]) < 0 || take(&in, le_to_u32(hdr[i] + 5), &stored[i]) < 0) return -1;
+        total += le_to_u32(hdr[i] + 1);
     }
     if (in.at != len || grow((void **)&s->p, &s->cap, total, 1) < 0) return -1;
     size_t off = 0;
     for (int i = 0; i < N_COLUMNS; i++) {
-        size_t raw = get_u32(hdr[i] + 1), n_stored = get_u32(hdr[i] + 5);
+        size_t raw = le_to_u32(hdr[i] + 1), n_stored = le_to_u32(hdr[i] + 5);
         uint8_t *out = s->p + off;
         if (hdr[i][0] == METHOD_RAW) {
             if (n_stored != raw) return -1;
@@ -401,7 +387,7 @@ int group_decode(const uint8_t *blob, size_t len, group_records *r, group_scratc
     if (len < HEADER_BYTES || memcmp(blob, MAGIC, 4) || blob[8] > FLAG_KEY_PLANES ||
         decode_columns(blob, len, scratch, col) < 0)
         return -1;
-    rebuild_state s = { .n = get_u32(blob + 4), .core_planes = col[COL_CORE].p };
+    rebuild_state s = { .n = le_to_u32(blob + 4), .core_planes = col[COL_CORE].p };
     size_t n = s.n;
     if (col[COL_CORE].n != n * CORE_BYTES || !n) return -1;
     if (blob[8] & FLAG_KEY_PLANES) {

@@ -7,12 +7,12 @@
  * made, so that closing frees them whoever holds them; released ones are
  * reused.
  */
-#define _GNU_SOURCE
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include "group_feed.h"
+#include "grow_array.h"
 #include "thread_cpu.h"
 
 typedef struct {
@@ -49,13 +49,8 @@ static feed_slot *get_slot(group_feed *f)
             f->slots[i]->spare = 0;
             return f->slots[i];
         }
-    if (f->n_slots == f->slots_cap) {
-        size_t cap = f->slots_cap ? 2 * f->slots_cap : 16;
-        feed_slot **v = realloc(f->slots, cap * sizeof *v);
-        if (!v) return NULL;
-        f->slots = v;
-        f->slots_cap = cap;
-    }
+    if (grow_array((void **)&f->slots, &f->slots_cap, f->n_slots + 1, sizeof *f->slots) < 0)
+        return NULL;
     feed_slot *s = calloc(1, sizeof *s);
     if (s) f->slots[f->n_slots++] = s;
     return s;

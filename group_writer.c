@@ -75,11 +75,6 @@ static int dispatch(group_writer *gw, errmsg *err)
     return 0;
 }
 
-group_writer *group_writer_create(int threads, size_t group_bytes, group_put_fn put, void *ctx)
-{
-    return group_writer_create_on(NULL, threads, group_bytes, put, ctx);
-}
-
 group_writer *group_writer_create_on(hts_tpool *pool, int threads, size_t group_bytes,
                                      group_put_fn put, void *ctx)
 {

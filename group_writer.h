@@ -33,7 +33,6 @@ typedef struct group_writer group_writer;
 /* NULL when out of memory or if the threads cannot start.  With a pool,
  * the groups are encoded on it (shared with others, and left running)
  * instead of a pool of the writer's own. */
-group_writer *group_writer_create(int threads, size_t group_bytes, group_put_fn put, void *ctx);
 group_writer *group_writer_create_on(hts_tpool *pool, int threads, size_t group_bytes,
                                      group_put_fn put, void *ctx);
 int group_writer_add(group_writer *gw, const uint8_t *key, size_t klen,

@@ -4,6 +4,8 @@
  * for *cap items of `size` bytes, hold at least `need` items, doubling from
  * 64 so that appending costs amortised constant time.  Returns 0, or -1
  * with *p and *cap unchanged when memory runs out or the size overflows.
+ * The program's one doubling realloc: a byte buffer passes size 1; an array
+ * whose new slots must start zeroed clears them itself (from the old *cap).
  */
 #ifndef GROW_ARRAY_H
 #define GROW_ARRAY_H

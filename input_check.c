@@ -1,5 +1,4 @@
 /* input_check.c -- see input_check.h. */
-#define _GNU_SOURCE
 #include <fcntl.h>
 #include <inttypes.h>
 #include <stdio.h>

@@ -1,16 +1,11 @@
 /* key_ranges.c -- see key_ranges.h. */
 #include <stdlib.h>
 #include "key_ranges.h"
+#include "grow_array.h"
 
 int key_samples_add(key_samples *s, const uint8_t *key, size_t len, uint64_t weight)
 {
-    if (s->n == s->cap) {
-        size_t cap = s->cap ? 2 * s->cap : 256;
-        key_sample *v = realloc(s->v, cap * sizeof *v);
-        if (!v) return -1;
-        s->v = v;
-        s->cap = cap;
-    }
+    if (grow_array((void **)&s->v, &s->cap, s->n + 1, sizeof *s->v) < 0) return -1;
     s->v[s->n++] = (key_sample){ key, len, weight };
     return 0;
 }
@@ -20,6 +15,20 @@ void key_samples_free(key_samples *s)
     free(s->v);
     s->v = NULL;
     s->n = s->cap = 0;
+}
+
+int key_samples_add_copy(key_samples *s, const uint8_t *key, size_t len, uint64_t weight)
+{
+    uint8_t *copy = key_dup(key, len);
+    if (copy && key_samples_add(s, copy, len, weight) == 0) return 0;
+    free(copy);
+    return -1;
+}
+
+void key_samples_free_copies(key_samples *s)
+{
+    for (size_t i = 0; i < s->n; i++) free((uint8_t *)s->v[i].key);
+    key_samples_free(s);
 }
 
 static int by_key(const void *a, const void *b)

@@ -4,8 +4,9 @@
  * no RocksDB calls.
  * files_plan_for() splits the descriptors the temporary database may use
  * between the runs the readout keeps open (every one) and the background
- * merges (each keeps its inputs and its output open, several at once), and
- * sizes RocksDB's table cache so that the two never add up past the budget.
+ * merges (each keeps its inputs and its output open, several at once,
+ * beside the runs RocksDB's table cache pins: files_pinned_by_cache()),
+ * and sizes the table cache so that they never add up past the budget.
  * merge_plan_for() gives the background merges for T runs; fit_to_files()
  * narrows a plan to a files_plan.  With several databases (one per temp
  * directory), files_share() splits the budget among them.
@@ -30,6 +31,11 @@ files_plan files_plan_for(int max_open_files, int threads);
  * per_run bytes each (two at least). */
 void files_fit_memory(files_plan *f, uint64_t memory, uint64_t per_run);
 
+/* Runs RocksDB may keep open for as long as they live, whatever merges
+ * or reads them, under a max_open_files of table_cache: a quarter of its
+ * table cache. */
+int files_pinned_by_cache(int table_cache);
+
 /* The fewest descriptors one database takes: its own files and room for
  * a few runs. */
 int files_min_per_db(void);
@@ -42,9 +48,10 @@ int files_share(int max_open_files, int n, double share);
  * readout merges at most a budget of B = k + T/k runs, k = sqrt(T): about
  * 2*sqrt(T) for T runs in all.  It counts merged and fresh runs alike
  * against its trigger, so the trigger is B, and a merge takes every fresh
- * run at once (at least k, at most B). */
+ * run at once (at least k, at most B): each byte is rewritten once. */
 typedef struct {
     int min_width, max_width, trigger;
+    int tiered;         /* tiers instead (merge_plan_within()) */
 } merge_plan;
 
 merge_plan merge_plan_for(uint64_t runs);
@@ -52,5 +59,25 @@ merge_plan merge_plan_for(uint64_t runs);
 /* A plan wider than the open-file budget allows is narrowed, at the cost
  * of rewriting runs more often. */
 merge_plan fit_to_files(const files_plan *f, merge_plan p);
+
+/* The plan for t runs within f: merge_plan_for()'s when its budget of runs
+ * and its narrowest merge fit f; else tiers, where each merge takes
+ * f->merge_width runs of one size (a run of tier i holds width^i fresh
+ * ones), so each byte is rewritten once per tier it climbs, log(T) / log
+ * (width) times at most.  Narrowing the one-rewrite plan instead let RocksDB
+ * merge the newest runs whatever their sizes into one growing run: under
+ * ulimit -n 40, 4-15 times the runs' bytes written. */
+merge_plan merge_plan_within(const files_plan *f, uint64_t t);
+
+/* Tiers within f, for any number of runs (a stream of unknown size). */
+merge_plan merge_plan_tiers(const files_plan *f);
+
+/* Where RocksDB's merges of similar runs would start among n runs of
+ * these sizes, newest first: the first `width` runs in a row of which each
+ * is within ratio percent of the one before (its similar-size rule);
+ * -1 if none. */
+int merge_chain_start(const uint64_t *sizes, int n, int width, int ratio);
+/* How many of them, from the first, are such runs in a row. */
+int merge_chain_length(const uint64_t *sizes, int n, int ratio);
 
 #endif

@@ -1,5 +1,4 @@
 /* output_file.c -- see output_file.h. */
-#define _GNU_SOURCE
 #include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -13,6 +12,7 @@
 #include <htslib/hfile.h>
 #include "output_file.h"
 #include "output_target.h"
+#include "output_stale.h"
 #include "cleanup.h"
 
 /* "WHAT 'PATH': strerror(errno)"; returns -1. */
@@ -30,22 +30,24 @@ static void apply_umask(int fd)
     if (fchmod(fd, 0666 & ~mask) < 0) { /* harmless: the file stays private */ }
 }
 
-#define HIDDEN_SUFFIX ".rocksort."
-#define MKSTEMP_CHARS 6
-
-/* ".NAME.rocksort.XXXXXX" in path's directory, by that directory's real
- * path: a resumed sort finds the name again from any working directory. */
-static char *temp_name_beside(const char *path)
+/* The real path of path's directory (a resumed sort finds a hidden name
+ * again from any working directory), and path's last name: malloc'd into
+ * *dir and *base; -1 if memory runs out. */
+static int split_beside(const char *path, char **dir, char **base)
 {
-    char *d = strdup(path), *b = strdup(path), *tmpl = NULL, real[PATH_MAX];
-    const char *dir = d ? dirname(d) : NULL;
-    if (dir && realpath(dir, real)) dir = real;
-    if (dir && b && asprintf(&tmpl, "%s/.%s" HIDDEN_SUFFIX "XXXXXX", strcmp(dir, "/") ? dir : "",
-                             basename(b)) < 0)
-        tmpl = NULL;
+    char *d = strdup(path), *b = strdup(path), real[PATH_MAX];
+    *dir = *base = NULL;
+    if (d && b) {
+        const char *parent = dirname(d);
+        *dir = strdup(realpath(parent, real) ? real : parent);
+        *base = strdup(basename(b));
+    }
     free(d);
     free(b);
-    return tmpl;
+    if (*dir && *base) return 0;
+    free(*dir);
+    free(*base);
+    return -1;
 }
 
 int output_deflate_level(const char *mode, const hts_opt *opts)
@@ -58,38 +60,59 @@ int output_deflate_level(const char *mode, const hts_opt *opts)
     return level;
 }
 
-int output_is_hidden_partial(const output_file *o, const char *path)
+int output_remove_stale_partial(const output_file *o, const char *path)
 {
     if ((o->tmp_path && !strcmp(path, o->tmp_path)) ||
         (o->idx_tmp_path && !strcmp(path, o->idx_tmp_path)))
         return 0;
     const char *base = strrchr(path, '/');
-    base = base ? base + 1 : path;
-    size_t n = strlen(base), tail = strlen(HIDDEN_SUFFIX) + MKSTEMP_CHARS;
-    if (base[0] != '.' || n <= tail + 1 || strncmp(base + n - tail, HIDDEN_SUFFIX,
-                                                   strlen(HIDDEN_SUFFIX)))
-        return 0;
-    for (size_t i = n - MKSTEMP_CHARS; i < n; i++)
-        if (!isalnum((unsigned char)base[i])) return 0;
-    struct stat st;
-    return lstat(path, &st) == 0 && S_ISREG(st.st_mode);
+    return output_hidden_form(base ? base + 1 : path, NULL) && output_stale_remove(path, 1);
 }
 
-/* A fresh, private name beside path, created empty; registered for cleanup.
- * Its descriptor goes to *fd if fd is not NULL, else it is closed. */
+/* One try at the hidden name `slot` of base in dir (output_stale.h;
+ * mkstemp's random one for -1), created and locked: 0 with its name in
+ * *tmp and descriptor in *fd; 1 if a live sort holds that slot, or a
+ * sweeping sort took the file first; -1 with the cause in err. */
+static int reserve_one(const char *dir, const char *base, int slot, const char *path,
+                       char **tmp, int *fd, errmsg *err)
+{
+    if (!(*tmp = output_hidden_name(dir, base, slot))) return errmsg_set(err, "out of memory");
+    int made = slot < 0 ? cleanup_mkstemp(*tmp) : cleanup_create(*tmp);
+    if (made >= 0 && output_stale_hold(made, *tmp) == 0) {
+        *fd = made;
+        return 0;
+    }
+    int busy = made >= 0 || (slot >= 0 && errno == EEXIST);
+    if (made >= 0) {
+        close(made);            /* the sort that took it removes it */
+        cleanup_forget(*tmp);
+    } else if (!busy) {
+        failed(err, "cannot create a file in the directory of", path);
+    }
+    free(*tmp);
+    *tmp = NULL;
+    return busy ? 1 : -1;
+}
+
+/* A fresh, private, locked name beside path, created empty and registered
+ * for cleanup, its descriptor in *fd_out: the lowest free slot, else a
+ * random name; the stale hidden files of path (output_stale.h) go first. */
 static char *reserve_temp_beside(const char *path, int *fd_out, errmsg *err)
 {
-    char *tmp = temp_name_beside(path);
-    if (!tmp) { errmsg_set(err, "out of memory"); return NULL; }
-    int fd = cleanup_mkstemp(tmp);
-    if (fd < 0) {
-        failed(err, "cannot create a file in the directory of", path);
-        free(tmp);
+    enum { RANDOM_TRIES = 100 };
+    char *dir, *base, *tmp = NULL;
+    if (split_beside(path, &dir, &base) < 0) {
+        errmsg_set(err, "out of memory");
         return NULL;
     }
-    apply_umask(fd);
-    if (fd_out) *fd_out = fd;
-    else close(fd);
+    output_stale_sweep(dir, base);
+    int r = 1;
+    for (int i = 0; r > 0 && i < OUTPUT_HIDDEN_SLOTS + RANDOM_TRIES; i++)
+        r = reserve_one(dir, base, i < OUTPUT_HIDDEN_SLOTS ? i : -1, path, &tmp, fd_out, err);
+    if (r > 0) errmsg_set(err, "cannot keep a hidden file beside '%s': each was taken", path);
+    free(dir);
+    free(base);
+    if (tmp) apply_umask(*fd_out);
     return tmp;
 }
 
@@ -143,7 +166,7 @@ static int open_beside(output_file *o, const char *path, const char *mode, errms
 int output_open(output_file *o, const char *fn, const char *mode, errmsg *err)
 {
     memset(o, 0, sizeof *o);
-    o->cache_fd = o->stream_fd = -1;
+    o->cache_fd = o->stream_fd = o->idx_hold_fd = -1;
     char *path = NULL;
     int kind = output_target(fn, &path, err);
     if (kind < 0) return -1;
@@ -168,7 +191,11 @@ int output_index_reserve(output_file *o, const char *idx_fn, errmsg *err)
     if (!o->idx_name) { free(path); errmsg_set(err, "out of memory"); return -1; }
     if (kind == TARGET_RENAME) {
         o->idx_final_path = path;
-        o->idx_tmp_path = reserve_temp_beside(path, NULL, err);
+        /* A slot's name a sweep took under it may be another sort's again
+         * before it is forgotten: no signal removes it meanwhile. */
+        cleanup_hold_signals();
+        o->idx_tmp_path = reserve_temp_beside(path, &o->idx_hold_fd, err);
+        cleanup_release_signals();
         if (!o->idx_tmp_path) return -1;
     }
     o->idx_write_path = strdup(o->idx_tmp_path ? o->idx_tmp_path : path);
@@ -228,10 +255,13 @@ void output_drop_written(output_file *o)
     if (o->cache_fd >= 0) posix_fadvise(o->cache_fd, 0, 0, POSIX_FADV_DONTNEED);
 }
 
-static void close_cache_fd(output_file *o)
+/* The descriptors that hold the hidden files' locks (output_stale.h):
+ * closed once the files have their final names, or are removed. */
+static void close_held_fds(output_file *o)
 {
     if (o->cache_fd >= 0) close(o->cache_fd);
-    o->cache_fd = -1;
+    if (o->idx_hold_fd >= 0) close(o->idx_hold_fd);
+    o->cache_fd = o->idx_hold_fd = -1;
 }
 
 static void forget_temp(char **tmp_path)
@@ -272,7 +302,6 @@ int output_commit(output_file *o, errmsg *err)
     o->fp = NULL;
     o->stream_fd = -1;
     output_drop_written(o);
-    close_cache_fd(o);
     if (ret < 0) {
         failed(err, "error closing output file", o->name);
         output_abort(o);
@@ -299,6 +328,7 @@ int output_commit(output_file *o, errmsg *err)
         return -1;
     }
     if (o->idx_tmp_path) forget_temp(&o->idx_tmp_path);
+    close_held_fds(o);
     free_names(o);
     return 0;
 }
@@ -324,12 +354,12 @@ void output_abort(output_file *o)
         o->fp = NULL;
         o->stream_fd = -1;
     }
-    close_cache_fd(o);
     char **temps[] = { &o->tmp_path, &o->idx_tmp_path };
     for (size_t i = 0; i < sizeof temps / sizeof *temps; i++)
         if (*temps[i]) {
             unlink(*temps[i]);
             forget_temp(temps[i]);
         }
+    close_held_fds(o);
     free_names(o);
 }

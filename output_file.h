@@ -8,6 +8,8 @@
  * for, follows the same rule.  Stdout ("-") and anything that is not a
  * regular file (a device, a FIFO, /dev/stdout; see output_target.h) are
  * written in place.
+ * A hidden file is locked while this run may rename it, and the stale ones
+ * of the same name that killed runs left are removed first (output_stale.h).
  * output_abort() removes the temporary files; on a destination written in
  * place it diverts the BGZF EOF marker to /dev/null, so a reader sees the
  * stream as truncated.
@@ -27,7 +29,9 @@ typedef struct {
     char *idx_final_path, *idx_tmp_path;    /* NULL: no index, or written in place */
     samFile *fp;
     int indexing;
-    int cache_fd;       /* the temporary file, for dropping its pages; else -1 */
+    int cache_fd;       /* the temporary file, for dropping its pages, and holding its
+                           lock (output_stale.h) until it is renamed; else -1 */
+    int idx_hold_fd;    /* the index's temporary file, holding its lock; else -1 */
     int stream_fd;      /* written in place: its descriptor, to withhold the EOF marker */
     char *idx_write_path;   /* where the index is written */
     int idx_after;          /* output_index_after(): built at the commit */
@@ -69,12 +73,13 @@ int output_commit(output_file *o, errmsg *err);
  * compressed formats); uncompressed SAM counts as 0. */
 int output_deflate_level(const char *mode, const hts_opt *opts);
 
-/* Whether path is a regular file under a hidden name of the form outputs
- * and indexes are written under (".NAME.rocksort.XXXXXX", by the real
- * path of its directory), and not one of o's own: an earlier run that
- * SIGKILL ended left it, and a resumed sort that journaled it removes it,
- * whatever this run's output is. */
-int output_is_hidden_partial(const output_file *o, const char *path);
+/* Removes path if it is a regular file under a hidden name of the form
+ * outputs and indexes are written under (".NAME.rocksort.XXXXXX", by the
+ * real path of its directory), not one of o's own, and no live sort holds
+ * it (output_stale.h): an earlier run that SIGKILL ended left it, and a
+ * resumed sort that journaled it removes it, whatever this run's output
+ * is.  1 if removed. */
+int output_remove_stale_partial(const output_file *o, const char *path);
 void output_abort(output_file *o);
 
 #endif

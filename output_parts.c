@@ -1,5 +1,4 @@
 /* output_parts.c -- see output_parts.h. */
-#define _GNU_SOURCE
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>

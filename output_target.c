@@ -1,5 +1,4 @@
 /* output_target.c -- see output_target.h. */
-#define _GNU_SOURCE
 #include <errno.h>
 #include <libgen.h>
 #include <limits.h>

@@ -1,5 +1,4 @@
 /* progress.c -- see progress.h. */
-#define _GNU_SOURCE
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -8,6 +7,7 @@
 #include <unistd.h>
 #include "progress.h"
 #include "clock_util.h"
+#include "human_number.h"
 #include "thread_cpu.h"
 
 #define TTY_TICK 1.0
@@ -29,15 +29,6 @@ struct progress {
     int stopping;
 };
 
-/* 1234567 -> "1.2M"; bytes with unit "B" -> "1.2 GB". */
-static void human(char *buf, size_t n, double v, const char *unit)
-{
-    static const char *const prefix[] = { "", "k", "M", "G", "T" };
-    int i = 0;
-    while (v >= 1000 && i < 4) { v /= 1000; i++; }
-    snprintf(buf, n, i ? "%.1f%s%s%s" : "%.0f%s%s%s", v, *unit ? " " : "", prefix[i], unit);
-}
-
 static void eta(char *buf, size_t n, double seconds)
 {
     if (seconds < 0 || seconds > ETA_MAX_SECONDS) { snprintf(buf, n, "?"); return; }
@@ -55,13 +46,13 @@ static void describe(progress *p, char *line, size_t n)
     uint64_t rout = atomic_load_explicit(&p->records_out, memory_order_relaxed);
     int permille = atomic_load_explicit(&p->permille, memory_order_relaxed);
     char a[32], b[32], c[32], d[32], e[32];
-    human(a, sizeof a, (double)rin, "");
-    human(b, sizeof b, (double)bin, "B");
-    human(c, sizeof c, (double)tmp, "B");
+    human_number(a, sizeof a, (double)rin, "", HUMAN_STEPS);
+    human_number(b, sizeof b, (double)bin, "B", HUMAN_STEPS);
+    human_number(c, sizeof c, (double)tmp, "B", HUMAN_STEPS);
     switch (atomic_load(&p->phase)) {
     case PHASE_LOAD: {
         char pct[16] = "", until[48] = "";
-        human(d, sizeof d, bin / elapsed, "B/s");
+        human_number(d, sizeof d, bin / elapsed, "B/s", HUMAN_STEPS);
         if (permille >= 0) snprintf(pct, sizeof pct, " (%d%%)", permille / 10);
         if (permille > 0) {
             eta(e, sizeof e, elapsed * (1000 - permille) / permille);
@@ -75,8 +66,8 @@ static void describe(progress *p, char *line, size_t n)
         snprintf(line, n, "[rocksort] merging sorted runs: %s records, temp %s", a, c);
         break;
     case PHASE_READOUT:
-        human(d, sizeof d, (double)rout, "");
-        human(b, sizeof b, rout / elapsed, "rec/s");
+        human_number(d, sizeof d, (double)rout, "", HUMAN_STEPS);
+        human_number(b, sizeof b, rout / elapsed, "rec/s", HUMAN_STEPS);
         eta(e, sizeof e, rout ? elapsed * (double)(rin - rout) / (double)rout : -1);
         snprintf(line, n, "[rocksort] readout: %s of %s records (%.0f%%), %s, ETA %s",
                  d, a, rin ? 100.0 * (double)rout / (double)rin : 100.0, b, e);

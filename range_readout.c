@@ -1,5 +1,4 @@
 /* range_readout.c -- see range_readout.h. */
-#define _GNU_SOURCE
 #include <errno.h>
 #include <limits.h>
 #include <pthread.h>

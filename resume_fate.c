@@ -1,5 +1,4 @@
 /* resume_fate.c -- see resume_fate.h. */
-#define _GNU_SOURCE
 #include <inttypes.h>
 #include <limits.h>
 #include <signal.h>
@@ -9,6 +8,7 @@
 #include <unistd.h>
 #include "resume_fate.h"
 #include "cleanup.h"
+#include "state_dir.h"
 
 enum { STATE_OPEN, STATE_KEPT, STATE_REMOVED };
 
@@ -26,8 +26,8 @@ const char *resume_dir_shown(const sort_job *j)
 
 static int dir_has_journal(const char *dir)
 {
-    char *journal = NULL;
-    int there = asprintf(&journal, "%s/journal", dir) >= 0 && access(journal, F_OK) == 0;
+    char *journal = state_join(dir, STATE_JOURNAL_NAME);
+    int there = journal && access(journal, F_OK) == 0;
     free(journal);
     return there;
 }
@@ -43,7 +43,8 @@ static void note_signal(int sig)
     const sort_job *j = signalled_job;
     rocks_store *st = opened_store;
     char real[PATH_MAX];
-    const char *dir = j->resume.dir_shown || !realpath(j->o->resume_dir, real)
+    const char *dir = store_state_moved(st, real, sizeof real) ? real
+                    : j->resume.dir_shown || !realpath(j->o->resume_dir, real)
                     ? resume_dir_shown(j) : real;
     if (sig)
         fprintf(stderr, "samtools rocksort: interrupted by signal %d (%s); ", sig, strsignal(sig));
@@ -81,13 +82,15 @@ void resume_watch_signals(sort_job *j)
 static void say_what_happened(const sort_job *j, const store_resume *r)
 {
     const char *dir = resume_dir_shown(j);
+    /* With no input, only a state of the whole input goes on: any other
+     * fails next, with its own line. */
     if (r->discarded)
-        fprintf(stderr, "samtools rocksort: not resuming from '%s': %s; sorting afresh\n",
-                dir, r->discarded);
+        fprintf(stderr, "samtools rocksort: not resuming from '%s': %s%s\n", dir, r->discarded,
+                j->resume.no_input ? "" : "; sorting afresh");
     else if (r->complete)
         fprintf(stderr, "samtools rocksort: resuming from '%s': the whole input is stored "
                 "(%" PRIu64 " runs); writing the output\n", dir, r->runs);
-    else if (r->runs)
+    else if (r->runs && !j->resume.no_input)
         fprintf(stderr, "samtools rocksort: resuming from '%s': %" PRIu64 " runs stored; "
                 "reading the rest of the input\n", dir, r->runs);
     int unlocked = store_state_unlocked(j->store);
@@ -133,7 +136,8 @@ void resume_close(sort_job *j, int failed)
         return;
     }
     int keep = failed && !j->resume.state_wrong;
-    const char *dir = resume_dir_shown(j);
+    char now[PATH_MAX];
+    const char *dir = store_state_moved(j->store, now, sizeof now) ? now : resume_dir_shown(j);
     cleanup_hold_signals();
     runs_at_close = store_runs_ingested(j->store);
     fate = keep ? STATE_KEPT : STATE_REMOVED;

@@ -6,8 +6,9 @@
  * that do not read, a stored run that does not read back, records that do
  * not add up); at the open, another identity, version or format, or a
  * database that does not open or does not add up, discard it and the sort
- * starts afresh in DIR (rocks_store.h).  Every other failure, and a signal,
- * keeps DIR.  Every line names DIR by its real path (a relative DIR from
+ * starts afresh in DIR (rocks_store.h), once the input's header has been
+ * read (sort_resume.h; no input discards no state of another sort).  Every
+ * other failure, and a signal, keeps DIR.  Every line names DIR by its real path (a relative DIR from
  * another working directory is another state).
  * - resume_watch_signals(), first: a signal from then on says what became
  *   of DIR (kept, with its runs once the store is open; or nothing stored).

@@ -1,10 +1,10 @@
 /* resume_identity.c -- see resume_identity.h. */
-#define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
 #include <limits.h>
 #include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -75,6 +75,30 @@ static int describe_path(kstring_t *k, const char *what, const char *name, const
     return put(k, err, "%s %s\n", what, path);
 }
 
+/* Whether hts_opt_apply() passes an input option's value as a string
+ * (val.s), not as a number (val.i). */
+static int string_valued(enum hts_fmt_option opt)
+{
+    switch (opt) {
+    case CRAM_OPT_VERSION: case CRAM_OPT_PREFIX: case HTS_OPT_FILTER: case FASTQ_OPT_AUX:
+    case FASTQ_OPT_BARCODE: case FASTQ_OPT_UMI: case FASTQ_OPT_UMI_REGEX:
+        return 1;
+    default:
+        return 0;
+    }
+}
+
+/* An input option with its value: the key alone (hts_opt's arg) would let
+ * a rerun with another filter expression, or decode_md=1 after 0, take
+ * back records read under the old one. */
+static int describe_input_option(kstring_t *k, const hts_opt *x, errmsg *err)
+{
+    if (x->opt == CRAM_OPT_REFERENCE)
+        return describe_path(k, "input option reference", "reference", x->val.s, err);
+    if (string_valued(x->opt)) return put(k, err, "input option %s=%s\n", x->arg, x->val.s);
+    return put(k, err, "input option %s=%d\n", x->arg, x->val.i);
+}
+
 static int describe_options(const identity_request *rq, kstring_t *k, errmsg *err)
 {
     const sort_spec *s = rq->sort;
@@ -86,10 +110,7 @@ static int describe_options(const identity_request *rq, kstring_t *k, errmsg *er
         return -1;
     for (const hts_opt *x = rq->in_opts; x; x = x->next) {
         if (x->opt == HTS_OPT_NTHREADS || x->opt == HTS_OPT_BLOCK_SIZE) continue;
-        int r = x->opt == CRAM_OPT_REFERENCE
-              ? describe_path(k, "input option reference", "reference", x->val.s, err)
-              : put(k, err, "input option %s\n", x->arg);
-        if (r < 0) return -1;
+        if (describe_input_option(k, x, err) < 0) return -1;
     }
     return 0;
 }
@@ -107,4 +128,41 @@ char *resume_identity(const identity_request *rq, errmsg *err)
         return NULL;
     }
     return ks_release(&k);
+}
+
+/* Where the lines that describe the input lie in an identity: from its
+ * "input " line to its "order " line (describe_file(), describe_options()).
+ * -1 if there are none. */
+static int input_span(const char *id, size_t *from, size_t *to)
+{
+    const char *in = strstr(id, "\ninput "), *order = in ? strstr(in, "\norder ") : NULL;
+    if (!order) return -1;
+    *from = (size_t)(in - id) + 1;
+    *to = (size_t)(order - id) + 1;
+    return 0;
+}
+
+char *resume_identity_with_input_of(const char *now, const char *stored)
+{
+    size_t now_from, now_to, from, to;
+    if (input_span(now, &now_from, &now_to) < 0 || input_span(stored, &from, &to) < 0)
+        return NULL;
+    kstring_t k = { 0, 0, NULL };
+    if (kputsn(now, now_from, &k) < 0 || kputsn(stored + from, to - from, &k) < 0 ||
+        kputs(now + now_to, &k) < 0) {
+        free(k.s);
+        return NULL;
+    }
+    return ks_release(&k);
+}
+
+int resume_identity_file(const char *identity, char *path, size_t size)
+{
+    size_t from, to;
+    /* A file is named by its real path; a stream is "input a stream". */
+    if (input_span(identity, &from, &to) < 0 || identity[from + strlen("input ")] != '/')
+        return 0;
+    const char *name = identity + from + strlen("input ");
+    snprintf(path, size, "%.*s", (int)strcspn(name, "\n"), name);
+    return 1;
 }

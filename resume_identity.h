@@ -42,4 +42,14 @@ typedef struct {
 
 char *resume_identity(const identity_request *rq, errmsg *err);
 
+/* For a rerun given no input, which can only finish a state as it is:
+ * `now` (a stream's identity) with the lines that describe the input taken
+ * from `stored`, a state's, so that it matches when only the input
+ * differs.  Malloc'd; NULL if either does not parse or memory runs out. */
+char *resume_identity_with_input_of(const char *now, const char *stored);
+
+/* 1 with the input file's real path copied into path when the identity is
+ * a file's; 0 for a stream's. */
+int resume_identity_file(const char *identity, char *path, size_t size);
+
 #endif

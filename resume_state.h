@@ -48,6 +48,7 @@ typedef struct {
     int hash_stream;            /* a stream: its records are hashed (stream_hash) */
     uint64_t stream_hash;
     int digested;               /* digest_in covers every record read so far */
+    int seeked;                 /* the input was moved past its stored records */
     char *header_text;          /* the input's header as read, kept in the state */
     char *identity;             /* what a rerun must match (sort_resume.c) */
     uint64_t runs_taken, records_taken, bytes_skipped;
@@ -55,6 +56,9 @@ typedef struct {
     double load_started;        /* this run's load phase began (now_seconds()) */
     const char *state_wrong;    /* why the state itself is wrong: it goes (resume_fate.h) */
     int discarded;              /* the store discarded an earlier state, then failed to open */
+    char *no_input;             /* NULL, or why there is no input ("standard input is
+                                   empty"): only a state of the whole input is finished */
+    int other_state;            /* with no input: DIR holds another sort's state, kept */
     char *dir_shown;            /* DIR as messages name it: its real path once it exists */
 } resume_state;
 

@@ -4,10 +4,12 @@
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 #include "rocks_store_internal.h"
 #include "clock_util.h"
 #include "readout_memory.h"
+#include "temp_env.h"
 
 /* Percent by which neighbouring runs may differ and still be merged. */
 #define MERGE_SIZE_RATIO 10
@@ -41,12 +43,15 @@ static int merges_pointless(const rocks_store *st, uint64_t runs)
 /* Each database merges its own runs: its share of the size plans them. */
 void merges_configure(rocks_store *st, store_db *d, const store_options *o, double share)
 {
-    merge_plan p = { 2, d->files.merge_width, d->files.max_runs };
+    merge_plan p = { 2, d->files.merge_width, d->files.max_runs, 0 };
     d->merges_planned = o->size_hint > 0 && !merges_pointless(st, runs_for(st, o->size_hint));
-    if (d->merges_planned)
-        p = merge_plan_for(runs_for(st, (uint64_t)((double)o->size_hint * share)));
-    else rocksdb_options_set_disable_auto_compactions(d->opts, 1);
-    p = fit_to_files(&d->files, p);
+    if (d->merges_planned) {
+        p = merge_plan_within(&d->files, runs_for(st, (uint64_t)((double)o->size_hint * share)));
+    } else {
+        rocksdb_options_set_disable_auto_compactions(d->opts, 1);
+        p = fit_to_files(&d->files, p);
+    }
+    d->plan = p;
     /* Merged runs stay in level 0 next to fresh ones. */
     rocksdb_options_set_num_levels(d->opts, 1);
     d->universal = rocksdb_universal_compaction_options_create();
@@ -156,9 +161,10 @@ int store_plan_merges(rocks_store *st, uint64_t size_estimate)
         double share = total ? (double)d->weight / (double)total : 1;
         uint64_t t = runs_for(st, (uint64_t)((double)size_estimate * share));
         if (t <= STORE_MERGE_MIN_RUNS) continue;
-        merge_plan p = fit_to_files(&d->files, merge_plan_for(t));
+        merge_plan p = merge_plan_within(&d->files, t);
         if (start_merging(st, d, p.trigger, p.min_width, p.max_width, MERGE_SIZE_RATIO) < 0)
             return -1;
+        d->plan = p;
         d->merges_planned = 1;
         if (!fewest || p.min_width < fewest) fewest = p.min_width;
     }
@@ -177,19 +183,103 @@ static int start_merging_to_fit(rocks_store *st, const store_db *d, int keep)
     return start_merging(st, d, per_part, 2, d->files.merge_width, MERGE_SIZE_RATIO);
 }
 
-/* Too many runs in d for its open-file share and no merges planned: start them. */
-void merges_after_run(rocks_store *st, store_db *d)
+/* The sizes of the runs in d's first part, newest first (as RocksDB lists
+ * a level's files), at most max of them; returns how many. */
+static int first_part_sizes(const store_db *d, uint64_t *sizes, int max)
 {
-    if (d->compaction_forced || d->merges_planned) return;
-    if (db_runs(st, d) < d->files.max_runs / 2) return;
-    d->compaction_forced = 1;
-    start_merging_to_fit(st, d, d->files.max_runs / 2);
+    const rocksdb_livefiles_t *files = rocksdb_livefiles(d->db);
+    int n = 0;
+    for (int i = 0; files && i < rocksdb_livefiles_count(files) && n < max; i++)
+        if (!strcmp(rocksdb_livefiles_column_family_name(files, i), store_part_names[0]))
+            sizes[n++] = rocksdb_livefiles_size(files, i);
+    if (files) rocksdb_livefiles_destroy(files);
+    return n;
 }
 
-static void nap(void)
+static void nap_ms(int ms)
 {
-    struct timespec t = { 0, NAP_MS * 1000 * 1000 };
+    struct timespec t = { 0, ms * 1000L * 1000L };
     nanosleep(&t, NULL);
+}
+
+static void nap(void) { nap_ms(NAP_MS); }
+
+static int part_runs(rocks_store *st, const store_db *d)
+{
+    return (int)part_property(st, d->first_part, "rocksdb.num-files-at-level0");
+}
+
+static uint64_t part_merges(rocks_store *st, const store_db *d)
+{
+    return part_property(st, d->first_part, "rocksdb.num-running-compactions");
+}
+
+/* The first part's trigger (the others hold no runs that tiers merge):
+ * each change writes an OPTIONS file. */
+static void set_tier_trigger(rocks_store *st, const store_db *d, int trigger)
+{
+    char value[24], *rerr = NULL;
+    snprintf(value, sizeof value, "%d", trigger);
+    const char *keys[1] = { "level0_file_num_compaction_trigger" }, *vals[1] = { value };
+    rocksdb_set_options_cf(d->db, st->part[d->first_part], 1, keys, vals, &rerr);
+    free(rerr);
+}
+
+/* Lets RocksDB merge `width` runs of one size in a row (there are such
+ * runs: merge_chain_start()), and waits until it has: the trigger is the
+ * runs held meanwhile, so that it merges no other runs.  A merge that
+ * never comes (RocksDB stopped on an error) ends the wait once none has
+ * run for a second. */
+static void merge_one_tier(rocks_store *st, store_db *d, int runs)
+{
+    set_tier_trigger(st, d, runs);
+    for (int idle = 0; part_runs(st, d) >= runs && idle < 1000; idle++) {
+        nap_ms(1);
+        if (part_merges(st, d)) idle = 0;
+    }
+    set_tier_trigger(st, d, ROCKS_NEVER);
+}
+
+/* Tiers: merges of `width` runs of one size, in d's first part (where
+ * every run goes once merges are planned), each as soon as its runs are
+ * there, and the run after it waits for it.  Left to itself, RocksDB
+ * merged when its thread was free, by then the newest `width` runs of a
+ * longer row; the older ones, left between merged runs, were never in a
+ * row of `width` again, and the readout's catch-up rewrote up to 3.9
+ * times the runs' bytes (merges fell behind under load).  Waiting keeps
+ * the tiers whole whatever the load: the bytes rewritten depend on the
+ * runs alone. */
+static void follow_tiers(rocks_store *st, store_db *d)
+{
+    for (;;) {
+        int runs = part_runs(st, d), found = -1;
+        uint64_t *sizes = malloc((size_t)runs * sizeof *sizes);
+        if (sizes)
+            found = merge_chain_start(sizes, first_part_sizes(d, sizes, runs),
+                                      d->plan.max_width, MERGE_SIZE_RATIO);
+        free(sizes);
+        if (found < 0) return;
+        merge_one_tier(st, d, runs);
+        if (part_runs(st, d) >= runs) return;    /* it did not come */
+    }
+}
+
+/* After each run: tiers follow it.  Without a plan, once d holds more runs
+ * than half of what the readout could keep open, tiers start, and every
+ * later run goes to the first part with them. */
+void merges_after_run(rocks_store *st, store_db *d)
+{
+    if (!d->plan.tiered && (d->compaction_forced || d->merges_planned ||
+                            db_runs(st, d) < d->files.max_runs / 2))
+        return;
+    if (!d->plan.tiered) {
+        merge_plan p = merge_plan_tiers(&d->files);
+        d->compaction_forced = 1;
+        if (start_merging(st, d, p.trigger, p.min_width, p.max_width, MERGE_SIZE_RATIO) < 0)
+            return;
+        d->plan = p;
+    }
+    follow_tiers(st, d);
 }
 
 static void wait_for_running_merges(rocks_store *st)
@@ -241,26 +331,69 @@ static int readout_runs(const store_db *d)
     return target;
 }
 
+/* A start_*() below starts one merge in d towards target, and sets *after
+ * to the runs it leaves; it returns whether it started one. */
+typedef int (*merge_start)(rocks_store *st, const store_db *d, int target, int *after);
+
+/* In tiers, the merges of `width` similar runs in a row go on after the
+ * load while there are such runs (merges fell behind a fast load): each
+ * rewrites its runs once, where merging the newest runs would rewrite the
+ * growing output again every time. */
+static int start_tier_merge(rocks_store *st, const store_db *d, int target, int *after)
+{
+    int n = db_runs(st, d), w = d->plan.max_width;
+    if (!d->plan.tiered || n <= target || parts_holding_runs(st, d) > 1) return 0;
+    uint64_t *sizes = malloc((size_t)n * sizeof *sizes);
+    int found = sizes ? merge_chain_start(sizes, first_part_sizes(d, sizes, n), w,
+                                          MERGE_SIZE_RATIO) : -1;
+    free(sizes);
+    if (found < 0) return 0;
+    *after = n - w + 1;
+    return start_merging(st, d, n, w, w, MERGE_SIZE_RATIO) == 0;
+}
+
+/* One merge of d's newest runs: n - target + 1 of them if one merge may
+ * take them all, else (in tiers, where the newest are the smallest) as
+ * many as a merge may take. */
+static int start_newest_merge(rocks_store *st, const store_db *d, int target, int *after)
+{
+    int n = db_runs(st, d), width = n - target + 1;
+    int room = d->plan.tiered ? d->plan.max_width : d->files.merge_width;
+    if (n <= target || parts_holding_runs(st, d) > 1) return 0;
+    if (width > room && !d->plan.tiered) return 0;
+    if (width > room) width = room;
+    *after = n - width + 1;
+    return start_merging(st, d, n, width, width, ANY_SIZE_RATIO) == 0;
+}
+
+/* Merges, one per database at a time, while `start` finds one to start. */
+static void merge_in_rounds(rocks_store *st, merge_start start, const int *target)
+{
+    int after[STORE_MAX_DIRS], on[STORE_MAX_DIRS], any;
+    do {
+        any = 0;
+        for (int i = 0; i < st->n_dbs; i++) {
+            after[i] = target[i];
+            any |= on[i] = start(st, &st->dbs[i], target[i], &after[i]);
+        }
+    } while (any && merge_until(st, after, on) > 0);
+}
+
 /* Background merges fall behind when input arrives faster than one thread
  * can rewrite it (a file on busy cores), and without a plan they merge
  * only what the open-file limit demands.  Each database merges down to
- * readout_runs(): the newest (smallest) runs in one merge when a merge may
- * hold them all open at once, else in merges of similar runs, which
- * rewrite each byte a few times rather than once per merge. */
+ * readout_runs(): in tiers, first the tiers' own merges; then the newest
+ * (smallest) runs, in one merge when a merge may hold them all open at
+ * once (in tiers, in as many as it takes); else in merges of similar
+ * runs, which rewrite each byte a few times rather than once per merge.
+ * (In tiers, those took two of the largest runs: a third of the bytes
+ * rewritten once more.) */
 static void merge_down_to_budget(rocks_store *st)
 {
-    int target[STORE_MAX_DIRS], on[STORE_MAX_DIRS] = { 0 }, any = 0;
-    for (int i = 0; i < st->n_dbs; i++) {
-        store_db *d = &st->dbs[i];
-        int n = db_runs(st, d), width;
-        target[i] = readout_runs(d);
-        width = n - target[i] + 1;
-        if (n <= target[i] || parts_holding_runs(st, d) > 1 || width > d->files.merge_width)
-            continue;
-        on[i] = start_merging(st, d, target[i] + 1, width, width, ANY_SIZE_RATIO) == 0;
-        any |= on[i];
-    }
-    if (any) merge_until(st, target, on);
+    int target[STORE_MAX_DIRS], on[STORE_MAX_DIRS], any;
+    for (int i = 0; i < st->n_dbs; i++) target[i] = readout_runs(&st->dbs[i]);
+    merge_in_rounds(st, start_tier_merge, target);
+    merge_in_rounds(st, start_newest_merge, target);
     for (;;) {
         any = 0;
         for (int i = 0; i < st->n_dbs; i++) {
@@ -292,6 +425,24 @@ int store_sorted_runs(rocks_store *st)
 }
 
 int store_catch_up_runs(const rocks_store *st) { return st->catch_up_runs; }
+
+store_merge_report store_merges(const rocks_store *st)
+{
+    store_merge_report r = { STORE_MERGES_NONE, 0, 0, 0 };
+    for (int i = 0; st && i < st->n_dbs; i++) {
+        const store_db *d = &st->dbs[i];
+        store_merge_kind kind = d->plan.tiered ? STORE_MERGES_TIERS
+                              : d->merges_planned ? STORE_MERGES_ONCE : STORE_MERGES_NONE;
+        r.bytes += temp_env_merged_bytes_written(d->bytes_counter);
+        if (kind < r.kind) continue;
+        if (kind > r.kind || d->plan.max_width < r.width) {
+            r.width = d->plan.max_width;
+            r.readout_runs = d->files.max_runs;
+        }
+        r.kind = kind;
+    }
+    return r;
+}
 
 int store_merge_width(uint64_t size, uint64_t run_bytes, int hinted)
 {

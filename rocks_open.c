@@ -11,7 +11,6 @@
  * every run its merges write, on the disk it was dealt to, through the C
  * API alone.
  */
-#define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -264,7 +263,7 @@ int store_shows_damage(const char *msg)
 
 /* A resumable store, one database: the earlier state taken back, or
  * discarded (a database that does not open, or does not add up) for a
- * fresh one. */
+ * fresh one; kept as it was with o->state_other. */
 static int open_state(rocks_store *st, const store_options *o, errmsg *err)
 {
     enum { DOES_NOT_OPEN = 2 };
@@ -273,10 +272,10 @@ static int open_state(rocks_store *st, const store_options *o, errmsg *err)
     int r = open_database(st, d, &why) < 0 ? DOES_NOT_OPEN : state_restore(st, err);
     if (r == DOES_NOT_OPEN && store_cause_outside(why.msg)) return errmsg_copy(err, &why);
     if (r <= 0) return r;
-    if (r == DOES_NOT_OPEN) {
-        errmsg_prefix(&why, "its database does not open");
-        state_discard(st, why.msg);
-    }
+    if (r == DOES_NOT_OPEN) errmsg_prefix(&why, "its database does not open");
+    if (o->state_other)
+        return state_keep_other(st, o, r == DOES_NOT_OPEN ? why.msg : st->discarded, err);
+    if (r == DOES_NOT_OPEN) state_discard(st, why.msg);
     close_parts(st);
     if (state_wipe(st, o, err) < 0) return -1;
     return open_database(st, d, err);
@@ -341,6 +340,7 @@ rocks_store *store_open(const store_options *o, errmsg *err)
         return NULL;
     }
     for (int i = 0; i < STORE_MAX_DIRS; i++) st->dbs[i].bytes_counter = -1;
+    st->state_fd = -1;
     cleanup_hold_signals();
     int ok = (o->state_dir ? state_prepare(st, o, err) : make_dirs(st, o, err)) == 0;
     if (ok) ok = set_up(st, o, err) == 0;

@@ -14,7 +14,6 @@
  * stopped it), and a resumable store is never passed over: its journal
  * names the runs a later run takes back.
  */
-#define _GNU_SOURCE
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

@@ -11,9 +11,9 @@
  * a run the journal lacks; the last journaled run may be missing from it,
  * and is then taken in from its file if the file is still there.
  */
-#define _GNU_SOURCE
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -43,8 +43,7 @@ static void reset_runs(rocks_store *st)
         run_index_destroy(st->index);
         st->index = run_index_create();
     }
-    for (size_t i = 0; i < st->n_samples; i++) free((uint8_t *)st->samples[i].key);
-    st->n_samples = 0;
+    key_samples_free_copies(&st->samples);
     st->runs = st->bytes_written = st->dbs[0].runs = 0;
     st->parts_used = 0;
     memset(&st->resume, 0, sizeof st->resume);
@@ -111,9 +110,22 @@ void state_discard(rocks_store *st, const char *why)
     st->resume.discarded = st->discarded;
 }
 
+int state_keep_other(rocks_store *st, const store_options *o, const char *why, errmsg *err)
+{
+    errmsg_set(err, "%s", why ? why : "it does not add up");   /* why may be st->discarded */
+    free(st->discarded);
+    st->discarded = NULL;
+    st->resume.discarded = NULL;
+    *o->state_other = 1;
+    return -1;
+}
+
 /* Why two identities differ, for the line that discards a state: the name
  * (up to its first space) of their first line that differs, such as
- * "inode" for an input file replaced by a copy. */
+ * "inode" for an input file replaced by a copy; an input option's whole
+ * line ("input option decode_md=0"): its first word would blame the input. */
+#define INPUT_OPTION "input option "
+
 static const char *another_sort(const uint8_t *old, size_t old_len, const char *now,
                                 char *why, size_t size)
 {
@@ -122,7 +134,8 @@ static const char *another_sort(const uint8_t *old, size_t old_len, const char *
     while (at && now[at - 1] != '\n') at--;
     const char *line = at < now_len ? now + at : (const char *)old + at;
     size_t left = at < now_len ? now_len - at : old_len - at, name = 0;
-    while (name < left && line[name] != ' ' && line[name] != '\n') name++;
+    int option = left > strlen(INPUT_OPTION) && !strncmp(line, INPUT_OPTION, strlen(INPUT_OPTION));
+    while (name < left && (option || line[name] != ' ') && line[name] != '\n') name++;
     snprintf(why, size, "it is the state of another sort (the input or an option that orders "
              "the records changed: its '%.*s' differs)", (int)name, line);
     return why;
@@ -150,6 +163,8 @@ int state_prepare(rocks_store *st, const store_options *o, errmsg *err)
 {
     if (!(st->state_dir = strdup(o->state_dir))) return errmsg_set(err, "out of memory");
     if (check_dir(st->state_dir, err) < 0) return -1;
+    /* Without a descriptor to spare, it is removed by its path. */
+    st->state_fd = open(st->state_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     char *path = state_join(st->state_dir, STATE_JOURNAL_NAME);
     st->dbs[0].dir = state_join(st->state_dir, STATE_DB_NAME);
     st->dbs[0].weight = 1;
@@ -165,6 +180,7 @@ int state_prepare(rocks_store *st, const store_options *o, errmsg *err)
     st->n_parts = o->parts < 1 ? 1 : o->parts > STORE_DB_MAX_PARTS ? STORE_DB_MAX_PARTS : o->parts;
     char other[256];
     const char *why = journal_records(st->journal) ? other_sort(st, o, other, sizeof other) : NULL;
+    if (why && o->state_other) return state_keep_other(st, o, why, err);
     if (why) state_discard(st, why);
     return why || !journal_records(st->journal) ? state_wipe(st, o, err) : 0;
 }
@@ -181,10 +197,11 @@ static void write_run_keys(rocks_store *st, byte_writer *w)
         bw_bytes(w, first, first_len);
         bw_bytes(w, last, last_len);
     }
-    bw_u64(w, st->n_samples - st->run_first_sample);
-    for (size_t i = st->run_first_sample; i < st->n_samples; i++) {
-        bw_bytes(w, st->samples[i].key, st->samples[i].len);
-        bw_u64(w, st->samples[i].weight);
+    const key_samples *s = &st->samples;
+    bw_u64(w, s->n - st->run_first_sample);
+    for (size_t i = st->run_first_sample; i < s->n; i++) {
+        bw_bytes(w, s->v[i].key, s->v[i].len);
+        bw_u64(w, s->v[i].weight);
     }
 }
 
@@ -220,7 +237,7 @@ static int restore_run(rocks_store *st, byte_reader *r, int *part, uint64_t *ent
     for (uint64_t i = 0; i < n && !r->bad; i++) {
         const uint8_t *key = br_bytes(r, &len);
         uint64_t weight = br_u64(r);
-        if (!r->bad && store_add_sample(st, key, len, weight) < 0) return -1;
+        if (!r->bad && key_samples_add_copy(&st->samples, key, len, weight) < 0) return -1;
     }
     st->resume.note = br_bytes(r, &st->resume.note_len);
     if (r->bad || *part < 0 || *part >= st->n_parts) return -1;
@@ -396,22 +413,33 @@ int state_restore(rocks_store *st, errmsg *err)
 
 /* DIR goes, and so does the directory DIR names when it is a symbolic
  * link: removing the link alone would leave the journal behind.  That
- * directory held nothing but the state (state_dir.h). */
-static void remove_state_dir(const char *dir)
+ * directory held nothing but the state (state_dir.h).  It is removed
+ * through its descriptor, wherever it was renamed to meanwhile, and the
+ * link only if it still named it. */
+static void remove_state_dir(rocks_store *st)
 {
-    char real[PATH_MAX];
-    if (realpath(dir, real)) cleanup_remove_path(real);
-    cleanup_remove_path(dir);
+    const char *dir = st->state_dir;
+    struct stat held, named;
+    if (st->state_fd < 0) {
+        char real[PATH_MAX];
+        cleanup_remove_path(st->dbs[0].dir);
+        if (realpath(dir, real)) cleanup_remove_path(real);
+        cleanup_remove_path(dir);
+        return;
+    }
+    int here = fstat(st->state_fd, &held) == 0 && stat(dir, &named) == 0
+            && held.st_dev == named.st_dev && held.st_ino == named.st_ino;
+    cleanup_remove_dir_at(st->state_fd, dir);
+    if (here && lstat(dir, &named) == 0 && S_ISLNK(named.st_mode)) unlink(dir);
 }
 
 void state_close(rocks_store *st, int keep)
 {
     journal_close(st->journal);
     st->journal = NULL;
-    if (!keep && st->state_owned) {
-        cleanup_remove_path(st->dbs[0].dir);
-        remove_state_dir(st->state_dir);
-    }
+    if (!keep && st->state_owned) remove_state_dir(st);
+    if (st->state_fd >= 0) close(st->state_fd);
+    st->state_fd = -1;
     free(st->state_dir);
     free(st->discarded);
     free(st->note_blob);
@@ -420,6 +448,11 @@ void state_close(rocks_store *st, int keep)
 
 const store_resume *store_resumed(const rocks_store *st) { return &st->resume; }
 int store_state_unlocked(const rocks_store *st) { return st->journal ? journal_unlocked(st->journal) : 0; }
+
+int store_state_moved(const rocks_store *st, char *now, size_t size)
+{
+    return st && cleanup_dir_moved(st->state_fd, st->state_dir, now, size);
+}
 
 /* A record of a type, a slot (REC_KEEP only) and a blob. */
 static int append_blob(rocks_store *st, uint64_t type, int slot, const void *blob, size_t len,

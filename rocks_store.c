@@ -1,6 +1,5 @@
 /* rocks_store.c -- the store's runs: written, sampled, ingested where they were
  * written.  See rocks_store.h; the databases are opened in rocks_open.c. */
-#define _GNU_SOURCE
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -65,23 +64,7 @@ int store_run_begin(rocks_store *st, errmsg *err)
     if (runs_open_writer(st, st->n_dbs > 1 ? dir_turn_next(&st->turn) : 0, name, err) < 0)
         return -1;
     st->unsampled = STORE_SAMPLE_BYTES;     /* sample the run's first key */
-    st->run_first_sample = st->n_samples;
-    return 0;
-}
-
-int store_add_sample(rocks_store *st, const uint8_t *key, size_t klen, uint64_t weight)
-{
-    if (st->n_samples == st->samples_cap) {
-        size_t cap = st->samples_cap ? 2 * st->samples_cap : 1024;
-        key_sample *s = realloc(st->samples, cap * sizeof *s);
-        if (!s) return -1;
-        st->samples = s;
-        st->samples_cap = cap;
-    }
-    uint8_t *copy = key_dup(key, klen);
-    if (!copy) return -1;
-    st->samples[st->n_samples++] = (key_sample){ copy, klen, weight };
-    st->unsampled = 0;
+    st->run_first_sample = st->samples.n;
     return 0;
 }
 
@@ -89,14 +72,16 @@ static void sample_record(rocks_store *st, const uint8_t *key, size_t klen, size
 {
     /* A merge pass moves records that were sampled as first written. */
     if (st->passing) return;
+    key_samples *s = &st->samples;
     /* Sampling is best effort: out of memory, it stops. */
-    if (st->unsampled >= STORE_SAMPLE_BYTES) store_add_sample(st, key, klen, 0);
-    if (st->n_samples) st->samples[st->n_samples - 1].weight += bytes;
+    if (st->unsampled >= STORE_SAMPLE_BYTES && key_samples_add_copy(s, key, klen, 0) == 0)
+        st->unsampled = 0;
+    if (s->n) s->v[s->n - 1].weight += bytes;
     st->unsampled += bytes;
 }
 
-size_t store_samples(const rocks_store *st) { return st->n_samples; }
-const key_sample *store_sample_at(const rocks_store *st, size_t i) { return &st->samples[i]; }
+size_t store_samples(const rocks_store *st) { return st->samples.n; }
+const key_sample *store_sample_at(const rocks_store *st, size_t i) { return &st->samples.v[i]; }
 
 static int put_pair(rocks_store *st, const uint8_t *key, size_t klen,
                     const uint8_t *val, size_t vlen, errmsg *err)
@@ -139,11 +124,12 @@ int store_run_put(rocks_store *st, const uint8_t *key, size_t klen,
 }
 
 /* A database's runs are dealt to its parts in turn while nothing merges
- * them; a merge only takes runs of one part, so with merges planned they
- * all go to its first part. */
+ * them; a merge only takes runs of one part, so with merges planned (or
+ * tiers: rocks_merge.c) they all go to its first part. */
 static int next_part(const store_db *d)
 {
-    return d->first_part + (d->merges_planned ? 0 : (int)(d->runs % (uint64_t)d->n_parts));
+    if (d->merges_planned || d->plan.tiered) return d->first_part;
+    return d->first_part + (int)(d->runs % (uint64_t)d->n_parts);
 }
 
 /* Writes the SST, journals it (a resumable store), and moves it into the
@@ -223,10 +209,7 @@ void runs_close(rocks_store *st)
     st->groups = NULL;
     run_index_destroy(st->index);
     st->index = NULL;
-    for (size_t i = 0; i < st->n_samples; i++) free((uint8_t *)st->samples[i].key);
-    free(st->samples);
-    st->samples = NULL;
-    st->n_samples = 0;
+    key_samples_free_copies(&st->samples);
     free(st->run_path);
     st->run_path = NULL;
 }

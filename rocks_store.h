@@ -79,6 +79,10 @@ typedef struct {
     const char *identity;   /* with state_dir: what a later run must match to resume */
     int *state_discarded;   /* with state_dir, if not NULL: set when store_open() discarded
                                an earlier state, even if it then failed */
+    int *state_other;       /* with state_dir, if not NULL: a state of another identity,
+                               version or format, or a damaged one, is kept as it was,
+                               not discarded: store_open() fails with why in err, and
+                               sets it */
 } store_options;
 
 /* Column families of one database, and parts of the whole store. */
@@ -154,7 +158,8 @@ int store_run_put_group(rocks_store *st, const group_span *span, const uint8_t *
  * journal and database agree (the entries of every run are in the
  * database, or the last run's file is still there to take in).  Anything
  * else (another identity, a state that does not open or does not add up)
- * is discarded, and the sort starts afresh in the same directory.
+ * is discarded, and the sort starts afresh in the same directory; with
+ * state_other, none is.
  * store_resumed() says what happened.  store_keep() journals a blob the
  * caller wants back on resuming, in one of STORE_KEEP_SLOTS slots (the
  * header, the output's hidden name); store_complete() journals
@@ -176,6 +181,9 @@ const store_resume *store_resumed(const rocks_store *st);
 /* 0, or the errno of the lock on the state that its file system refused
  * (run_journal.h): the state is then used unlocked. */
 int store_state_unlocked(const rocks_store *st);
+/* 1 with the state directory's path now in now (from /proc) when it is no
+ * longer at the path given (renamed, or a directory above it), else 0. */
+int store_state_moved(const rocks_store *st, char *now, size_t size);
 /* Whether a directory could hold a state: missing, or a state's (0), or
  * the user's (-1, with a cause for refusing it in err).  Creates nothing. */
 int store_state_dir_usable(const char *dir, errmsg *err);
@@ -185,6 +193,11 @@ int store_state_dir_usable(const char *dir, errmsg *err);
  * open; this only lets the caller keep the runs' format and count their
  * space as its own. */
 int store_state_peek(const char *dir, store_codec *codec, uint64_t *bytes);
+/* The identity a state in dir was journaled with (malloc'd, in *identity),
+ * read without taking its lock: 1; 0 if dir holds no journal, or an empty
+ * one; -1 if its journal is not a state of this version, or does not read
+ * (store_open() says why). */
+int store_state_identity(const char *dir, char **identity);
 int store_keep(rocks_store *st, int slot, const void *blob, size_t len, errmsg *err);
 int store_complete(rocks_store *st, const void *note, size_t note_len, errmsg *err);
 
@@ -233,7 +246,7 @@ const key_sample *store_sample_at(const rocks_store *st, size_t i);
  * Each run read holds one in memory, besides its readahead. */
 #define STORE_BLOCK_BYTES (256u << 10)
 
-/* Parts holding runs: the readout merges store_iter_open(st, 0..n-1, ...). */
+/* Parts holding runs: the readout merges store_iter_open_range(st, 0..n-1, ...). */
 int store_parts(const rocks_store *st);
 
 /* One part's entries in key order: records, or in compact runs the groups
@@ -246,7 +259,6 @@ int store_parts(const rocks_store *st);
 typedef struct store_iter store_iter;
 /* NULL if out of memory.  store_iter_open_range() sees only the keys from
  * lo (inclusive) to hi (exclusive); a NULL bound is open. */
-store_iter *store_iter_open(rocks_store *st, int part, size_t readahead);
 store_iter *store_iter_open_range(rocks_store *st, int part, size_t readahead,
                                   const uint8_t *lo, size_t lo_len,
                                   const uint8_t *hi, size_t hi_len);
@@ -322,6 +334,21 @@ typedef struct {
     uint64_t bytes_written;     /* every byte RocksDB wrote there: runs, merges, its own files */
 } store_dir_report;
 store_dir_report store_dir_at(const rocks_store *st, int i);
+
+/* What the background merges wrote, and how they were planned: for -v, to
+ * say why.  With several databases, the narrowest merges of any. */
+typedef enum {
+    STORE_MERGES_NONE,          /* none planned or needed */
+    STORE_MERGES_ONCE,          /* at most one rewrite per byte, about 2*sqrt(T) runs left */
+    STORE_MERGES_TIERS          /* the open-file budget allows neither: tiers (merge_plan.h) */
+} store_merge_kind;
+typedef struct {
+    store_merge_kind kind;
+    uint64_t bytes;             /* written to merged runs, in all databases */
+    int width;                  /* the most runs one merge takes */
+    int readout_runs;           /* the most runs the readout may keep open */
+} store_merge_report;
+store_merge_report store_merges(const rocks_store *st);
 
 /* Closes the databases; removes their directories unless keep is set. */
 void store_close(rocks_store *st, int keep);

@@ -15,6 +15,7 @@
 #include "rocks_store.h"
 #include "merge_plan.h"
 #include "group_writer.h"
+#include "key_ranges.h"
 #include "run_index.h"
 #include "run_journal.h"
 
@@ -35,7 +36,8 @@ typedef struct {
     uint64_t runs;              /* runs written to it */
     int bytes_counter;          /* temp_env_count_writes()'s handle; -1: none */
     int merges_planned;         /* a size hint or estimate set up background merges */
-    int compaction_forced;
+    int compaction_forced;      /* no plan, but more runs than the readout could keep open */
+    merge_plan plan;            /* the merges' (merge_plan_within()) */
     int direct_io;              /* its runs are read (and merged) bypassing the page cache */
 } store_db;
 
@@ -58,8 +60,7 @@ struct rocks_store {
     uint64_t bytes_written;
     int catch_up_runs;          /* runs merged at settle time, after the load */
     uint64_t run_bytes;         /* expected size of one run */
-    key_sample *samples;        /* see store_samples(); the store owns their keys */
-    size_t n_samples, samples_cap;
+    key_samples samples;        /* see store_samples(); the store owns their keys */
     uint64_t unsampled;         /* record bytes of this run since its last sample */
     store_codec codec;          /* the runs' */
     uint64_t readout_memory;    /* store_options' */
@@ -70,6 +71,7 @@ struct rocks_store {
     /* A resumable store (rocks_state.c). */
     char *state_dir;            /* NULL: a temporary directory */
     int state_owned;            /* the directory is ours to remove */
+    int state_fd;               /* the directory, held open to remove it wherever it goes; -1 */
     run_journal *journal;
     store_resume resume;
     char *discarded;            /* resume.discarded's text */
@@ -110,12 +112,15 @@ store_iter *iter_over_file(const char *path, int direct, size_t readahead, errms
  * err, or 1 when the state must be discarded (why in st->discarded): the
  * caller then closes the database, calls state_wipe() (the database
  * removed, the journal holding only the identity again) and opens it
- * afresh.  state_journal_run() journals a run, before RocksDB takes it in.
+ * afresh; with o->state_other, state_keep_other() fails instead, the
+ * state kept as it was (why in err).  state_journal_run() journals a run,
+ * before RocksDB takes it in.
  * Each returns 0 or -1 with the cause in err unless said otherwise. */
 int state_prepare(rocks_store *st, const store_options *o, errmsg *err);
 int state_restore(rocks_store *st, errmsg *err);
 int state_wipe(rocks_store *st, const store_options *o, errmsg *err);
 void state_discard(rocks_store *st, const char *why);
+int state_keep_other(rocks_store *st, const store_options *o, const char *why, errmsg *err);
 int state_journal_run(rocks_store *st, int part, uint64_t bytes, const void *note,
                       size_t note_len, errmsg *err);
 void state_close(rocks_store *st, int keep);
@@ -128,9 +133,6 @@ static inline rocksdb_t *part_db(const rocks_store *st, int p)
 {
     return st->dbs[st->part_db[p]].db;
 }
-
-/* A key sample (store_samples()), with its weight; -1 when out of memory. */
-int store_add_sample(rocks_store *st, const uint8_t *key, size_t klen, uint64_t weight);
 
 /* rocks_merge.c: a database's compaction options at open (share: its
  * fraction of the runs), and after each run the merges the open-file

@@ -1,5 +1,4 @@
 /* run_journal.c -- see run_journal.h. */
-#define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
 #include <stdlib.h>
@@ -8,6 +7,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include <zlib.h>
+#include <htslib/hts_endian.h>
 #include "run_journal.h"
 #include "grow_array.h"
 
@@ -21,19 +21,8 @@ struct run_journal {
     size_t size, cap;
     size_t *at;                         /* where each record's bytes start */
     size_t n, at_cap;
-    uint64_t dropped;
     int unlocked;                       /* errno of a lock the file system refused */
 };
-
-static uint32_t get_u32(const uint8_t *p)
-{
-    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
-}
-
-static void put_u32(uint8_t *p, uint32_t v)
-{
-    for (int i = 0; i < 4; i++) p[i] = (uint8_t)(v >> (8 * i));
-}
 
 static int fail(run_journal *j, const char *what, errmsg *err)
 {
@@ -47,7 +36,7 @@ static int fail(run_journal *j, const char *what, errmsg *err)
 static size_t whole_record(const uint8_t *p, size_t n)
 {
     if (n < FRAME) return 0;
-    uint32_t len = get_u32(p), crc = get_u32(p + 4);
+    uint32_t len = le_to_u32(p), crc = le_to_u32(p + 4);
     if (len == 0 || len > RECORD_MAX || len > n - FRAME) return 0;
     return (uint32_t)crc32(0L, p + FRAME, len) == crc ? len : 0;
 }
@@ -78,8 +67,8 @@ static int load(run_journal *j, errmsg *err)
         at += FRAME + len;
     }
     j->size = at;
-    j->dropped = got - at;
-    if (j->dropped && ftruncate(j->fd, (off_t)at) < 0) return fail(j, "cannot repair", err);
+    /* A torn or damaged tail is cut away. */
+    if (got > at && ftruncate(j->fd, (off_t)at) < 0) return fail(j, "cannot repair", err);
     return 0;
 }
 
@@ -121,11 +110,10 @@ void journal_close(run_journal *j)
 
 size_t journal_records(const run_journal *j) { return j->n; }
 int journal_unlocked(const run_journal *j) { return j->unlocked; }
-uint64_t journal_dropped_bytes(const run_journal *j) { return j->dropped; }
 
 const uint8_t *journal_record(const run_journal *j, size_t i, size_t *len)
 {
-    *len = get_u32(j->data + j->at[i] - FRAME);
+    *len = le_to_u32(j->data + j->at[i] - FRAME);
     return j->data + j->at[i];
 }
 
@@ -136,8 +124,8 @@ int journal_append(run_journal *j, const void *rec, size_t len, errmsg *err)
         add_index(j, j->size + FRAME) < 0)
         return errmsg_set(err, "out of memory writing '%s'", j->path);
     uint8_t *p = j->data + j->size;
-    put_u32(p, (uint32_t)len);
-    put_u32(p + 4, (uint32_t)crc32(0L, rec, (uInt)len));
+    u32_to_le((uint32_t)len, p);
+    u32_to_le((uint32_t)crc32(0L, rec, (uInt)len), p + 4);
     memcpy(p + FRAME, rec, len);
     /* One write per record: a kill leaves a whole record or a torn one,
      * which the next open cuts away. */
@@ -181,7 +169,7 @@ int journal_first_record(const char *path, uint8_t **rec, size_t *len, errmsg *e
         return errmsg_set(err, "'%s' is not a regular file", path);
     }
     ssize_t head = pread(fd, frame, FRAME, 0);
-    uint32_t want = head == FRAME ? get_u32(frame) : 0;
+    uint32_t want = head == FRAME ? le_to_u32(frame) : 0;
     int fits = want && want <= RECORD_MAX && (uint64_t)want + FRAME <= (uint64_t)st.st_size;
     uint8_t *buf = fits ? malloc(FRAME + (size_t)want) : NULL;
     if (buf) {

@@ -32,8 +32,6 @@ void journal_close(run_journal *j);
 /* Whole records read back, plus those appended since. */
 size_t journal_records(const run_journal *j);
 const uint8_t *journal_record(const run_journal *j, size_t i, size_t *len);
-/* Bytes of the file cut away at the open: a torn or damaged tail. */
-uint64_t journal_dropped_bytes(const run_journal *j);
 
 /* 0, or the errno of a lock the file system refused. */
 int journal_unlocked(const run_journal *j);

@@ -18,6 +18,7 @@
 #include <htslib/ksort.h>
 #include "run_merge.h"
 #include "key_bytes.h"
+#include "grow_array.h"
 
 typedef enum { FROM_STORE, FROM_BATCH, FROM_PACKED, FROM_FEED, FROM_GROUP } source_kind;
 
@@ -47,7 +48,7 @@ struct run_merge {
     size_t n_heap, heap_cap;
     source *last;       /* the source handed out by the previous call, or NULL */
     source **cursors;   /* FROM_GROUP sources, made as groups open */
-    size_t n_cursors;
+    size_t n_cursors, cursors_cap;
     int failed;         /* out of memory opening a group */
 };
 
@@ -115,21 +116,17 @@ static source *new_cursor(run_merge *m)
 {
     for (size_t i = 0; i < m->n_cursors; i++)
         if (!m->cursors[i]->group) return m->cursors[i];
-    source **v = realloc(m->cursors, (m->n_cursors + 1) * sizeof *v);
-    if (!v) return NULL;
-    m->cursors = v;
-    return m->cursors[m->n_cursors++] = calloc(1, sizeof(source));
+    if (grow_array((void **)&m->cursors, &m->cursors_cap, m->n_cursors + 1, sizeof *m->cursors) < 0)
+        return NULL;
+    source *c = calloc(1, sizeof *c);
+    if (c) m->cursors[m->n_cursors++] = c;
+    return c;
 }
 
 static int heap_push(run_merge *m, source *x)
 {
-    if (m->n_heap == m->heap_cap) {
-        size_t cap = m->heap_cap ? 2 * m->heap_cap : 16;
-        source **h = realloc(m->heap, cap * sizeof *h);
-        if (!h) return -1;
-        m->heap = h;
-        m->heap_cap = cap;
-    }
+    if (grow_array((void **)&m->heap, &m->heap_cap, m->n_heap + 1, sizeof *m->heap) < 0)
+        return -1;
     m->heap[m->n_heap++] = x;
     /* Groups open once per many records: rebuilding the heap is cheap. */
     ks_heapmake(merge, m->n_heap, m->heap);

@@ -14,7 +14,6 @@
  *    cache: a pass over the arena at sort time slowed coordinate sorts down.
  *    The pass runs only when a batch's shared prefix changes.
  */
-#define _GNU_SOURCE
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -81,6 +80,7 @@ static int grow_arena_for_huge_record(sort_batch *sb, size_t need)
     free(sb->arena);
     sb->arena = a;
     sb->cap = need;
+    sb->claimed = 0;
     return 0;
 }
 
@@ -116,9 +116,7 @@ static void track_keys(sort_batch *sb, const uint8_t *key, size_t len)
     sb->shared = same;
 }
 
-/* Room for a record of up to need bytes: 1, 0 if the batch is full, -1 if
- * out of memory. */
-static int make_room(sort_batch *sb, size_t need)
+int batch_make_room(sort_batch *sb, size_t need)
 {
     if (footprint(sb, need, 1) > sb->cap) {
         if (sb->n > 0) return 0;
@@ -128,8 +126,7 @@ static int make_room(sort_batch *sb, size_t need)
     return 1;
 }
 
-/* Takes in the record just written at the end of the arena. */
-static void enter_record(sort_batch *sb)
+void batch_enter_record(sort_batch *sb)
 {
     uint8_t *rec = sb->arena + sb->used;
     packed_header h = packed_header_of(rec);
@@ -142,7 +139,7 @@ static void enter_record(sort_batch *sb)
 
 int batch_add(sort_batch *sb, const sort_spec *spec, bam1_t *b, uint64_t seq, errmsg *err)
 {
-    int room = make_room(sb, sizeof(packed_header) + sort_key_max_len(spec, b) + record_value_len(b));
+    int room = batch_make_room(sb, sizeof(packed_header) + sort_key_max_len(spec, b) + record_value_len(b));
     if (room < 0) return errmsg_set(err, "out of memory");
     if (room == 0) return 0;
     uint8_t *rec = sb->arena + sb->used;
@@ -155,33 +152,28 @@ int batch_add(sort_batch *sb, const sort_spec *spec, bam1_t *b, uint64_t seq, er
     h.val_len = (uint32_t)record_value_len(b);
     memcpy(rec, &h, sizeof h);
     record_value_pack(b, key + h.key_len);
-    enter_record(sb);
+    batch_enter_record(sb);
     return 1;
 }
 
-int batch_add_key(sort_batch *sb, const uint8_t *key, size_t key_len,
-                  const uint8_t *val, size_t val_len)
+batch_memory batch_claim_ahead(sort_batch *sb, size_t upto, size_t most)
 {
-    int room = make_room(sb, packed_record_size(key_len, val_len));
-    if (room <= 0) return room;
-    packed_put(sb->arena + sb->used, key, key_len, val, val_len);
-    enter_record(sb);
-    return 1;
+    size_t from = sb->claimed, to = upto < sb->cap ? upto : sb->cap;
+    if (to <= from) return (batch_memory){ NULL, 0 };
+    if (to - from > most) to = from + most;
+    sb->claimed = to;
+    return (batch_memory){ sb->arena + from, to - from };
 }
 
-batch_memory batch_memory_of(const sort_batch *sb)
-{
-    return (batch_memory){ sb->arena, sb->cap };
-}
-
-void batch_prefault(batch_memory m, int i, int n)
+void batch_prefault(batch_memory m)
 {
 #ifdef MADV_POPULATE_WRITE
-    size_t page = 4096, per = (m.len / (size_t)n + page - 1) / page * page;
-    size_t lo = per * (size_t)i, hi = lo + per < m.len ? lo + per : m.len;
-    if (lo < hi) madvise(m.p + lo, hi - lo, MADV_POPULATE_WRITE);
+    /* madvise() takes whole pages: the partial ones at the ends are left. */
+    uintptr_t page = 4096, lo = ((uintptr_t)m.p + page - 1) & ~(page - 1);
+    uintptr_t hi = ((uintptr_t)m.p + m.len) & ~(page - 1);
+    if (lo < hi) madvise((void *)lo, hi - lo, MADV_POPULATE_WRITE);
 #else
-    (void)m, (void)i, (void)n;
+    (void)m;
 #endif
 }
 

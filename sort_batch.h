@@ -26,30 +26,29 @@ void batch_destroy(sort_batch *sb);
  * record as it will be written (see sort_record_finish()). */
 int batch_add(sort_batch *sb, const sort_spec *spec, bam1_t *b, uint64_t seq, errmsg *err);
 
-/* The same for a record whose key is made already (tests): returns 1 if
- * added, 0 if the batch is full, -1 when out of memory. */
-int batch_add_key(sort_batch *sb, const uint8_t *key, size_t key_len,
-                  const uint8_t *val, size_t val_len);
-
 /* Orders the entries by key: memcmp() over the common length, then the
  * shorter key first, which is RocksDB's bytewise order. */
 void batch_sort(sort_batch *sb);
 
-/* The arena's memory as it is now, for batch_prefault(), taken by the
- * thread that owns the batch before it hands the batch to another: the
- * owner may replace the arena meanwhile (a record larger than the empty
- * batch), and the other thread must not read the batch then. */
+/* A range of a batch's arena, for batch_prefault() on another thread. */
 typedef struct {
     uint8_t *p;
     size_t len;
 } batch_memory;
-batch_memory batch_memory_of(const sort_batch *sb);
 
-/* Has the kernel back slice i of n of that memory now, without changing
- * its bytes (MADV_POPULATE_WRITE): safe while another thread fills the
- * batch, and harmless on memory the arena has given back.  A hint: does
- * nothing where the kernel cannot. */
-void batch_prefault(batch_memory m, int i, int n);
+/* Up to `most` bytes of the arena from where the last claim ended, below
+ * `upto` bytes from its start (and its capacity): each byte is claimed
+ * once, to be touched ahead once; len 0 when none is left.  Only the
+ * batch's owner calls it.  A new arena (batch_create(), or the arena
+ * replaced for a record larger than the empty batch) starts unclaimed.
+ * The replaced arena is freed: before it adds to an empty batch, the
+ * owner must know that no other thread still touches what it claimed. */
+batch_memory batch_claim_ahead(sort_batch *sb, size_t upto, size_t most);
+
+/* Has the kernel back that memory now, without changing its bytes
+ * (MADV_POPULATE_WRITE): safe while the owner fills the batch.  A hint:
+ * does nothing where the kernel cannot. */
+void batch_prefault(batch_memory m);
 
 /* The same order, the sort split into `parts` (at most BATCH_MAX_PARTS and
  * batch_count()): run(ctx, n, job, arg) must call job(arg, i) for every i

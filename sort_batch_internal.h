@@ -1,6 +1,9 @@
 /* sort_batch_internal.h -- how a batch lays out its records and entries,
  * shared by sort_batch.c (filling, reading, packing) and batch_sort.c
- * (ordering).  Only those two include it.
+ * (ordering).  Only those two include it, and the batch's unit test, which
+ * adds keys of its own making as batch_add() adds a record's: a packed
+ * record written at sb->arena + sb->used between batch_make_room() and
+ * batch_enter_record().
  */
 #ifndef SORT_BATCH_INTERNAL_H
 #define SORT_BATCH_INTERNAL_H
@@ -34,6 +37,7 @@ typedef struct {
 struct sort_batch {
     uint8_t *arena;
     size_t used, cap;
+    size_t claimed; /* arena bytes batch_claim_ahead() has handed out */
     batch_entry *ent, *tmp;
     size_t n, m;
     size_t skip;    /* the inline keys start after this many key bytes */
@@ -49,6 +53,12 @@ static inline size_t batch_max_ties(size_t entries)
 {
     return entries / (SMALL_TIE + 1) + 1;
 }
+
+/* Room at the arena's end for a packed record of up to need bytes: 1, 0 if
+ * the batch is full, -1 if out of memory.  batch_enter_record() then takes
+ * in the record written there. */
+int batch_make_room(sort_batch *sb, size_t need);
+void batch_enter_record(sort_batch *sb);
 
 static inline packed_header header_of(const batch_entry *e)
 {

@@ -13,7 +13,7 @@ static void say(const char *kind, const char *fmt, va_list ap)
 
 int job_fail(const char *fmt, ...)
 {
-    if (cleanup_interrupted()) return -1;
+    if (cleanup_signal_arrived()) return -1;
     va_list ap;
     va_start(ap, fmt);
     say("", fmt, ap);
@@ -23,7 +23,7 @@ int job_fail(const char *fmt, ...)
 
 void job_warn(const char *fmt, ...)
 {
-    if (cleanup_interrupted()) return;
+    if (cleanup_signal_arrived()) return;
     va_list ap;
     va_start(ap, fmt);
     say("warning: ", fmt, ap);

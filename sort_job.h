@@ -24,6 +24,7 @@
 #include "temp_space.h"
 #include "range_readout.h"
 #include "resume_state.h"
+#include "sam_lines.h"
 #include "thread_cpu.h"
 
 /* The readout's readers of the spilled runs, for -v: the runs read at
@@ -49,11 +50,14 @@ typedef struct {
     uint64_t digest_in;         /* --verify's sum of the records read */
     int n_refs;                 /* references a record may name, see open_input() */
     sort_batch *tail;           /* the last, unspilled batch, sorted */
+    bam1_t *first;              /* the input's first record, read ahead (sort_load.h) */
     double t_load, t_settle, t_readout;
     readout_result result;      /* what the readout wrote (range_readout.h) */
     readout_readers readers;    /* what its readers of the runs hold (readout_memory.h) */
     progress *prog;
-    uint64_t in_file_size;      /* 0: not a regular file */
+    uint64_t in_file_size;      /* 0: not a regular file: a stream */
+    int read_lines;             /* SAM parsed on this thread (sam_lines.h) */
+    sam_lines lines;
     uint64_t size_estimate;     /* without -s: from the input file, 0 if none */
     int merge_width;            /* the fewest runs a background merge takes */
     int size_planned;
@@ -65,7 +69,7 @@ typedef struct {
 } sort_job;
 
 /* Prints "samtools rocksort: " and the message as one line on stderr;
- * nothing once a fatal signal is being handled (cleanup.h).  Returns -1,
+ * nothing once a fatal signal has arrived (cleanup.h).  Returns -1,
  * so that a phase can `return job_fail(...)`. */
 int job_fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* The same with "warning: " before the message: the sort goes on. */

@@ -1,5 +1,4 @@
 /* sort_load.c -- see sort_load.h. */
-#define _GNU_SOURCE
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
@@ -9,6 +8,7 @@
 #include <htslib/hfile.h>
 #include "sort_load.h"
 #include "sort_plan.h"
+#include "cleanup.h"
 #include "clock_util.h"
 #include "input_check.h"
 #include "record_codec.h"
@@ -34,12 +34,14 @@ int prepare_header(sort_job *j)
     return 0;
 }
 
-/* A resumable sort finds a SAM input's records again by their offsets,
- * which htslib's threaded SAM parsing reads far ahead of: SAM is parsed
- * on this thread then, with threads for its BGZF decompression only. */
+/* htslib's threaded SAM parsing reads far ahead in chunks, and tells
+ * neither where a line ended nor which line failed.  SAM is parsed on this
+ * thread (sam_lines.h), with threads for its BGZF decompression only, from
+ * a stream, whose last line must be seen to end, and in a resumable sort,
+ * which finds the records again by their offsets. */
 static int threaded_parsing_allowed(const sort_job *j)
 {
-    return !j->resume.on || j->in->format.format != sam;
+    return j->in->format.format != sam || (!j->resume.on && j->in_file_size);
 }
 
 /* Threads decompress the input. */
@@ -80,6 +82,27 @@ static int open_file(sort_job *j)
     return 1;
 }
 
+/* A stream ends early when its writer is killed, and the same kill (of a
+ * process group, or a job's processes one by one) sends this process a
+ * signal, perhaps a little later: the end is the signal's doing, and only
+ * the signal's line stands (cleanup.h). */
+#define SIGNAL_GRACE_MS 200
+
+static int ended_by_signal(const sort_job *j)
+{
+    return !j->in_file_size && cleanup_signal_within(SIGNAL_GRACE_MS);
+}
+
+/* A stream that ends inside its header, its last line without a newline:
+ * its writer died before any record (report_stream_cut() below). */
+static int report_header_cut(const sort_job *j)
+{
+    if (ended_by_signal(j)) return -1;
+    return job_fail("'%s' is truncated: it ends inside its header, whose last line (line %lld) "
+                    "has no newline; a stream must end with one (a complete file given by name "
+                    "is sorted with a warning)", j->o->in_fn, (long long)j->in->lineno);
+}
+
 /* The open input's header, options and checks. */
 static int read_header(sort_job *j)
 {
@@ -88,6 +111,9 @@ static int read_header(sort_job *j)
         job_fail("'%s' is not a SAM, BAM or CRAM file", o->in_fn);
         return -1;
     }
+    struct stat st;
+    if (strcmp(o->in_fn, "-") && stat(o->in_fn, &st) == 0 && S_ISREG(st.st_mode))
+        j->in_file_size = (uint64_t)st.st_size;
     share_pool(j);
     if (o->reference && hts_set_fai_filename(j->in, o->reference) < 0) {
         job_fail("cannot load reference '%s' for '%s'", o->reference, o->in_fn);
@@ -102,14 +128,15 @@ static int read_header(sort_job *j)
         job_fail("failed to read the header of '%s'", o->in_fn);
         return -1;
     }
+    /* htslib keeps its threaded SAM parser's state in in->state. */
+    j->read_lines = j->in->format.format == sam && !j->in->state;
+    if (j->read_lines && !j->in_file_size && sam_lines_header_cut(j->in, j->hdr))
+        return report_header_cut(j);
     if (j->resume.on && !(j->resume.header_text = strdup(sam_hdr_str(j->hdr))))
         return job_fail("out of memory reading '%s'", o->in_fn);
     /* The references htslib's BAM reader checks records against; adding
      * @PG parses the text header, which may list more (refs_beyond_header). */
     j->n_refs = sam_hdr_nref(j->hdr);
-    struct stat st;
-    if (strcmp(o->in_fn, "-") && stat(o->in_fn, &st) == 0 && S_ISREG(st.st_mode))
-        j->in_file_size = (uint64_t)st.st_size;
     errmsg err;
     if (input_check_start(j->in, o->in_fn, j->in_file_size, &err) < 0)
         return job_fail("%s", err.msg);
@@ -129,12 +156,11 @@ int open_input(sort_job *j)
     return empty < 0 ? -1 : read_header(j);
 }
 
-static int start_spiller(sort_job *j, sort_batch *first)
+static int start_spiller(sort_job *j)
 {
     size_t cap = plan_batch_bytes(j->o);
     spill_setup s = { .store = j->store, .prog = j->prog, .batch_cap = cap,
-                      .pool = spill_pooled(j) ? j->pool.pool : NULL, .threads = j->o->threads,
-                      .loading = first };
+                      .pool = spill_pooled(j) ? j->pool.pool : NULL, .threads = j->o->threads };
     int r = spill_start(&j->q, &s);
     if (r == SPILL_NO_MEMORY)
         job_fail("out of memory for a %zu-byte sort batch (lower -m)", cap);
@@ -160,6 +186,7 @@ static sort_batch *hand_over(sort_job *j, sort_batch *full)
     if (j->resume.on) resume_note_now(j, &note);
     sort_batch *next = note.failed ? NULL : spill_swap(&j->q, full, &note);
     if (note.failed) {
+        spill_input_ended(&j->q);   /* no pool job touches full any more */
         batch_destroy(full);
         job_fail("out of memory reading '%s'", j->o->in_fn);
     }
@@ -225,8 +252,37 @@ static void report_refs_beyond(const sort_job *j, const bam1_t *b)
 static int input_errno(const sort_job *j)
 {
     hFILE *h = j->in->format.format == cram ? cram_fd_get_fp(j->in->fp.cram)
-             : j->in->format.compression == bgzf ? j->in->fp.bgzf->fp : j->in->fp.hfile;
+             : j->in->format.compression != no_compression ? j->in->fp.bgzf->fp
+             : j->in->fp.hfile;
     return h ? herrno(h) : 0;
+}
+
+/* The records before the last line read: it gave one if kept. */
+static unsigned long long records_before_line(const sort_job *j, const sam_lines *t)
+{
+    return (unsigned long long)(j->records_in - (t->kept && j->records_in ? 1 : 0));
+}
+
+/* The SAM line that did not parse: as read, or, for a file parsed on
+ * threads or resumed past its stored records, found by reading the file
+ * again.  Returns 0 if the failure was no parse error, or is not found. */
+static int report_bad_line(const sort_job *j)
+{
+    sam_lines t = j->lines;
+    uint64_t n = j->records_in;
+    if (j->read_lines && !t.bad) return 0;      /* not a parse error */
+    if (!j->read_lines || j->resume.seeked) {
+        sam_lines_source src = { j->o->in_fn, j->o->in_format, j->o->reference, j->o->in_opts };
+        if (!j->in_file_size || sam_lines_find_error(&src, &t, &n) != 1) return 0;
+    }
+    if (sam_lines_cut(&t))
+        job_fail("'%s' is truncated: its last line (line %lld, after %llu records) has no "
+                 "newline and does not parse as SAM", j->o->in_fn, (long long)t.line,
+                 (unsigned long long)n);
+    else
+        job_fail("'%s' is truncated or corrupt: line %lld does not parse as SAM (after %llu "
+                 "records)", j->o->in_fn, (long long)t.line, (unsigned long long)n);
+    return 1;
 }
 
 /* A CRAM slice fails to decode most often because its reference was not
@@ -244,8 +300,19 @@ static void report_read_error(const sort_job *j, const bam1_t *b, int r)
     else if (j->in->format.format == cram && !reference_given(j->o))
         job_fail("cannot decode CRAM '%s' (after %llu records): reference sequence not found, "
                  "or corrupt data; give --reference FILE or set REF_PATH", j->o->in_fn, n);
-    else
+    else if (j->in->format.format != sam || !report_bad_line(j))
         job_fail("'%s' is truncated or corrupt (after %llu records)", j->o->in_fn, n);
+}
+
+/* A stream's last line without a newline: its writer stopped mid-line
+ * (killed, out of space) as often as not, and the rest of the line may be
+ * all that is missing. */
+static int report_stream_cut(const sort_job *j)
+{
+    return job_fail("'%s' is truncated: its last line (line %lld, after %llu records) has no "
+                    "newline; a stream must end with one (a complete file given by name is "
+                    "sorted with a warning)", j->o->in_fn, (long long)j->lines.line,
+                    records_before_line(j, &j->lines));
 }
 
 /* Adds one record to the batch being filled, handing full batches to the
@@ -266,6 +333,7 @@ static int take_record(sort_job *j, sort_batch **cur, bam1_t *b)
         if (!(*cur = hand_over(j, *cur))) return j->q.failed ? spill_error(j) : -1;
     }
     if (added < 0) return job_fail("'%s': %s", j->o->in_fn, err.msg);
+    spill_loaded(&j->q, *cur);
     j->resume.stream_hash = hash;
     j->records_in++;
     j->bytes_in += (uint64_t)b->l_data + BAM_FIXED_BYTES;
@@ -274,15 +342,39 @@ static int take_record(sort_job *j, sort_batch **cur, bam1_t *b)
     return 0;
 }
 
+int read_record(sort_job *j, bam1_t *b)
+{
+    if (j->read_lines) return sam_lines_read(j->in, j->hdr, b, &j->lines);
+    return sam_read1(j->in, j->hdr, b);
+}
+
+int read_first_record(sort_job *j)
+{
+    bam1_t *b = bam_init1();
+    if (!b) return job_fail("out of memory reading '%s'", j->o->in_fn);
+    int r = read_record(j, b);
+    if (r >= 0 && !refs_beyond_header(j, b)) {
+        j->first = b;
+        return 0;
+    }
+    if (r >= 0) report_refs_beyond(j, b);
+    int ret = r >= 0 ? -1 : r == -1 ? 0 : check_read_end(j, b, r);
+    bam_destroy1(b);
+    return ret;
+}
+
 int check_read_end(const sort_job *j, const bam1_t *b, int r)
 {
     errmsg err;
+    int whole = r < -1 ? -1 : input_check_end(j->in, j->o->in_fn, j->in_file_size, &err);
+    int cut = r == -1 && !j->in_file_size && j->read_lines && sam_lines_cut(&j->lines);
+    if ((whole < 0 || cut) && ended_by_signal(j)) return -1;
     if (r < -1) {
         report_read_error(j, b, r);
         return -1;
     }
-    int whole = input_check_end(j->in, j->o->in_fn, j->in_file_size, &err);
     if (whole < 0) return job_fail("%s", err.msg);
+    if (cut) return report_stream_cut(j);
     if (whole > 0) job_warn("%s", err.msg);
     return 0;
 }
@@ -310,13 +402,15 @@ int load(sort_job *j)
         ret = -1;
         goto done;
     }
-    if (start_spiller(j, cur) < 0) {
+    if (start_spiller(j) < 0) {
         ret = -1;
         goto done;
     }
+    /* Into an empty batch: its position is never journaled. */
+    if (j->first && take_record(j, &cur, j->first) < 0) { ret = -1; goto done; }
     for (;;) {
         if (j->resume.on) j->resume.pos_before = resume_position(j);
-        if ((r = sam_read1(j->in, j->hdr, b)) < 0) break;
+        if ((r = read_record(j, b)) < 0) break;
         if (take_record(j, &cur, b) < 0) { ret = -1; goto done; }
     }
     spill_input_ended(&j->q);

@@ -23,9 +23,22 @@ int load(sort_job *j);
  * the whole stream needs none (sort_resume.h). */
 int open_input_unless_empty(sort_job *j);
 
-/* sam_read1()'s last result r, b its record: 0 for an end of file that is
- * also the input's real end (input_check.h), else -1 once the read error or
- * the early end is reported. */
+/* The next record, as sam_read1() returns it: SAM parsed on this thread
+ * goes through sam_lines.h, which sees where each line ends. */
+int read_record(sort_job *j, bam1_t *b);
+
+/* Reads the input's first record ahead, before anything depends on the
+ * input being readable (a resumed sort's state is discarded for another
+ * input only then, sort_resume.h); load() takes it first.  0 also when the
+ * input ends after its header (load() checks that end); -1 once the read
+ * error is reported. */
+int read_first_record(sort_job *j);
+
+/* read_record()'s last result r, b its record: 0 for an end of file that
+ * is also the input's real end (input_check.h), else -1 once the read error
+ * or the early end is reported.  A stream must end with a whole line; a
+ * SAM line that does not parse is named by its number.  An early end of a
+ * stream that a fatal signal follows is left to the signal's line. */
 int check_read_end(const sort_job *j, const bam1_t *b, int r);
 
 /* The sort order, readied for j->hdr, and the @PG line: open_input() does

@@ -1,5 +1,4 @@
 /* sort_output.c -- see sort_output.h. */
-#define _GNU_SOURCE
 #include <errno.h>
 #include <string.h>
 #include <htslib/bgzf.h>
@@ -38,10 +37,6 @@ int open_output(sort_job *j)
     errmsg err;
     if (check_output_can_hold_references(j) < 0) return -1;
     if (output_open(&j->out, o->out_fn, o->out_mode, &err) < 0) return job_fail("%s", err.msg);
-    thread_name_scope named;
-    thread_name_push(&named, THREAD_OUTPUT);  /* BGZF's writer thread takes the name */
-    samfile_share_pool(j->out.fp, &j->pool);
-    thread_name_pop(&named);
     if (o->reference && hts_set_fai_filename(j->out.fp, o->reference) < 0)
         return job_fail("cannot load reference '%s' for '%s'", o->reference, o->out_fn);
     if (o->out_opts && hts_opt_apply(j->out.fp, o->out_opts) < 0)
@@ -50,6 +45,22 @@ int open_output(sort_job *j)
     if (o->index_fn && output_index_reserve(&j->out, o->index_fn, &err) < 0)
         return job_fail("%s", err.msg);
     return 0;
+}
+
+/* A small output is compressed on this thread: htslib's threaded BGZF
+ * waits for its last blocks in 10 ms sleeps (mt_flush_queue()), at the
+ * flush and again at the close, which costs more than compressing this
+ * much alone.  Decided at the readout, when the records' size is known and
+ * before anything is written. */
+#define OUTPUT_THREADED_FROM (512u << 10)
+
+static void share_pool_if_worth_it(sort_job *j)
+{
+    if (j->bytes_in < OUTPUT_THREADED_FROM) return;
+    thread_name_scope named;
+    thread_name_push(&named, THREAD_OUTPUT);  /* BGZF's writer thread takes the name */
+    samfile_share_pool(j->out.fp, &j->pool);
+    thread_name_pop(&named);
 }
 
 /* @HD's tags are set here, not before reading: -M's depend on the records.
@@ -122,6 +133,7 @@ int readout(sort_job *j)
     j->readers = (readout_readers){ shape.runs,
                                     readers_bytes(&shape, plan.readahead) * (uint64_t)plan.threads,
                                     rq.readers, plan.readahead };
+    share_pool_if_worth_it(j);
     int ret = write_header(j, plan.n > 1);
     if (ret == 0 && plan.n > 1) {
         ret = readout_in_ranges(&rq, &plan, &j->result, &err);

@@ -10,6 +10,7 @@
  *            order into the output (sort_output.c);
  *   finish   the records counted (sort_report.c), the output committed.
  */
+#include <limits.h>
 #include <stdio.h>
 #include <string.h>
 #include <htslib/thread_pool.h>
@@ -45,9 +46,12 @@ static int load_input(sort_job *j)
  * state follows its own rule: resume_fate.h.) */
 static int keep_store(const sort_job *j, int failed)
 {
-    for (int i = 0; j->o->keep_db && !failed && i < store_dirs(j->store); i++)
+    for (int i = 0; j->o->keep_db && !failed && i < store_dirs(j->store); i++) {
+        const char *path = store_dir_at(j->store, i).path;
+        char now[PATH_MAX];
         fprintf(stderr, "[rocksort] kept the temporary database: %s\n",
-                store_dir_at(j->store, i).path);
+                cleanup_registered_moved(path, now, sizeof now) ? now : path);
+    }
     return j->o->keep_db && !failed;
 }
 
@@ -93,8 +97,10 @@ static void cleanup(sort_job *j, int failed)
     if (failed && (j->out.fp || j->out.tmp_path)) output_abort(&j->out);
     if (j->resume.on) resume_close(j, failed);
     else if (j->store) store_close(j->store, keep_store(j, failed));
+    if (j->first) bam_destroy1(j->first);
     free(j->resume.header_text);
     free(j->resume.identity);
+    free(j->resume.no_input);
     free(j->resume.dir_shown);
     sort_spec_free(&j->sort);
     if (j->hdr) sam_hdr_destroy(j->hdr);
@@ -127,6 +133,7 @@ int rocksort_run(const rocksort_opts *o)
     j.prog = progress_start(o->progress, o->progress_interval);
     int ok = open_all(&j) == 0 && load_phase(&j) == 0 && settle_and_readout(&j) == 0
           && finish(&j) == 0;
+    if (!ok) cleanup_await_signal();
     progress_stop(j.prog, ok);
     if (o->verbose && j.store) report_verbose(&j);
     cleanup(&j, !ok);

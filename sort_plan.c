@@ -8,6 +8,7 @@
 #include "fd_budget.h"
 #include "output_file.h"
 #include "readout_memory.h"
+#include "resume_fate.h"
 
 size_t plan_total_memory(const rocksort_opts *o)
 {
@@ -87,11 +88,12 @@ uint64_t plan_merges_memory(const rocksort_opts *o)
     return left_beside(o, 2, READOUT_MIN_MEMORY / 2);
 }
 
-/* Descriptors opened after the store: the index (at the commit), a CRAM
+/* Descriptors opened after the store: the index (its hidden file, held
+ * locked from a resumable sort's open, and written at the commit), a CRAM
  * reference and its .fai for the input and for the output (htslib opens
  * them once it needs a sequence), and /dev/null if a failed run on stdout
  * has to divert the BGZF EOF block there. */
-#define FD_RESERVE_LATER 6
+#define FD_RESERVE_LATER 7
 
 /* Threads that read the spilled runs at the readout (when nothing merges
  * them in the background), each its own share of the runs: two keep the
@@ -158,6 +160,7 @@ int open_store(sort_job *j)
         .state_dir = o->resume_dir,
         .identity = j->resume.identity,
         .state_discarded = &j->resume.discarded,
+        .state_other = j->resume.no_input ? &j->resume.other_state : NULL,
     };
     temp_space_store_options(&j->space, &so);
     if (spill_pooled(j)) so.pool = j->pool.pool;
@@ -166,6 +169,9 @@ int open_store(sort_job *j)
     thread_name_push(&named, THREAD_STORE);   /* RocksDB's helper threads take the name */
     j->store = store_open(&so, &err);
     thread_name_pop(&named);
+    if (!j->store && j->resume.other_state)
+        return job_fail("%s, and the state in '%s' cannot be finished as it is: %s",
+                        j->resume.no_input, resume_dir_shown(j), err.msg);
     return j->store ? 0 : job_fail("%s", err.msg);
 }
 

@@ -124,6 +124,27 @@ static void report_readers(const sort_job *j)
             (unsigned long long)store_pass_runs_written(j->store));
 }
 
+/* What the background merges rewrote, against the runs' own bytes, and
+ * why they merged that way. */
+static void report_merges(const sort_job *j)
+{
+    store_merge_report m = store_merges(j->store);
+    uint64_t runs = store_bytes_written(j->store);
+    if (!j->store || !runs) return;
+    fprintf(stderr, "[rocksort] background merges: %.1f MB written, %.2f times the runs' %.1f MB",
+            m.bytes / 1e6, (double)m.bytes / (double)runs, runs / 1e6);
+    if (m.kind == STORE_MERGES_TIERS)
+        fprintf(stderr, ": ulimit -n leaves room for %d runs at the readout and %d in one "
+                "merge, too few to merge each run once, so runs of one size merge in tiers and "
+                "each byte is rewritten once per tier\n", m.readout_runs, m.width);
+    else if (m.kind == STORE_MERGES_ONCE)
+        fprintf(stderr, ": each run merged at most once, leaving about 2*sqrt(runs) for the "
+                "readout\n");
+    else
+        fprintf(stderr, ": %s\n", m.bytes ? "only to keep the readout within ulimit -n"
+                                          : "none planned (too few runs, or no size known)");
+}
+
 void report_verbose(const sort_job *j)
 {
     struct rusage ru;
@@ -156,5 +177,6 @@ void report_verbose(const sort_job *j)
             j->store ? store_sorted_runs(j->store) : 0, j->q.n_held + 1,
             (unsigned long long)store_bytes_written(j->store), ru.ru_maxrss / 1024.0);
     report_readers(j);
+    report_merges(j);
     report_threads(j);
 }

@@ -1,5 +1,4 @@
 /* sort_resume.c -- see sort_resume.h. */
-#define _GNU_SOURCE
 #include <errno.h>
 #include <inttypes.h>
 #include <limits.h>
@@ -111,13 +110,13 @@ static int read_past(sort_job *j, const resume_note *n, int to_end)
     bam1_t *b = bam_init1();
     uint64_t hash = 0, digest = 0, i = 0;
     int r = 0;
-    while (b && i < n->records && (r = sam_read1(j->in, j->hdr, b)) >= 0) {
+    while (b && i < n->records && (r = read_record(j, b)) >= 0) {
         uint64_t d = record_digest(b);
         hash = resume_stream_hash(hash, d);
         digest += d;
         i++;
     }
-    if (b && i == n->records && to_end) r = sam_read1(j->in, j->hdr, b);
+    if (b && i == n->records && to_end) r = read_record(j, b);
     int ret = b ? judge_passed_over(j, n, b, i, r, hash, to_end)
                 : job_fail("out of memory reading '%s'", j->o->in_fn);
     bam_destroy1(b);
@@ -143,6 +142,7 @@ static int position_input(sort_job *j, const resume_note *n)
     }
     /* Reading a SAM header keeps the first record's line: read anew. */
     j->in->line.l = 0;
+    j->resume.seeked = 1;
     return ok ? 0 : job_fail("cannot seek in '%s' to resume: %s", j->o->in_fn, strerror(errno));
 }
 
@@ -182,26 +182,54 @@ static int header_from_state(sort_job *j, const store_resume *r)
     return j->sort.ctx ? 0 : prepare_header(j);
 }
 
+/* With no input, the state must be finished as it is, from what it holds:
+ * it is kept, and the line says what to rerun with. */
+static int no_input_refused(const sort_job *j, const store_resume *r)
+{
+    char file[PATH_MAX];
+    const char *dir = resume_dir_shown(j);
+    if (!r->runs)
+        return job_fail("%s: there is nothing to sort, and the state in '%s' holds no run",
+                        j->resume.no_input, dir);
+    if (resume_identity_file(j->resume.identity, file, sizeof file))
+        return job_fail("%s, and the state in '%s' holds %" PRIu64 " runs, not the whole of '%s': "
+                        "rerun with that file as the input to resume", j->resume.no_input, dir,
+                        r->runs, file);
+    return job_fail("%s, and the state in '%s' holds %" PRIu64 " runs, not the whole stream it "
+                    "was made from: rerun with that stream as the input to resume",
+                    j->resume.no_input, dir, r->runs);
+}
+
+/* With no input, --verify cannot complete a digest that does not cover
+ * every stored record (a file's state, sorted without --verify): failing
+ * the checksum in the readout would remove the state. */
+static int no_input_to_verify(const sort_job *j)
+{
+    char file[PATH_MAX];
+    int named = resume_identity_file(j->resume.identity, file, sizeof file);
+    return job_fail("%s, and --verify must read the input again (the state in '%s' holds no "
+                    "checksum of every stored record): rerun with %s%s%s as the input",
+                    j->resume.no_input, resume_dir_shown(j), named ? "'" : "",
+                    named ? file : "the file it was made from", named ? "'" : "");
+}
+
 /* No record is loaded: a file is read only for --verify's digest, a
- * stream only when one is given, and then wholly.  A terminal on stdin is
- * no stream: reading it would only wait for a Ctrl-D. */
+ * stream only when one is given, and then wholly. */
 static int take_back_complete(sort_job *j, const store_resume *r, const resume_note *n,
                               int file)
 {
-    int tty = !strcmp(j->o->in_fn, "-") && isatty(STDIN_FILENO);
-    int empty = file ? 0 : tty ? 1 : open_input_unless_empty(j);
-    if (empty < 0 || (!file && !empty && check_stream_header(j, r) < 0)) return -1;
+    if (!j->in && j->o->verify && !n->digested) return no_input_to_verify(j);
+    if (!file && j->in && check_stream_header(j, r) < 0) return -1;
     if (header_from_state(j, r) < 0) return -1;
     restore_counts(j, r, n);
-    int check = file ? j->o->verify && !n->digested : !empty;
+    int check = file ? j->o->verify && !n->digested : j->in != NULL;
     return check ? read_past(j, n, 1) : 0;
 }
 
 static int take_back_partial(sort_job *j, const store_resume *r, const resume_note *n, int file)
 {
-    int empty = file ? 0 : open_input_unless_empty(j);
-    if (empty > 0) return input_differs(j, "it is empty");
-    if (empty < 0 || (!file && check_stream_header(j, r) < 0)) return -1;
+    if (!j->in) return no_input_refused(j, r);
+    if (!file && check_stream_header(j, r) < 0) return -1;
     j->resume.kind = kind_of(j, file);
     if (n->kind != j->resume.kind) return state_damaged(j, "its positions are of another kind");
     restore_counts(j, r, n);
@@ -217,10 +245,10 @@ static int take_back(sort_job *j, const store_resume *r, int file)
     return r->complete ? take_back_complete(j, r, &n, file) : take_back_partial(j, r, &n, file);
 }
 
-static int start_fresh(sort_job *j, int file)
+static int start_fresh(sort_job *j, const store_resume *r, int file)
 {
     errmsg err;
-    if (!file && open_input(j) < 0) return -1;
+    if (!j->in) return no_input_refused(j, r);
     j->resume.kind = kind_of(j, file);
     j->resume.hash_stream = !file;
     j->resume.digested = 1;
@@ -232,7 +260,9 @@ static int start_fresh(sort_job *j, int file)
 
 /* A run killed by SIGKILL left the output and the index it was writing
  * under hidden names (output_file.h): they go, and this run's names are
- * journaled in their place.  Only a name of the hidden form is removed. */
+ * journaled in their place.  Only a name of the hidden form is removed,
+ * and not while a live sort holds it: a sort of the same -o may have
+ * removed the stale file and made its own under that name since. */
 static int replace_hidden_outputs(sort_job *j, const store_resume *r)
 {
     const int slots[] = { KEPT_OUTPUT, KEPT_INDEX };
@@ -240,7 +270,7 @@ static int replace_hidden_outputs(sort_job *j, const store_resume *r)
     for (size_t i = 0; i < sizeof slots / sizeof *slots; i++) {
         const char *old = (const char *)r->kept[slots[i]];
         char *path = old ? strndup(old, r->kept_len[slots[i]]) : NULL;
-        if (path && output_is_hidden_partial(&j->out, path)) unlink(path);
+        if (path) output_remove_stale_partial(&j->out, path);
         free(path);
         errmsg err;
         if (now[i] && store_keep(j->store, slots[i], now[i], strlen(now[i]), &err) < 0)
@@ -249,17 +279,68 @@ static int replace_hidden_outputs(sort_job *j, const store_resume *r)
     return 0;
 }
 
+/* A stream is opened before the state: one that cannot be read fails with
+ * DIR untouched.  An empty or closed standard input, and a terminal (reading
+ * it would only wait for a Ctrl-D), are no input: j->in stays NULL. */
+static int open_stream(sort_job *j)
+{
+    const char *fn = j->o->in_fn;
+    int stdin_named = !strcmp(fn, "-");
+    int empty = stdin_named && isatty(STDIN_FILENO) ? 2 : open_input_unless_empty(j);
+    if (empty <= 0) return empty;
+    int n = stdin_named ? asprintf(&j->resume.no_input, "standard input is %s",
+                                   empty == 2 ? "a terminal" : "empty")
+                        : asprintf(&j->resume.no_input, "'%s' is empty", fn);
+    return n < 0 ? job_fail("out of memory") : 0;
+}
+
+/* With no input, only a state of the whole input can be used, as it is:
+ * this sort's identity takes the state's input, so that the state matches
+ * when nothing else differs, and one that does not is kept as it was
+ * (store_options.state_other).  No state at all: nothing to do. */
+static int identity_without_input(sort_job *j)
+{
+    char *stored = NULL;
+    int found = store_state_identity(j->o->resume_dir, &stored);
+    if (found == 0)
+        return job_fail("%s: there is nothing to sort, and no state in '%s' to finish",
+                        j->resume.no_input, resume_dir_shown(j));
+    char *adopted = found > 0 ? resume_identity_with_input_of(j->resume.identity, stored) : NULL;
+    free(stored);
+    if (adopted) {
+        free(j->resume.identity);
+        j->resume.identity = adopted;
+    }
+    return 0;
+}
+
+/* A state of another input goes once the store opens.  Before that, the
+ * input's first record must read (or the input end after its header): an
+ * input cut after its header, or SAM without its header, keeps DIR. */
+static int readable_before_discarding(sort_job *j)
+{
+    char *stored = NULL;
+    int found = store_state_identity(j->o->resume_dir, &stored);
+    int same = found > 0 && !strcmp(stored, j->resume.identity);
+    free(stored);
+    return found == 0 || same ? 0 : read_first_record(j);
+}
+
 int open_resumable(sort_job *j)
 {
     struct stat st;
     int file = regular_file(j->o->in_fn, &st);
     resume_watch_signals(j);
     if (!file && named_input_missing(j) < 0) return -1;
-    if (file && open_input(j) < 0) return -1;
-    if (!(j->resume.identity = identity_of(j, file)) || open_store(j) < 0) return -1;
+    /* Nothing in DIR is discarded before the input is shown readable. */
+    if ((file ? open_input(j) : open_stream(j)) < 0) return -1;
+    if (!(j->resume.identity = identity_of(j, file))) return -1;
+    if (!j->in && identity_without_input(j) < 0) return -1;
+    if (j->in && readable_before_discarding(j) < 0) return -1;
+    if (open_store(j) < 0) return -1;
     resume_state_opened(j);
     const store_resume *r = store_resumed(j->store);
-    int ret = r->runs || r->complete ? take_back(j, r, file) : start_fresh(j, file);
+    int ret = r->runs || r->complete ? take_back(j, r, file) : start_fresh(j, r, file);
     /* The records this run loads without a digest leave the notes' digest short. */
     if (!j->o->verify && !j->resume.hash_stream && !j->resume.input_stored)
         j->resume.digested = 0;

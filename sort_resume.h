@@ -6,15 +6,22 @@
  * the open phase then (sort_pipeline.c).  It opens the store under this
  * sort's identity (resume_identity.h), takes back what an earlier,
  * interrupted run of the same sort stored, and prints one line saying so,
- * or why a state in DIR was discarded.
+ * or why a state in DIR was discarded.  The input, a file or a stream, is
+ * opened and its header read first, and before a state of another input
+ * is discarded its first record too: one that cannot be read leaves DIR
+ * untouched.
  * - A file is moved to the record after the last stored one: seeked, or
  *   read past (CRAM; and with --verify when the state's digest does not
  *   cover every stored record, so that --verify checks them as read now).
  * - A stream is read again from its start, its header and records checked
- *   against the state.  When the state holds the whole stream, an empty or
- *   closed standard input is not checked, and any other is read to its end
- *   (an upstream never gets SIGPIPE) and must be the stored stream, before
- *   any output is written.  A stream that differs is refused.
+ *   against the state.  When the state holds the whole stream, a stream
+ *   given is read to its end (an upstream never gets SIGPIPE) and must be
+ *   the stored stream, before any output is written.  A stream that
+ *   differs is refused.
+ * - No input (an empty or closed standard input, a terminal) finishes a
+ *   state of the whole input, a file's too, from DIR alone; any other
+ *   state is kept, with a line naming the input to rerun with, or as it
+ *   was if it is another sort's.
  * - The output's and the index's hidden names are journaled, and those an
  *   earlier run left behind (SIGKILL) are removed, whatever -o is now.
  * The load then journals a note with every run, stores its last batch as

@@ -1,5 +1,4 @@
 /* spill_queue.c -- see spill_queue.h. */
-#define _GNU_SOURCE
 #include <pthread.h>
 #include <stdlib.h>
 #include "spill_queue.h"
@@ -11,7 +10,7 @@ void spill_init(spill_queue *q)
 {
     pthread_mutex_init(&q->mu, NULL);
     pthread_cond_init(&q->cv, NULL);
-    atomic_init(&q->input_ended, 0);
+    touch_ahead_start(&q->ahead, NULL, 0);
 }
 
 static int put_group(void *store, const group_span *span, const uint8_t *blob, size_t len,
@@ -142,31 +141,19 @@ static sort_batch *settle_batch(spill_queue *q, sort_batch *sb, const uint8_t *n
     return back;
 }
 
-/* Memory touched for the first time costs the kernel a page clearing,
- * slow on some machines: the pool does it for both batches' arenas while
- * the loader begins, not the loader page by page.  In slices small enough
- * that once the input has ended, little more is touched. */
-#define PREFAULT_SLICE_BYTES (4u << 20)
-#define PREFAULT_MAX_SLICES 128
-
-static void prefault_slice(void *arg, int i)
+void spill_loaded(spill_queue *q, sort_batch *sb)
 {
-    spill_queue *q = arg;
-    if (atomic_load(&q->input_ended)) return;
-    batch_prefault(q->prefault[i / q->prefault_slices], i % q->prefault_slices,
-                   q->prefault_slices);
+    touch_ahead_loaded(&q->ahead, sb);
 }
 
 void spill_input_ended(spill_queue *q)
 {
-    atomic_store(&q->input_ended, 1);
+    touch_ahead_stop(&q->ahead);
 }
 
 static void *spill_main(void *arg)
 {
     spill_queue *q = arg;
-    if (q->prefault_slices)
-        pool_jobs_run(q->pool, 2 * q->prefault_slices, prefault_slice, q);
     pthread_mutex_lock(&q->mu);
     for (;;) {
         while (!q->full && !q->finished) pthread_cond_wait(&q->cv, &q->mu);
@@ -204,6 +191,7 @@ static void *spill_main(void *arg)
 sort_batch *spill_swap(spill_queue *q, sort_batch *full, byte_writer *note)
 {
     double t0 = now_seconds();
+    touch_ahead_settle(&q->ahead);  /* full is the spill thread's from now on */
     pthread_mutex_lock(&q->mu);
     while (q->full) pthread_cond_wait(&q->cv, &q->mu);
     if (note) {     /* moved, not copied: the spill thread frees it */
@@ -239,12 +227,7 @@ static int use_pool(spill_queue *q, const spill_setup *s)
     q->pool = s->pool;
     q->threads = s->threads;
     if (!q->pool) return 0;
-    if (s->loading) {   /* neither batch is the spill thread's yet */
-        size_t slices = s->batch_cap / PREFAULT_SLICE_BYTES + 1;
-        q->prefault_slices = slices < PREFAULT_MAX_SLICES ? (int)slices : PREFAULT_MAX_SLICES;
-        q->prefault[0] = batch_memory_of(s->loading);
-        q->prefault[1] = batch_memory_of(q->empty);
-    }
+    if (touch_ahead_start(&q->ahead, q->pool, q->threads) < 0) return -1;
     if (!store_grouped(q->store)) return 0;
     q->groups = batch_groups_create(q->pool, q->threads + 2, STORE_GROUP_BYTES);
     return q->groups ? 0 : -1;

@@ -16,10 +16,11 @@
  * Given a thread pool (more than two threads: -@ 2 and below sort and
  * write on the spill thread alone, as they always did), the spill thread
  * hands its work to the pool: a batch's sort in parts (batch_sort_parallel()),
- * a compact run's groups in ranges of records (batch_groups.h), and the
- * first touch of the two batches' memory; it keeps only what must be done
- * in order, putting the groups into the run and the run into the store,
- * so runs are still stored one after the other, in input order.
+ * a compact run's groups in ranges of records (batch_groups.h), and it
+ * keeps only what must be done in order, putting the groups into the run
+ * and the run into the store, so runs are still stored one after the
+ * other, in input order.  The loader's first touch of a batch's memory
+ * goes to the pool too (spill_loaded(), touch_ahead.h).
  */
 #ifndef SPILL_QUEUE_H
 #define SPILL_QUEUE_H
@@ -32,6 +33,7 @@
 #include "progress.h"
 #include "byte_io.h"
 #include "batch_groups.h"
+#include "touch_ahead.h"
 
 typedef struct {
     pthread_mutex_t mu;
@@ -58,9 +60,7 @@ typedef struct {
     hts_tpool *pool;        /* NULL: the spill thread does it all */
     int threads;            /* the pool's */
     batch_groups *groups;   /* compact runs written in ranges on the pool */
-    batch_memory prefault[2];   /* the two batches' memory, touched ahead */
-    int prefault_slices;        /* jobs per batch */
-    atomic_int input_ended;     /* no more records come: stop touching ahead */
+    touch_ahead ahead;      /* the loading batch's memory, by the loader */
     double sort_seconds, write_seconds, hold_seconds;
     double wait_seconds;    /* the loader, waiting for a spilled batch */
 } spill_queue;
@@ -76,7 +76,6 @@ typedef struct {
     size_t batch_cap;
     hts_tpool *pool;
     int threads;
-    sort_batch *loading;    /* the batch the loader fills first */
 } spill_setup;
 
 /* Creates the idle batch (batch_cap bytes) and starts the thread. */
@@ -84,9 +83,12 @@ typedef struct {
 #define SPILL_NO_THREAD (-2)
 int spill_start(spill_queue *q, const spill_setup *s);
 
-/* The loader has read its last record (or failed): memory the pool has not
- * yet touched ahead for it stays untouched, so a small input neither waits
- * for nor holds two batches' worth of pages. */
+/* The loader has added a record to sb: the pool backs sb's memory a
+ * bounded distance ahead of it (touch_ahead.h). */
+void spill_loaded(spill_queue *q, sort_batch *sb);
+
+/* The loader has read its last record (or failed): nothing more is
+ * touched ahead, and no pool job touches a batch once this returns. */
 void spill_input_ended(spill_queue *q);
 
 /* Sorts a batch: on the pool in parts if the queue has one (the loader's

@@ -1,5 +1,4 @@
 /* state_dir.c -- see state_dir.h. */
-#define _GNU_SOURCE
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -7,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 #include "state_dir.h"
 #include "run_journal.h"
 
@@ -124,4 +124,22 @@ int store_state_peek(const char *dir, store_codec *codec, uint64_t *bytes)
     free(path);
     free(db);
     return found ? 0 : -1;
+}
+
+int store_state_identity(const char *dir, char **identity)
+{
+    errmsg ignored;
+    char *path = state_join(dir, STATE_JOURNAL_NAME);
+    uint8_t *rec = NULL;
+    size_t len = 0;
+    *identity = NULL;
+    if (!path) return -1;
+    int r = access(path, F_OK) == 0 ? journal_first_record(path, &rec, &len, &ignored) : 0;
+    free(path);
+    state_start start = { 0 };
+    if (r > 0) state_start_read(rec, len, &start);
+    if (start.type == STATE_REC_START && start.version == STORE_STATE_VERSION && !start.bad)
+        *identity = strndup((const char *)start.identity, start.identity_len);
+    free(rec);
+    return *identity ? 1 : r == 0 ? 0 : -1;
 }

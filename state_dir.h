@@ -8,8 +8,8 @@
  * is no state's.  state_start_write() appends that record's fields to w;
  * state_start_read() reads them back (s->bad when they do not parse as
  * this version's: a state of rocksort 0.3 has no version, its identity's
- * length stands there).  store_state_dir_usable() and store_state_peek()
- * (rocks_store.h) are implemented here.  state_join() returns "dir/name",
+ * length stands there).  store_state_dir_usable(), store_state_peek() and
+ * store_state_identity() (rocks_store.h) are implemented here.  state_join() returns "dir/name",
  * malloc'd, or NULL.
  */
 #ifndef STATE_DIR_H

@@ -4,7 +4,6 @@
  * fills the one after the n_filled it has published.  A chunk holds
  * records in sort_batch's packed layout (packed_put/packed_key/...).
  */
-#define _GNU_SOURCE
 #include <pthread.h>
 #include <stdlib.h>
 #include "rocks_store.h"

@@ -1,7 +1,7 @@
 /* store_stream.h -- the spilled runs, read in key order on a thread of their own.
  *
  * Contract: stream_open() takes an iterator over one part of the store
- * (store_iter_open()); from then on only the stream's thread touches it.
+ * (store_iter_open_range()); from then on only the stream's thread touches it.
  * That thread seeks to the first key and copies the records, in key order,
  * into a few fixed-size chunks, waiting while all of them are full.  The
  * caller reads the current record with stream_key() and stream_value()

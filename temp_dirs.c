@@ -1,5 +1,4 @@
 /* temp_dirs.c -- see temp_dirs.h. */
-#define _GNU_SOURCE
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -7,7 +6,8 @@
 #include <sys/statvfs.h>
 #include "temp_dirs.h"
 
-const char *temp_dirs_default(void)
+/* The default place when no -T is given: $TMPDIR, else /tmp. */
+static const char *default_place(void)
 {
     const char *env = getenv("TMPDIR");
     return env && *env ? env : "/tmp";
@@ -106,7 +106,7 @@ static void set_weights(temp_dirs *set)
 
 void temp_dirs_measure(temp_dirs *set, const char *const *places, int n)
 {
-    const char *fallback = temp_dirs_default();
+    const char *fallback = default_place();
     if (n <= 0) {
         places = &fallback;
         n = 1;

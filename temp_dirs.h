@@ -47,9 +47,6 @@ typedef struct {
     temp_dir dir[TEMP_MAX_DIRS];
 } temp_dirs;
 
-/* The default place when no -T is given: $TMPDIR, else /tmp. */
-const char *temp_dirs_default(void);
-
 /* 0, or -1 with a one-line cause in err: several places of which one is
  * not a directory, or more than TEMP_MAX_DIRS. */
 int temp_dirs_check(const char *const *places, int n, errmsg *err);

@@ -68,26 +68,41 @@ struct WriteCounter {
   bool used = false;
   std::string dir;  /* with its trailing '/' */
   std::atomic<uint64_t> bytes{0};
+  std::atomic<uint64_t> merged{0};  /* of those, to RocksDB's own tables: merged runs */
 };
 WriteCounter counters[TEMP_ENV_COUNTED];
 std::mutex counters_lock;
 
 /* The counter of the directory name lies in, or nullptr. */
-std::atomic<uint64_t>* counter_for(const std::string& name)
+WriteCounter* counter_for(const std::string& name)
 {
   std::lock_guard<std::mutex> hold(counters_lock);
   size_t slash = name.rfind('/');
   if (slash == std::string::npos) return nullptr;
   for (WriteCounter& c : counters)
     if (c.used && c.dir.size() == slash + 1 && name.compare(0, slash + 1, c.dir) == 0)
-      return &c.bytes;
+      return &c;
   return nullptr;
+}
+
+/* Whether name is one of RocksDB's own tables ("000123.sst"): in the
+ * temporary database only a merge writes those, as the runs are written
+ * under names of the store's own and moved in (rocks_store.c). */
+bool merged_run(const std::string& name)
+{
+  size_t slash = name.rfind('/'), at = slash == std::string::npos ? 0 : slash + 1;
+  size_t dot = name.size() >= 4 ? name.size() - 4 : 0;
+  if (dot <= at || name.compare(dot, 4, ".sst") != 0) return false;
+  return name.find_first_not_of("0123456789", at) == dot;
 }
 
 class NoSyncWritableFile : public FSWritableFileOwnerWrapper {
  public:
-  NoSyncWritableFile(std::unique_ptr<FSWritableFile>&& file, std::atomic<uint64_t>* written)
-      : FSWritableFileOwnerWrapper(std::move(file)), written_(written) {}
+  NoSyncWritableFile(std::unique_ptr<FSWritableFile>&& file, WriteCounter* counter,
+                     bool merged)
+      : FSWritableFileOwnerWrapper(std::move(file)),
+        written_(counter ? &counter->bytes : nullptr),
+        merged_(counter && merged ? &counter->merged : nullptr) {}
   IOStatus Append(const Slice& data, const IOOptions& o, IODebugContext* dbg) override {
     count(data);
     return target()->Append(data, o, dbg);
@@ -116,8 +131,10 @@ class NoSyncWritableFile : public FSWritableFileOwnerWrapper {
  private:
   void count(const Slice& data) {
     if (written_) written_->fetch_add(data.size(), std::memory_order_relaxed);
+    if (merged_) merged_->fetch_add(data.size(), std::memory_order_relaxed);
   }
   std::atomic<uint64_t>* written_;
+  std::atomic<uint64_t>* merged_;
 };
 
 class NoSyncRandomRWFile : public FSRandomRWFileOwnerWrapper {
@@ -151,7 +168,8 @@ IOStatus wrap(IOStatus opened, std::unique_ptr<File>* result)
 IOStatus wrap_counted(IOStatus opened, const std::string& name,
                       std::unique_ptr<FSWritableFile>* result)
 {
-  if (opened.ok()) result->reset(new NoSyncWritableFile(std::move(*result), counter_for(name)));
+  if (opened.ok())
+    result->reset(new NoSyncWritableFile(std::move(*result), counter_for(name), merged_run(name)));
   return opened;
 }
 
@@ -289,6 +307,7 @@ extern "C" int temp_env_count_writes(const char* dir)
       if (c.used) continue;
       c.dir = std::string(dir) + "/";
       c.bytes = 0;
+      c.merged = 0;
       c.used = true;
       return i;
     }
@@ -301,6 +320,12 @@ extern "C" uint64_t temp_env_bytes_written(int handle)
 {
   if (handle < 0 || handle >= TEMP_ENV_COUNTED) return 0;
   return counters[handle].bytes.load(std::memory_order_relaxed);
+}
+
+extern "C" uint64_t temp_env_merged_bytes_written(int handle)
+{
+  if (handle < 0 || handle >= TEMP_ENV_COUNTED) return 0;
+  return counters[handle].merged.load(std::memory_order_relaxed);
 }
 
 extern "C" void temp_env_stop_counting(int handle)

@@ -16,7 +16,9 @@
  * this environment, to files directly in dir (runs, merged runs, its own
  * files): it returns a handle for temp_env_bytes_written(), or -1 when
  * TEMP_ENV_COUNTED directories are counted already.  Files opened before
- * the call are not counted.  temp_env_stop_counting() frees the handle.
+ * the call are not counted.  temp_env_merged_bytes_written() gives the part
+ * of them written to RocksDB's own tables ("000123.sst"), which only its
+ * merges write there.  temp_env_stop_counting() frees the handle.
  *
  * temp_env_install_terminate_handler() makes an exception that nobody
  * catches (RocksDB throws where it cannot go on) end the process with one
@@ -39,6 +41,7 @@ int temp_env_apply(rocksdb_options_t **opts, int background_threads, errmsg *err
 #define TEMP_ENV_COUNTED 64
 int temp_env_count_writes(const char *dir);
 uint64_t temp_env_bytes_written(int handle);
+uint64_t temp_env_merged_bytes_written(int handle);
 void temp_env_stop_counting(int handle);
 void temp_env_install_terminate_handler(void);
 

@@ -7,14 +7,18 @@
  * refusal names -T, while a sort that starts and fills the disk has wasted
  * its time.
  */
-#define _GNU_SOURCE
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include <htslib/bgzf.h>
+#include <htslib/hfile.h>
+#include <htslib/hts.h>
+#include <htslib/hts_log.h>
 #include "temp_space.h"
 #include "disk_speed.h"
+#include "human_number.h"
 
 /* Run bytes per byte of BAM record: a key of ~21 bytes, the in-memory core
  * (48 bytes against BAM's 36) and the SST's per-entry bytes; short reads pay
@@ -44,68 +48,75 @@ int temp_parse_mode(const char *name)
     return -1;
 }
 
-static uint32_t le16(const uint8_t *p) { return (uint32_t)p[0] | (uint32_t)p[1] << 8; }
-
-static uint32_t le32(const uint8_t *p)
-{
-    return le16(p) | le16(p + 2) << 16;
-}
-
-/* BSIZE of the BGZF block at b (n bytes available), 0 if it is not one. */
-static size_t bgzf_block_size(const uint8_t *b, size_t n)
-{
-    if (n < 18 || b[0] != 0x1f || b[1] != 0x8b || b[2] != 8 || !(b[3] & 4)) return 0;
-    size_t end = 12 + le16(b + 10);
-    for (size_t x = 12; x + 4 <= end && x + 6 <= n; x += 4 + le16(b + x + 2))
-        if (b[x] == 'B' && b[x + 1] == 'C' && le16(b + x + 2) == 2) return le16(b + x + 4) + 1u;
-    return 0;
-}
-
-/* Uncompressed bytes per file byte over the whole BGZF blocks in buf;
- * 0 if buf does not start with one. */
-static double bgzf_expansion(const uint8_t *buf, size_t n)
+/* Uncompressed bytes per file byte over the BGZF blocks that end within
+ * the first TEMP_SAMPLE_BYTES, as htslib's reader decodes them; 0 if there
+ * are none.  The sample ends at the first block that does not decode. */
+static double bgzf_expansion(BGZF *bg)
 {
     uint64_t in = 0, out = 0;
-    size_t size;
-    for (size_t off = 0; (size = bgzf_block_size(buf + off, n - off)) > 0; off += size) {
-        if (size < 26 || off + size > n) break;
-        in += size;
-        out += le32(buf + off + size - 4);
+    for (;;) {
+        off_t start = htell(bg->fp);
+        if (bgzf_read_block(bg) < 0) break;
+        off_t end = htell(bg->fp);
+        if (end == start || end > (off_t)TEMP_SAMPLE_BYTES) break;
+        in += (uint64_t)(end - start);
+        out += (uint64_t)bg->block_length;
     }
     return in ? (double)out / (double)in : 0;
 }
 
-/* Reads the start of a regular file: its data bytes and compact ratio.
+/* The file's expansion (run bytes per file byte, before RECORD_OVERHEAD):
+ * its BGZF blocks', else a guess by its kind; and the compact runs' ratio.
+ * Returns 0, or -1 if it cannot be read.  Closes hf. */
+static int file_expansion(hFILE *hf, double *expansion, double *ratio)
+{
+    char magic[4];
+    ssize_t n = hpeek(hf, magic, sizeof magic);
+    BGZF *bg = n >= 0 ? bgzf_hopen(hf, "r") : NULL;
+    if (!bg) {
+        hclose_abruptly(hf);
+        return -1;
+    }
+    int kind = bgzf_compression(bg);
+    *expansion = kind == bgzf ? bgzf_expansion(bg) : 0;
+    bgzf_close(bg);
+    *ratio = COMPACT_RATIO_GUESS;
+    if (*expansion > 0) {
+        *ratio = *expansion * RECORD_OVERHEAD / COMPACT_PER_BGZF_BYTE;
+        if (*ratio < 1) *ratio = 1;
+    } else if (n >= 4 && !memcmp(magic, "CRAM", 4)) {
+        *expansion = CRAM_EXPANSION;
+    } else if (kind != no_compression) {
+        *expansion = GZIP_EXPANSION;
+    } else {
+        *expansion = SAM_EXPANSION;
+    }
+    return 0;
+}
+
+/* The start of a regular file: its data bytes and compact ratio.
  * Returns 0, or -1 if the file says nothing (not regular, unreadable).
  * A named pipe is never opened here: closing it again could cost its
- * writer a SIGPIPE before the real reader opens it. */
+ * writer a SIGPIPE before the real reader opens it.  htslib is silent
+ * meanwhile: damage is for the sort's own reader to report, once. */
 static int estimate_from_file(const char *fn, uint64_t *data, double *ratio)
 {
     struct stat st;
     if (stat(fn, &st) != 0 || !S_ISREG(st.st_mode)) return -1;
     int fd = open(fn, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
     if (fd < 0) return -1;
-    uint8_t *buf = malloc(TEMP_SAMPLE_BYTES);
-    ssize_t n = -1;
-    if (buf && fstat(fd, &st) == 0 && S_ISREG(st.st_mode))
-        n = pread(fd, buf, TEMP_SAMPLE_BYTES, 0);
-    close(fd);
-    double size = (double)st.st_size, expansion = 0;
-    *ratio = COMPACT_RATIO_GUESS;
-    if (n >= 0) expansion = bgzf_expansion(buf, (size_t)n);
-    if (expansion > 0) {
-        *ratio = expansion * RECORD_OVERHEAD / COMPACT_PER_BGZF_BYTE;
-        if (*ratio < 1) *ratio = 1;
-    } else if (n >= 4 && !memcmp(buf, "CRAM", 4)) {
-        expansion = CRAM_EXPANSION;
-    } else if (n >= 2 && buf[0] == 0x1f && buf[1] == 0x8b) {
-        expansion = GZIP_EXPANSION;
-    } else if (n >= 0) {
-        expansion = SAM_EXPANSION;
+    hFILE *hf = fstat(fd, &st) == 0 && S_ISREG(st.st_mode) ? hdopen(fd, "r") : NULL;
+    if (!hf) {
+        close(fd);
+        return -1;
     }
-    free(buf);
-    if (n < 0) return -1;
-    *data = (uint64_t)(size * expansion * RECORD_OVERHEAD);
+    enum htsLogLevel level = hts_get_log_level();
+    hts_set_log_level(HTS_LOG_OFF);
+    double expansion;
+    int r = file_expansion(hf, &expansion, ratio);
+    hts_set_log_level(level);
+    if (r < 0) return -1;
+    *data = (uint64_t)((double)st.st_size * expansion * RECORD_OVERHEAD);
     return 0;
 }
 
@@ -210,19 +221,20 @@ static void choose_mode(const temp_request *rq, temp_plan *p)
         p->free_bytes / TEMP_ROOM_FOR_NONE < p->need_none)
         return;
     double mb_s = slowest_disk_mb_s(&p->dirs);
-    if (mb_s >= 0 && mb_s < TEMP_FAST_DISK_MB_S) return;
+    p->disk_mb_s = mb_s;
+    if (mb_s >= 0 && mb_s < TEMP_FAST_DISK_MB_S) {
+        p->why = "at output levels 0 and 1, uncompressed runs are faster only on a fast disk";
+        return;
+    }
     p->mode = TEMP_NONE;
     p->why = "at output levels 0 and 1, uncompressed runs are faster on a fast disk with "
              "room to spare";
 }
 
-static void human(char *buf, size_t n, uint64_t bytes)
+/* Space as the messages show it: "4.2 MB", "83 GB". */
+static void space_text(char *buf, size_t n, uint64_t bytes)
 {
-    double b = (double)bytes;
-    if (b >= 10e9) snprintf(buf, n, "%.0f GB", b / 1e9);
-    else if (b >= 1e9) snprintf(buf, n, "%.1f GB", b / 1e9);
-    else if (b >= 10e6) snprintf(buf, n, "%.0f MB", b / 1e6);
-    else snprintf(buf, n, "%.1f MB", b / 1e6);
+    human_number(buf, n, (double)bytes, "B", HUMAN_MB_GB);
 }
 
 /* "'/a' (1.0 GB free), '/b' (unknown free)" into buf; only the unused
@@ -235,7 +247,7 @@ static void list_free(const temp_dirs *dirs, int unused_only, char *buf, size_t 
         const temp_dir *d = &dirs->dir[i];
         char free_s[32] = "unknown";
         if (unused_only && !d->unused) continue;
-        if (d->free_known) human(free_s, sizeof free_s, d->free_bytes);
+        if (d->free_known) space_text(free_s, sizeof free_s, d->free_bytes);
         int w = snprintf(buf + at, n - at, "%s'%s' (%s free%s)", at ? ", " : "", d->dir, free_s,
                          d->unused && !unused_only ? ", too little for a run" : "");
         if (w < 0) break;
@@ -259,7 +271,7 @@ int temp_space_left_out(const temp_plan *p, char *buf, size_t n)
     char each[ERRMSG_MAX / 2], run_s[32];
     if (!p->dirs_unused) return 0;
     list_free(&p->dirs, 1, each, sizeof each);
-    human(run_s, sizeof run_s, p->run_estimate);
+    space_text(run_s, sizeof run_s, p->run_estimate);
     snprintf(buf, n, "no runs go to %s: a run takes about %s", each, run_s);
     return p->dirs_unused;
 }
@@ -267,8 +279,8 @@ int temp_space_left_out(const temp_plan *p, char *buf, size_t n)
 static int refuse(const temp_plan *p, uint64_t need, const char *option, errmsg *err)
 {
     char need_s[32], free_s[32], each[ERRMSG_MAX / 2];
-    human(need_s, sizeof need_s, need);
-    human(free_s, sizeof free_s, p->free_bytes);
+    space_text(need_s, sizeof need_s, need);
+    space_text(free_s, sizeof free_s, p->free_bytes);
     if (p->dirs.n == 1)
         return errmsg_set(err, "not enough space for temporary data in '%s': about %s needed "
                           "(%s runs, estimated from %s), %s free; use %s to put it on a "
@@ -318,12 +330,18 @@ void temp_space_store_options(const temp_plan *p, store_options *so)
 void temp_space_report(const temp_plan *p, FILE *fp)
 {
     char free_s[32] = "unknown", none_s[32], compact_s[32];
-    if (p->free_known) human(free_s, sizeof free_s, p->free_bytes);
+    if (p->free_known) space_text(free_s, sizeof free_s, p->free_bytes);
     fprintf(fp, "[rocksort] temp runs: %s%s, as %s; ", mode_names[p->mode],
             p->mode == TEMP_COMPACT ? " (records in columns)" : "", p->why);
+    /* The measurement behind the choice: a busy disk measures slow. */
+    if (p->disk_mb_s > 0)
+        fprintf(fp, "the slowest temp directory took direct writes at %.0f MB/s (fast: %d or "
+                "more); ", p->disk_mb_s, TEMP_FAST_DISK_MB_S);
+    else if (p->disk_mb_s < 0)
+        fprintf(fp, "the disk's speed unknown (direct writes refused: tmpfs, memory); ");
     if (p->source) {
-        human(none_s, sizeof none_s, p->need_none);
-        human(compact_s, sizeof compact_s, p->need_compact);
+        space_text(none_s, sizeof none_s, p->need_none);
+        space_text(compact_s, sizeof compact_s, p->need_compact);
         fprintf(fp, "peak estimated from %s: %s uncompressed, %s compact; ",
                 p->source, none_s, compact_s);
     } else {

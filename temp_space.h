@@ -4,8 +4,9 @@
  * the bytes the sort will hold under its temp directory at the peak (the
  * runs, plus what background merges write before they delete their
  * inputs), for uncompressed and for compact runs: from the input file's
- * size and, for BGZF, the expansion of its first blocks (it reads at most
- * TEMP_SAMPLE_BYTES of a regular file, and nothing of a pipe), else from -s.
+ * size and, for BGZF, the expansion of its blocks that end within its first
+ * TEMP_SAMPLE_BYTES (read by htslib's BGZF reader, which also reads the
+ * block that crosses that mark; nothing of a pipe), else from -s.
  * It compares that with the space free in the directories it is given (a
  * list: the -T directories, temp_dirs.h), all of them together, as the
  * runs are dealt to them in proportion to their room; among several, one
@@ -53,7 +54,7 @@ typedef enum {
 #define TEMP_ROOM_FOR_NONE 4
 #define TEMP_FAST_DISK_MB_S 500
 
-/* Bytes of a regular input file read to measure its expansion. */
+/* The start of a regular input file whose BGZF blocks measure its expansion. */
 #define TEMP_SAMPLE_BYTES (4u << 20)
 
 typedef struct {
@@ -86,6 +87,8 @@ typedef struct {
     uint64_t data_bytes;        /* estimated bytes of the runs, uncompressed */
     uint64_t need_none, need_compact;   /* estimated peaks; 0 if no estimate */
     const char *why;            /* the reason for the mode, for -v ("as ...") */
+    double disk_mb_s;           /* the slowest directory's direct writes, when the mode
+                                   hung on them: MB/s; -1: they could not tell; 0: not asked */
 } temp_plan;
 
 /* --temp-compression's names: auto, compact, none, lz4, snappy, zstd.

@@ -6,7 +6,6 @@
  * A thread that ends leaves its own CLOCK_THREAD_CPUTIME_ID reading: its
  * task is gone by the next note.
  */
-#define _GNU_SOURCE
 #include <dirent.h>
 #include <pthread.h>
 #include <stdatomic.h>

@@ -5,7 +5,6 @@
  * success or a clean failure -- a crash, a sanitizer report, temporary data
  * left behind -- is a finding.
  */
-#define _GNU_SOURCE
 #include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>

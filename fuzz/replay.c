@@ -3,7 +3,6 @@
  * `replay FILE|DIR...` feeds each file to LLVMFuzzerTestOneInput, so seed
  * corpora and crash reproducers run as regression tests with any compiler.
  */
-#define _GNU_SOURCE
 #include <dirent.h>
 #include <stdint.h>
 #include <stdio.h>

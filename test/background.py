@@ -21,12 +21,13 @@ class Background:
     goes to a file (nothing can block on it).  Always use with `with`: the
     process is killed if the test leaves early."""
 
-    def __init__(self, case, args, stdin=False, stdout_pipe=False, name="rs"):
+    def __init__(self, case, args, stdin=False, stdout_pipe=False, name="rs", wrap=()):
+        """wrap: a command that execs the rest (as `nohup` does)."""
         self.stderr_path = os.path.join(case.dir, f"{name}.stderr")
         env = dict(case.session.env, TMPDIR=case.tmp)
         with open(self.stderr_path, "wb") as err:
             self.proc = subprocess.Popen(
-                [*case.session.rocksort_cmd, *args],
+                [*wrap, *case.session.rocksort_cmd, *args],
                 stdin=subprocess.PIPE if stdin else subprocess.DEVNULL,
                 stdout=subprocess.PIPE if stdout_pipe else subprocess.DEVNULL,
                 stderr=err, cwd=case.out_dir, env=env, bufsize=0)
@@ -87,6 +88,12 @@ class Background:
 
     def running(self):
         return self.proc.poll() is None
+
+
+def process_state(pid):
+    """The state letter of /proc/PID/stat: "T" once stopped."""
+    with open(f"/proc/{pid}/stat") as f:
+        return f.read().rsplit(")", 1)[1].split()[0]
 
 
 def wait_until(condition, what, background=None):

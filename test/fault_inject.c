@@ -2,10 +2,12 @@
  * makes reads or writes of one file fail as a failing disk would.
  *
  * ROCKSORT_TEST_FAULT="OP:ERRNO:OFFSET:PATH": OP is "read" (read() at a
- * file offset of OFFSET or more) or "pwrite" (pwrite() at OFFSET or more),
- * on a descriptor open on PATH (as /proc/self/fd names it); such a call
- * fails with ERRNO.  Everything else goes through untouched.  Built by the
- * test that needs it, with the C compiler that built rocksort.
+ * file offset of OFFSET or more), "pwrite" (pwrite() at OFFSET or more) or
+ * "flock" (any flock(), OFFSET 0: a file system without locks), on a
+ * descriptor open on PATH, or on a file under PATH if it is a directory
+ * (as /proc/self/fd names them); such a call fails with ERRNO.  Everything
+ * else goes through untouched.  Built by the test that needs it, with the
+ * C compiler that built rocksort.
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -29,7 +31,9 @@ static int faulty(int fd, const char *op, long long offset)
     ssize_t len = readlink(link, target, sizeof target - 1);
     if (len < 0) return 0;
     target[len] = '\0';
-    if (strcmp(target, spec + n)) return 0;
+    const char *path = spec + n;
+    size_t plen = strlen(path);
+    if (strcmp(target, path) && (strncmp(target, path, plen) || target[plen] != '/')) return 0;
     errno = code;
     return 1;
 }
@@ -53,4 +57,12 @@ ssize_t pwrite(int fd, const void *buf, size_t count, off_t offset)
 ssize_t pwrite64(int fd, const void *buf, size_t count, off_t offset)
 {
     return pwrite(fd, buf, count, offset);
+}
+
+int flock(int fd, int operation)
+{
+    static int (*real)(int, int);
+    if (!real) real = (int (*)(int, int))dlsym(RTLD_NEXT, "flock");
+    if (faulty(fd, "flock", 0)) return -1;
+    return real(fd, operation);
 }

@@ -19,10 +19,12 @@ def reg2bin(beg, end):
     return 0
 
 
-def long_reads_bam(rng, count=45000, length=2000):
+def long_reads_bam(rng, count=45000, length=2000, noisy=0):
     """Long reads of repetitive bases and flat qualities: some 140 MB of
     records in a file of under 3 MB, made in a second.  With -m 1M that is
-    some 400 sorted runs at -@1, as many as a 100 MB BAM of short reads."""
+    some 400 sorted runs at -@1, as many as a 100 MB BAM of short reads.
+    The first `noisy` reads have random bases instead: their runs take
+    several times the room of the others'."""
     refs = [(b"chr1", 50_000_000), (b"chr2", 40_000_000), (b"chr3", 30_000_000)]
     text = b"@HD\tVN:1.6\tSO:unsorted\n" + b"".join(b"@SQ\tSN:%s\tLN:%d\n" % r
                                                     for r in refs)
@@ -34,7 +36,8 @@ def long_reads_bam(rng, count=45000, length=2000):
         tid = rng.randrange(3)
         pos = rng.randrange(refs[tid][1] - length)
         qname = b"L%d:%d\0" % (rng.randrange(100000), i)
-        seq = (rng.randbytes(8) * (length // 16 + 1))[:(length + 1) // 2]
+        seq = rng.randbytes((length + 1) // 2) if i < noisy else \
+            (rng.randbytes(8) * (length // 16 + 1))[:(length + 1) // 2]
         body = struct.pack("<iiBBHHHiiii", tid, pos, len(qname), rng.randrange(61),
                            reg2bin(pos, pos + length), 1, rng.choice((0, 16)), length,
                            -1, -1, 0) + qname + cigar + seq + qual

@@ -5,8 +5,9 @@ suite: a BAM cut anywhere (inside a block, between blocks, while it is
 being read), corrupted inside a deflated block, with the input big enough
 to spill many runs and to merge them in the background; a CRAM cut between
 containers, a SAM cut inside a line; records naming references the header
-lacks; hundreds of sorted runs under `ulimit -n 64` and lower; a full disk
-and a closed pipe under a threaded writer.  A failure must end with exit
+lacks; a -T directory renamed while runs are written to it; hundreds of
+sorted runs under `ulimit -n 64` and lower; a full disk and a closed pipe
+under a threaded writer.  A failure must end with exit
 status 1, one line naming the file and the real cause, no temporary data
 and an existing -o file untouched byte for byte; a success must give the
 oracle's records.
@@ -27,7 +28,7 @@ import subprocess
 
 import samdata
 import tmpfs
-from background import Background, has_sorted_run, wait_until
+from background import Background, has_sorted_run, listing, process_state, wait_until
 from bgzf import BGZF_EOF, bgzf_blocks, flip_byte_in_block
 from faultdata import bam_bytes, bam_record, cram_containers, long_reads_bam
 from harness import PYTHON, Failure, each, run, stderr_lines, tail, write_bytes, write_text
@@ -62,6 +63,8 @@ class Inputs:
             os.remove(sam)
         elif name == "long.bam":
             write_bytes(part, long_reads_bam(random.Random("faults-long")))
+        elif name == "long_noisy_start.bam":    # long.bam's first 12 runs of noisy reads
+            write_bytes(part, long_reads_bam(random.Random("faults-long"), noisy=1300))
         elif name == "bulk.cram":   # no reference needed to read it back
             session.oracle_ok("view", ["-C", "--no-PG", "--output-fmt-option", "no_ref=1",
                                        "-o", part, session.input("bulk.sam")])
@@ -344,11 +347,11 @@ def decoded_digest(path):
     return digest.hexdigest()
 
 
-def sort_with_file_limit(case, limit, order, threads, stdin):
-    src = INPUTS.path(case.session, "long.bam")
-    expected = expected_digest(case, "long.bam", order)
+def sort_with_file_limit(case, limit, order, threads, stdin, name="long.bam", extra=()):
+    src = INPUTS.path(case.session, name)
+    expected = expected_digest(case, name, order)
     out = case.out("out.bam")
-    args = [*order, "--no-PG", "-v", "-@", str(threads), *SPILL,
+    args = [*order, "--no-PG", "-v", "-@", str(threads), *SPILL, *extra,
             "-T", case.temp_prefix, "-o", out, "-" if stdin else src]
     result = run([PYTHON, "-c", LIMIT_FILES, str(limit),
                   *case.session.rocksort_cmd, *args], stdin=src if stdin else None,
@@ -365,6 +368,7 @@ def sort_with_file_limit(case, limit, order, threads, stdin):
         raise Failure("the output differs from the oracle's")
     case.expect_no_temp_left()
     case.expect_only_files(case.out_dir, ["out.bam"])
+    return result
 
 
 # (ulimit -n, threads, order, input from stdin)
@@ -468,6 +472,150 @@ def test_fault_pipe_closed_threads_sam(case):
     line = expect_one_line(case, result)
     if "Broken pipe" not in line:
         raise Failure("the message does not say 'Broken pipe'", [line])
+
+
+def temp_dir_renamed_while_loading(case, then, stopped=False, rename=None):
+    """-T DIR (a directory) renamed once the load has written a run into
+    it, or what rename(DIR) renames; then(bg) goes on from there (stopped:
+    rocksort is stopped across the rename and then(), and continued after).
+    -> (exit status, stderr, the renamed DIR, the existing output)"""
+    temp, moved = os.path.join(case.dir, "T"), os.path.join(case.dir, "T.moved")
+    os.mkdir(temp)
+    with open(case.input("bulk.sam"), "rb") as f:
+        data = f.read()
+    out = guard_output(case)
+    with Background(case, [*SPILL, "-T", temp, "-o", out, "-"], stdin=True) as bg:
+        bg.feed(data[:len(data) // 3])
+        wait_until(lambda: any(n.endswith(".sst") for d in listing(temp)
+                               for n in listing(os.path.join(temp, d))), "a run written", bg)
+        if stopped:
+            bg.proc.send_signal(signal.SIGSTOP)
+            wait_until(lambda: process_state(bg.proc.pid) == "T", "rocksort stopped", bg)
+        if rename:
+            moved = rename(temp)
+        else:
+            os.rename(temp, moved)
+        then(bg, data[len(data) // 3:])
+        if stopped:
+            bg.proc.send_signal(signal.SIGCONT)
+        status = bg.wait()
+        stderr = bg.stderr()
+    return status, stderr, moved, out
+
+
+def feed_the_rest(bg, data):
+    bg.feed(data)
+    bg.end_input()
+
+
+def expect_renamed_dir_emptied(moved):
+    if os.listdir(moved):
+        raise Failure("rocksort's files were left in the renamed -T directory",
+                      sorted(os.listdir(moved))[:5])
+
+
+def test_fault_temp_dir_renamed_while_loading(case):
+    """The next run cannot be written: one line with the cause, exit 1,
+    and the temporary database removed from where the directory went."""
+    status, stderr, moved, out = temp_dir_renamed_while_loading(case, feed_the_rest)
+    expect_refused(case, subprocess.CompletedProcess([], status, b"", stderr), "T/",
+                   "No such file or directory", out)
+    expect_renamed_dir_emptied(moved)
+
+
+def test_fault_temp_dir_renamed_then_sigterm(case):
+    """SIGTERM after the rename: 143, and the database removed all the same.
+    rocksort is stopped across the rename and the signal: running, it could
+    write its next run into the renamed DIR and fail (exit 1) before the
+    signal came, on a busy machine."""
+    def terminate(bg, data):
+        bg.proc.send_signal(signal.SIGTERM)
+    status, stderr, moved, out = temp_dir_renamed_while_loading(case, terminate, stopped=True)
+    if status != 128 + signal.SIGTERM:
+        raise Failure(f"exit status {status} after SIGTERM, expected 143", tail(stderr))
+    expect_renamed_dir_emptied(moved)
+    with open(out, "rb") as f:
+        if f.read() != PRECIOUS:
+            raise Failure("the existing output was changed by the interrupted run")
+
+
+def renamed_in_the_readout(case, args, directory):
+    """rocksort -u ARGS bulk.sam to a pipe; directory renamed once the
+    readout has begun writing.  -> (exit status, stderr lines, the output,
+    where directory went)"""
+    moved = directory + ".moved"
+    out = os.path.join(case.dir, "out.bam")
+    with Background(case, [*SPILL, "-u", *args, case.input("bulk.sam")],
+                    stdout_pipe=True) as bg:
+        first = bg.proc.stdout.read(1)      # the readout has begun
+        os.rename(directory, moved)
+        write_bytes(out, first + bg.proc.stdout.read())
+        status = bg.wait()
+        lines = stderr_lines(bg.stderr())
+    return status, lines, out, moved
+
+
+def test_fault_state_dir_renamed_in_the_readout(case):
+    """--resume DIR renamed while the output is written: the sort succeeds,
+    and DIR goes as it does after every success, from where it went (its
+    runs were left there, the whole input's size)."""
+    state = os.path.join(case.dir, "state")
+    status, lines, out, moved = renamed_in_the_readout(
+        case, ["--resume", state, "-T", case.temp_prefix], state)
+    if status != 0:
+        raise Failure(f"exit status {status}, expected 0", lines[-3:])
+    case.expect_same(out, case.session.expected("bulk.sam", ["-u"]))
+    if os.path.exists(moved):
+        raise Failure("the renamed state directory is left after the sort succeeded",
+                      [f"{r}: {fs[:3]}" for r, _, fs in os.walk(moved)][:5])
+
+
+def test_fault_state_dir_renamed_while_loading(case):
+    """--resume DIR renamed once a run is in it: exit 1, the state kept
+    where DIR went, and the last line names that place, not the old one."""
+    state = os.path.join(case.dir, "state")
+    moved = state + ".moved"
+    with open(case.input("bulk.sam"), "rb") as f:
+        data = f.read()
+    args = [*SPILL, "--resume", state, "-T", case.temp_prefix, "-o", case.out("out.bam"), "-"]
+    with Background(case, args, stdin=True) as bg:
+        bg.feed(data[:len(data) // 3])
+        wait_until(lambda: any(n.endswith(".sst") for n in listing(os.path.join(state, "db"))),
+                   "a run written", bg)
+        os.rename(state, moved)
+        bg.feed(data[len(data) // 3:])
+        bg.end_input()
+        status = bg.wait()
+        lines = stderr_lines(bg.stderr())
+    if status != 1 or not lines or f"'{moved}'" not in lines[-1] or "kept" not in lines[-1]:
+        raise Failure(f"exit status {status}; expected 1 and the state kept in '{moved}'",
+                      lines[-3:])
+    if not os.path.exists(os.path.join(moved, "journal")):
+        raise Failure("the state was not kept where DIR went")
+
+
+def test_fault_keep_temp_dir_renamed_in_the_readout(case):
+    """-k: the database kept is named where it is, once -T was renamed."""
+    temp = os.path.join(case.dir, "T")
+    os.mkdir(temp)
+    status, lines, out, moved = renamed_in_the_readout(case, ["-k", "-T", temp], temp)
+    kept = [l.split(": ", 1)[1] for l in lines if "kept the temporary database" in l]
+    if status != 0 or len(kept) != 1 or not os.path.isdir(kept[0]) \
+            or not kept[0].startswith(moved + "/"):
+        raise Failure(f"exit status {status}; expected 0 and the database named in {moved}",
+                      lines[-3:])
+    case.expect_same(out, case.session.expected("bulk.sam", ["-u"]))
+
+
+def test_fault_temp_database_dir_renamed(case):
+    """rocksort's own directory under -T renamed (not -T): still removed."""
+    def rename_database(temp):
+        os.rename(os.path.join(temp, listing(temp)[0]), os.path.join(temp, "renamed"))
+        return temp
+    status, stderr, temp, out = temp_dir_renamed_while_loading(case, feed_the_rest,
+                                                               rename=rename_database)
+    if status != 1 or listing(temp):
+        raise Failure(f"exit status {status} (expected 1); left in -T", listing(temp))
 
 
 # 5. Resource limits ------------------------------------------------------------------

@@ -11,7 +11,7 @@ import os
 import re
 import shutil
 
-from harness import SPILL, TIMEOUT, Failure, expect_error, run, tail, write_bytes
+from harness import SPILL, TIMEOUT, Failure, Skip, expect_error, run, tail, write_bytes
 
 # Regions that cross bin boundaries, hit the tie hot spot at chr1:1234, ask
 # for a whole reference, a reference with few reads, and the unplaced reads.
@@ -185,7 +185,11 @@ def progress_run(case, args, stderr_tty=False):
         return result.stdout, result.stderr.decode(errors="replace")
     import pty
     import subprocess
-    leader, follower = pty.openpty()
+    try:
+        leader, follower = pty.openpty()
+    except OSError as error:    # a chroot without /dev/pts: the machine's, not rocksort's
+        raise Skip(f"no pseudo-terminal can be opened here ({error}); mount devpts "
+                   "(/dev/pts) to run it")
     with open(os.path.join(case.dir, "stdout.bam"), "wb") as out:
         proc = subprocess.Popen(cmd, stdout=out, stderr=follower, cwd=case.out_dir,
                                 env=env)

@@ -8,7 +8,7 @@ import os
 import re
 
 from background import Background, wait_until
-from harness import SPILL, Failure, each, tail
+from harness import PYTHON, SPILL, Failure, each, run, tail
 
 NUM = r"(\d+(?:\.\d+)?)"
 LONGEST = re.compile(rf"^\[rocksort\] threads in phase (load|compaction wait|readout): "
@@ -212,9 +212,13 @@ def expect_runs(result, kind):
         raise Failure("meant to hold batches copied in key order", tail(result.stderr, 12))
     if kind not in ("memory", "packed") and written < 2:
         raise Failure(f"meant to spill, yet only {written} runs were written")
-    if kind == "merge" and at_readout >= written:
+    # Whether a planned merge starts before the load ends is the scheduler's
+    # (below STORE_MERGE_MIN_RUNS nothing catches up after the load): on a
+    # busy machine the load may end first.  -v must then show them planned.
+    if kind == "merge" and at_readout >= written and \
+            "each run merged at most once" not in result.stderr.decode(errors="replace"):
         raise Failure(f"meant to merge runs in the background, yet the readout merged all "
-                      f"{written}")
+                      f"{written}, and -v shows no merges planned", tail(result.stderr, 12))
 
 
 @each(parallel_rows())
@@ -236,29 +240,46 @@ def test_cores_parallel_load(case, source, shared, extra, kind):
 
 # -- memory touched ahead --------------------------------------------------------------
 
-PEAK_RSS = re.compile(r"^\[rocksort\] peak RSS: (\d+(?:\.\d+)?) MB$", re.M)
+# Runs the command in argv[1:], then prints its peak RSS in KB, measured from
+# outside (the largest waited-for child's), and exits with its status.
+PEAK_RSS_OF = ("import resource, subprocess, sys; "
+               "status = subprocess.run(sys.argv[1:]).returncode; "
+               "print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss); "
+               "sys.exit(status)")
+# What more than two threads may add to -@ 2's peak for the same input: the
+# memory touched ahead of the loader (8 MiB), the threads' own, and margin.
+# Touching the batches for records that never come took 1 GB.
+THREADS_RSS_MB = 96
 
 
-def peak_rss_mb(result):
-    m = PEAK_RSS.search(result.stderr.decode(errors="replace"))
-    if not m:
-        raise Failure("-v printed no peak RSS", tail(result.stderr, 12))
-    return float(m.group(1))
+def sort_peak_rss_mb(case, args):
+    """Sorts with args in a process of its own. -> its peak RSS in MB"""
+    env = dict(case.session.env, TMPDIR=case.tmp)
+    result = run([PYTHON, "-c", PEAK_RSS_OF, *case.session.rocksort_cmd, *args],
+                 cwd=case.out_dir, env=env)
+    if result.returncode != 0:
+        raise Failure(f"rocksort exited with {result.returncode}", tail(result.stderr))
+    return int(result.stdout.split()[-1]) / 1024
 
 
 def test_cores_small_input_touches_little_memory(case):
-    """With more than two threads the pool touches the two batches' memory
-    ahead of the loader, but only while the input lasts: a small input
-    sorted at -@ 4 under --max-memory 1G (two batches of 341 MB) takes
-    about the memory it takes at -@ 2, not the batches'."""
+    """With more than two threads the pool touches the loading batch's
+    memory only a few slices ahead of the records: a 6 MB BAM (40,000
+    records) sorted at -@ 4, 8 and 16 under -m 3G (two batches of 512 MiB)
+    takes about what it takes at -@ 2, not the batches' memory, though the
+    pool starts long before the input ends."""
+    source = "bulk.bam"
     rss = {}
-    for threads in (2, 4):
+    for threads in (2, 4, 8, 16):
         out = case.out(f"out{threads}.bam")
-        result = case.rocksort_ok(["-v", "-@", str(threads), "--max-memory", "1G",
-                                   "-T", case.temp_prefix, "-o", out, case.input("mixed.bam")])
-        case.expect_same(out, case.session.expected("mixed.bam", []))
-        rss[threads] = peak_rss_mb(result)
+        rss[threads] = sort_peak_rss_mb(case, ["-@", str(threads), "-m", "3G",
+                                               "-T", case.temp_prefix, "-o", out,
+                                               case.input(source)])
+        case.expect_same(out, case.session.expected(source, []))
     case.expect_no_temp_left()
-    if rss[4] > rss[2] + 64:
-        raise Failure(f"a small input took {rss[4]:.0f} MB at -@ 4 against {rss[2]:.0f} MB "
-                      "at -@ 2: the batches' memory was touched for records that never came")
+    over = [t for t in (4, 8, 16) if rss[t] > rss[2] + THREADS_RSS_MB]
+    if over:
+        raise Failure(f"a {os.path.getsize(case.input(source)) >> 20} MB input took "
+                      + ", ".join(f"{rss[t]:.0f} MB at -@ {t}" for t in over)
+                      + f" against {rss[2]:.0f} MB at -@ 2 (at most {THREADS_RSS_MB} MB more): "
+                      "the batches' memory was touched for records that never came")

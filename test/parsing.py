@@ -12,10 +12,13 @@ To run only these:  run_tests.py -k parse_
 """
 
 import os
+import subprocess
+import threading
 
 from bgzf import bgzf_compress
-from harness import (Failure, each, expect_error, expect_outcome_of, stderr_lines, tail,
-                     write_bytes, write_text)
+from harness import (TIMEOUT, Failure, each, expect_error, expect_outcome_of, stderr_lines,
+                     tail, write_bytes, write_text)
+from resume import expect_fate_told, expect_finished, resumed_runs, runs_stored
 
 HD = "@HD\tVN:1.6\tSO:unsorted"
 SQ = "@SQ\tSN:c1\tLN:5000"
@@ -184,12 +187,128 @@ def test_parse_no_final_newline_bgzipped_sam(case):
         expect_silent(lines)
 
 
-def test_parse_no_final_newline_stdin(case):
-    """From a pipe the end cannot be checked: sorted, as 1.24 does."""
-    src = os.path.join(case.dir, "no_newline.sam")
-    write_text(src, NO_NEWLINE_TEXT)
-    if sort_like_oracle(case, src, ["-n"], "stdin", stdin=True) is None:
-        raise Failure("samtools 1.24 refused a whole last record")
+# --- a stream whose last line has no newline --------------------------------------
+#
+# A stream from an aligner ends with a newline; without one its writer died
+# mid-line (the SAM form of a BAM without its EOF marker), and a cut at the end
+# of a field parses.  rocksort refuses it on a stream, wherever the cut, at any
+# -@ (htslib's threaded parsing would not say), with one line naming the cut; the
+# same text given by name is sorted with a warning (above), and the whole text
+# on a stream is sorted as samtools 1.24 sorts it.
+
+STREAM_CUTS = [*LAST_LINE_CUTS, ("whole_record", NO_NEWLINE_LAST)]
+
+
+def through_a_pipe(case, data, args):
+    """rocksort reading data from a pipe, as `cat FILE | samtools rocksort -`."""
+    env = dict(case.session.env, TMPDIR=case.tmp)
+    return subprocess.run([*case.session.rocksort_cmd, *args, "-"], input=data,
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                          cwd=case.out_dir, env=env, timeout=TIMEOUT)
+
+
+def expect_cut_refused(case, result, name, out):
+    """Exit 1, one line naming the input and its last line's missing newline,
+    no output, no temporary data."""
+    line = expect_error(case, result, [name], out)
+    if "no newline" not in line:
+        raise Failure("the line does not name the missing newline", [line])
+
+
+@each((f"parse_stream_last_line_cut_in_{cut_name}", ending) for cut_name, ending in STREAM_CUTS)
+def test_parse_stream_cut(case, ending):
+    text = _cut_after(NO_NEWLINE_TEXT, ending).encode()
+    for threads in ("0", "4"):
+        out = case.out(f"threads{threads}.bam")
+        result = through_a_pipe(case, text, ["-@", threads, "-T", case.temp_prefix, "-o", out])
+        expect_cut_refused(case, result, "'-'", out)
+    if ending == NO_NEWLINE_LAST:
+        expect_stream_sorted(case, (text + b"\n", "plain"), ".sam")
+        # Bgzipped SAM ends with the BGZF EOF marker, which tells a whole text.
+        expect_stream_sorted(case, (bgzf_compress(text), "bgzipped"), ".sam.gz")
+
+
+def expect_stream_sorted(case, data_and_name, ext):
+    """data on a pipe, at -@ 0 and 4: sorted as 1.24 sorts it, silently."""
+    data, name = data_and_name
+    src = os.path.join(case.dir, name + ext)
+    write_bytes(src, data)
+    expected = os.path.join(case.dir, f"expected_{name}.bam")
+    case.session.oracle_ok("sort", ["--no-PG", "-o", expected, src])
+    for threads in ("0", "4"):
+        out = case.out(f"{name}{threads}.bam")
+        result = through_a_pipe(case, data, ["-@", threads, "-T", case.temp_prefix, "-o", out])
+        if result.returncode != 0:
+            raise Failure(f"{name}: rocksort exited with {result.returncode}",
+                          tail(result.stderr))
+        expect_silent(stderr_lines(result.stderr))
+        case.expect_same(out, expected)
+    case.expect_no_temp_left()
+
+
+# A stream that ends inside its header: the writer died before any record.  A
+# cut @SQ's LN would be a wrong header with exit 0.  htslib reads the header
+# itself, so the cut is told from the bytes read against the header's text;
+# whole headers with "\r\n" ends or a bare @CO line must still be sorted.
+HEADER_ONLY = [HD, SQ, "@SQ\tSN:c2\tLN:7000"]
+HEADER_CUTS = [("last_line_whole", "\n".join(HEADER_ONLY)),
+               ("sq_length", "\n".join(HEADER_ONLY)[:-2])]
+WHOLE_HEADERS = [("lf", "\n".join(HEADER_ONLY) + "\n"),
+                 ("crlf", "\r\n".join(HEADER_ONLY) + "\r\n"),
+                 ("bare_co", "\n".join([*HEADER_ONLY, "@CO"]) + "\n")]
+
+
+def test_parse_stream_cut_in_header(case):
+    for cut_name, text in HEADER_CUTS:
+        for threads in ("0", "4"):
+            out = case.out(f"{cut_name}{threads}.bam")
+            result = through_a_pipe(case, text.encode(),
+                                    ["-@", threads, "-T", case.temp_prefix, "-o", out])
+            expect_cut_refused(case, result, "'-'", out)
+    for name, text in WHOLE_HEADERS:
+        expect_stream_sorted(case, (text.encode(), f"header_{name}"), ".sam")
+
+
+def test_parse_fifo_last_line_cut(case):
+    """A FIFO given by name is a stream too: its size is not known."""
+    fifo = os.path.join(case.dir, "cut.fifo")
+    os.mkfifo(fifo)
+    text = _cut_after(NO_NEWLINE_TEXT, "NM:i:12").encode()
+
+    def write():
+        with open(fifo, "wb") as f:
+            f.write(text)
+    writer = threading.Thread(target=write, daemon=True)
+    writer.start()
+    out = case.out("out.bam")
+    result = case.rocksort(["-T", case.temp_prefix, "-o", out, fifo])
+    writer.join(TIMEOUT)
+    expect_cut_refused(case, result, "cut.fifo", out)
+
+
+def test_parse_stream_cut_with_resume_keeps_the_state(case):
+    """--resume on a stream cut before its last tag, after many runs: refused,
+    DIR kept without the cut record; the whole stream then resumes from it
+    and gives 1.24's records."""
+    with open(case.input("bulk.sam"), "rb") as f:
+        whole = f.read()
+    cut = whole[:whole.rindex(b"\t")]      # before the last record's only tag: it parses
+    state = os.path.join(case.dir, "state")
+    args = ["-m", "1M", "--resume", state, "-T", case.temp_prefix, "-o", case.out("out.bam")]
+    result = through_a_pipe(case, cut, args)
+    lines = stderr_lines(result.stderr)
+    if result.returncode != 1 or len(lines) != 2 or "no newline" not in lines[0]:
+        raise Failure(f"exit {result.returncode}; expected 1, the cut's line and the state's",
+                      lines[:5])
+    expect_fate_told(lines, state)
+    if runs_stored(state) < 2:
+        raise Failure("the test is wrong: too few runs stored before the cut")
+    result = through_a_pipe(case, whole, ["-v", *args])
+    lines = stderr_lines(result.stderr)
+    if result.returncode != 0 or not resumed_runs(lines):
+        raise Failure(f"the whole stream: exit {result.returncode}, expected 0 and a resume",
+                      lines[-5:])
+    expect_finished(case, state, "bulk.sam", [])
 
 
 def test_parse_no_final_newline_spilled(case):

@@ -59,11 +59,12 @@ def runs_stored(state):
     return journal_types(state).count("R")
 
 
-def hidden_output(case, name):
-    """The hidden file the output is written under (output_file.h), if any."""
-    prefix = f".{name}.rocksort."
-    found = [n for n in os.listdir(case.out_dir) if n.startswith(prefix)]
-    return os.path.join(case.out_dir, found[0]) if found else None
+def hidden_output(case, name, where=None):
+    """The hidden file the output is written under (output_file.h), if any,
+    in the output directory or `where`."""
+    prefix, where = f".{name}.rocksort.", where or case.out_dir
+    found = [n for n in os.listdir(where) if n.startswith(prefix)]
+    return os.path.join(where, found[0]) if found else None
 
 
 # --- running, killing, running again -----------------------------------------------

@@ -19,6 +19,7 @@ To run only these:  run_tests.py -k resume_
 """
 
 import errno
+import fcntl
 import os
 import shutil
 import signal
@@ -51,8 +52,9 @@ def fault_library(case):
 
 
 def rocksort_failing(case, args, op, code, offset, path, stdin=None):
-    """rocksort with op (read, pwrite) on path failing with errno code from
-    the file offset on."""
+    """rocksort with op (read, pwrite; flock, offset 0) on path, or on the
+    files under a directory path, failing with errno code from the file
+    offset on."""
     env = dict(case.session.env, TMPDIR=case.tmp, LD_PRELOAD=fault_library(case),
                ROCKSORT_TEST_FAULT=f"{op}:{code}:{offset}:{os.path.realpath(path)}")
     env["ASAN_OPTIONS"] = env.get("ASAN_OPTIONS", "") + ":verify_asan_link_order=0"
@@ -185,13 +187,17 @@ if os.geteuid() == 0:
     def test_resume_output_cannot_be_created_keeps_state(case):
         """After the take-back, the output's hidden file cannot be created
         (its file system has no inode left): DIR kept; with room again, the
-        sort finishes and the killed run's hidden output is gone."""
+        sort finishes and the killed run's hidden output is gone.  The
+        killed run's hidden file is held locked meanwhile, as a live sort
+        would hold it: a stale one would be removed first, freeing an inode."""
         src, state = case.input("bulk.bam"), os.path.join(case.dir, "state")
 
         def body(outfs):
             out = os.path.join(outfs, "out.bam")
             args = [*SPILL, "--resume", state, "-T", case.temp_prefix, "-o", out, src]
             runs = kill_after(case, state, args, 5)
+            held = os.open(hidden_output(case, "out.bam", outfs), os.O_RDWR)
+            fcntl.flock(held, fcntl.LOCK_EX)
             fillers = []
             try:
                 while True:
@@ -206,6 +212,7 @@ if os.geteuid() == 0:
                 raise Failure("the cause is not named", lines)
             for path in fillers:
                 os.remove(path)
+            os.close(held)
             rerun(case, args)
             expect_finished(case, state, "bulk.bam", [], out)
             if sorted(os.listdir(outfs)) != ["out.bam"]:

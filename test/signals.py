@@ -1,7 +1,9 @@
 """Signals sent to `samtools rocksort` while it works: SIGINT, SIGTERM and
 SIGHUP during the load (in memory, and with sorted runs on disk), SIGTERM
 in the readout, and SIGTERM at each phase a run can be seen in, up to and
-past the moment the output is renamed into place.  A run ends either with
+past the moment the output is renamed into place; and SIGTERM together with
+the death of the program writing a SAM pipe cut mid-line, where only the
+signal's line may stand.  A run ends either with
 exit status 128+signal, leaving neither temporary data nor output, or with
 status 0 and the complete output; once the output is renamed, only the
 latter.  To run only these:  run_tests.py -k signal_
@@ -15,7 +17,8 @@ import subprocess
 import termios
 import time
 
-from background import WAIT, Background, has_sorted_run, listing, store_dirs, wait_until
+from background import (WAIT, Background, has_sorted_run, listing, process_state, store_dirs,
+                        wait_until)
 from harness import SPILL, Failure, tail
 
 
@@ -67,6 +70,41 @@ def test_signal_hup_during_load_in_memory(case):
         data = f.read()
     interrupted_while_loading(case, signal.SIGHUP, data, len(data) // 2, [],
                               spilled=False)
+
+
+def signal_pending(pid, sig):
+    """sig waits, sent to the process, to be taken (False once it has ended)."""
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            mask = next(int(l.split()[1], 16) for l in f if l.startswith("ShdPnd:"))
+    except FileNotFoundError:
+        return False
+    return bool(mask >> (sig - 1) & 1)
+
+
+def test_signal_ignored_at_start_stays_ignored(case):
+    """A signal ignored when rocksort starts (SIGHUP under `nohup`, SIGINT
+    in a script's background job) must not end the sort: rocksort is sent
+    both during the load, and must then sort the whole input as 1.24 does."""
+    with open(case.input("bulk.sam"), "rb") as f:
+        data = f.read()
+    out = case.out("out.bam")
+    ignore = ["sh", "-c", 'trap "" HUP INT; exec "$@"', "sh"]
+    with Background(case, ["-T", case.temp_prefix, "-o", out, "-"], stdin=True,
+                    wrap=ignore) as bg:
+        bg.feed(data[:len(data) // 2])
+        wait_until(lambda: store_dirs(case), "the temporary database appeared", bg)
+        for sig in (signal.SIGHUP, signal.SIGINT):
+            bg.proc.send_signal(sig)
+            wait_until(lambda: not signal_pending(bg.proc.pid, sig), "the signal was taken", bg)
+        bg.feed(data[len(data) // 2:])
+        bg.end_input()
+        status = bg.wait()
+        if status != 0:
+            raise Failure(f"exit status {status}, expected 0: an ignored signal ended the sort",
+                          bg.stderr_tail())
+    case.expect_same(out, case.session.expected("bulk.sam", []))
+    case.expect_no_temp_left()
 
 
 def test_signal_term_during_readout(case):
@@ -149,3 +187,49 @@ def test_signal_any_moment_all_or_nothing(case):
         outcomes[max(status, 128 + signal.SIGTERM) if status else 0] += 1
     if not all(outcomes.values()):
         raise Failure(f"the signals never hit both sides of the commit: {outcomes}")
+
+
+def threads_of(pid):
+    return [int(t) for t in os.listdir(f"/proc/{pid}/task")]
+
+
+def test_signal_term_with_its_writer_on_a_cut_line(case):
+    """SIGTERM while loading a pipe whose writer is killed by the same kill,
+    its last line half written.  The pipe's end (a cut line, a parse error)
+    is the signal's doing: only the signal's line may stand, with 143.  The
+    two must come together, with nothing timed: once rocksort has read every
+    byte, it is stopped, the pipe's write end closed, SIGTERM sent, and it
+    is continued, so that the loader finds the cut line and the signal
+    thread its signal at once.  On one CPU the loader then won the race in
+    about one run in four before the fix; 24 runs at -@ 0, at -@ 4 and with
+    --resume catch it."""
+    with open(case.input("bulk.sam"), "rb") as f:
+        data = f.read(300000)
+    data = data[:data.rindex(b"\n") + 1] + b"zz\t0\tchr1\t5\t60\t4"
+    cpu = min(os.sched_getaffinity(0))
+    for attempt in range(24):
+        extra = [["-@", "0"], ["-@", "4"],
+                 ["-@", "2", "--resume", os.path.join(case.dir, f"state{attempt}")]][attempt % 3]
+        args = [*extra, "-T", case.temp_prefix, "-o", case.out("out.bam"), "-"]
+        with Background(case, args, stdin=True, name=f"rs{attempt}") as bg:
+            bg.feed(data)
+            bg.feeder.join(WAIT)
+            fd = bg.proc.stdin.fileno()
+            wait_until(lambda: pipe_bytes_waiting(fd) == 0, "the input was read", bg)
+            for tid in threads_of(bg.proc.pid):
+                try:
+                    os.sched_setaffinity(tid, {cpu})
+                except ProcessLookupError:
+                    pass    # a thread that has ended meanwhile
+            bg.proc.send_signal(signal.SIGSTOP)
+            wait_until(lambda: process_state(bg.proc.pid) == "T", "rocksort stopped", bg)
+            bg.proc.stdin.close()
+            bg.proc.send_signal(signal.SIGTERM)
+            bg.proc.send_signal(signal.SIGCONT)
+            status = bg.wait()
+            lines = [l for l in bg.stderr().decode(errors="replace").splitlines() if l.strip()]
+        if status != 128 + signal.SIGTERM or len(lines) != 1 or "signal" not in lines[0]:
+            raise Failure(f"run {attempt + 1} ({' '.join(extra)}): exit status {status}, "
+                          f"expected 143 and the signal's line alone", lines[:5])
+        case.expect_no_temp_left()
+        case.expect_only_files(case.out_dir, [])

@@ -112,13 +112,52 @@ def sorted_like_oracle(case, src, args, name="out.bam", shared=()):
 
 # --- runs spread, and read back, over every directory -----------------------------
 
+PREAD_CALL = re.compile(r"^(\d+) +([\d:.]+) pread64\(\d+<([^>]*\.sst)>.*?"
+                        r"(?:= (-?\d+)|<unfinished \.\.\.>)")
+PREAD_RESUMED = re.compile(r"^(\d+) +[\d:.]+ <\.\.\. pread64 resumed>.*= (-?\d+)")
+
+
+def reads_by_thread(trace, dirs):
+    """strace -f -y -tt's reads of runs -> {tid: [directories read, first
+    time, last time, reads that returned data]}.  A call that another
+    thread's call interrupts is split over two lines, "<unfinished ...>"
+    and "<... pread64 resumed>": the more threads read at once (and the
+    busier the machine), the more of them, so both halves are joined."""
+    reads, pending = {}, {}
+    with open(trace) as f:
+        for line in f:
+            call, resumed = PREAD_CALL.match(line), PREAD_RESUMED.match(line)
+            if call and call[4] is None:
+                pending[call[1]] = call
+                continue
+            if resumed and resumed[1] in pending:
+                call, got = pending.pop(resumed[1]), int(resumed[2])
+            elif call:
+                got = int(call[4])
+            else:
+                continue
+            if got <= 0:
+                continue
+            seen = reads.setdefault(call[1], [set(), call[2], call[2], 0])
+            seen[0].add(next((d for d in dirs if call[3].startswith(os.path.realpath(d) + "/")),
+                             "?"))
+            seen[2], seen[3] = call[2], seen[3] + 1
+    return reads
+
+
 def test_temp_dirs_readers_one_per_directory(case):
     """The readout reads every directory at once: under strace, each
     directory's runs are read by a thread that reads no other directory's,
     and those threads' reads overlap in time.  Plain directories: this is
     about threads, not file systems.  Runs of several MB (faults' big.bam
-    at -m 16M), so that each is read in several direct reads as the merge
-    goes on, not whole at its first."""
+    at -m 16M, uncompressed), so that each is read in several direct reads
+    as the merge goes on, not whole at its first.  On a busy machine this
+    failed two ways: at -u alone, a disk that measured slow got compact
+    runs, read in some 5 reads per directory, and strace splits a call
+    that another thread's interrupts over two lines, which were not
+    counted.  The format is forced and split calls are counted (the
+    thread that reads both directories, some 50 reads, is the spill
+    thread checking each run it moves in)."""
     strace = shutil.which("strace")
     if not strace:
         raise Failure("strace is missing: scripts/deps.sh test installs it")
@@ -129,7 +168,8 @@ def test_temp_dirs_readers_one_per_directory(case):
     env = dict(case.session.env, TMPDIR=case.tmp)
     env["ASAN_OPTIONS"] = ":".join(filter(None, [env.get("ASAN_OPTIONS"), "detect_leaks=0"]))
     result = run([strace, "-f", "-qq", "-y", "-tt", "-e", "trace=pread64", "-o", trace,
-                  *case.session.rocksort_cmd, "-v", "--no-PG", "-m", "16M", "-u", *t_args(dirs),
+                  *case.session.rocksort_cmd, "-v", "--no-PG", "-m", "16M", "-u",
+                  "--temp-compression", "none", *t_args(dirs),
                   "-o", out, INPUTS.path(case.session, "big.bam")], env=env)
     if result.returncode != 0:
         raise Failure(f"rocksort exited with {result.returncode}", tail(result.stderr))
@@ -137,16 +177,7 @@ def test_temp_dirs_readers_one_per_directory(case):
         raise Failure("the output differs from the oracle's")
     expect_each_got_runs(result, dirs)
     expect_empty(dirs)
-    reads = {}  # tid -> (directories read, first time, last time, reads)
-    line_re = re.compile(r"^(\d+) +([\d:.]+) pread64\(\d+<([^>]*\.sst)>.*= [1-9]")
-    with open(trace) as f:
-        for line in f:
-            m = line_re.match(line)
-            if not m:
-                continue
-            seen = reads.setdefault(m[1], [set(), m[2], m[2], 0])
-            seen[0].add(next((d for d in dirs if m[3].startswith(os.path.realpath(d) + "/")), "?"))
-            seen[2], seen[3] = m[2], seen[3] + 1
+    reads = reads_by_thread(trace, dirs)
     readers = {d: [r for r in reads.values() if r[0] == {d} and r[3] >= 5] for d in dirs}
     if not all(readers.values()):
         raise Failure("not every directory has a reader thread of its own",

@@ -16,7 +16,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <htslib/thread_pool.h>
-#include "sort_batch.h"
+#include "sort_batch_internal.h"
+#include "batch_keys.h"
 #include "pool_jobs.h"
 #include "unit_report.h"
 
@@ -222,12 +223,13 @@ static void shuffle_keys(void)
     }
 }
 
+/* A key of the test's making, added as batch_add() adds a record's:
+ * 1 if added, 0 if the batch is full, -1 when out of memory. */
 static int fill(sort_batch *sb)
 {
     for (size_t i = 0; i < n_keys; i++) {
         uint64_t index = i;
-        if (batch_add_key(sb, keys[i].bytes, keys[i].len, (const uint8_t *)&index,
-                          sizeof index) != 1)
+        if (test_batch_add_key(sb, keys[i].bytes, keys[i].len, (const uint8_t *)&index, sizeof index) != 1)
             return -1;
     }
     return 0;
@@ -306,7 +308,7 @@ static void run_case(sort_batch *sb, const char *name, void (*shape)(void), cons
     for (size_t i = 0; i < n_keys; i++) want[i] = &keys[i];
     qsort(want, n_keys, sizeof *want, by_key);
     batch_clear(sb);
-    const char *problem = fill(sb) < 0 ? "batch_add_key failed" : NULL;
+    const char *problem = fill(sb) < 0 ? "test_batch_add_key failed" : NULL;
     if (!problem) {
         sort_by(sb, how);
         problem = check_order(sb, want);

@@ -1,6 +1,5 @@
 /* test_cleanup.c -- unit tests of cleanup.c: every registered path is
  * removed on a fatal signal, however many there are. */
-#define _GNU_SOURCE
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -51,8 +50,31 @@ static const char *test_many_paths_all_removed(void)
     return problem[0] ? problem : NULL;
 }
 
+/* A temp directory whose parent is renamed (as -T's may be) still goes,
+ * files and all, from where it is now. */
+static const char *test_renamed_parent_dir_removed(void)
+{
+    char top[] = "test/out/test_cleanup.XXXXXX";
+    char parent[64], moved[64], tmpl[96], file[128];
+    if (!mkdtemp(top)) return "cannot make a scratch directory";
+    snprintf(parent, sizeof parent, "%s/T", top);
+    snprintf(moved, sizeof moved, "%s/T.moved", top);
+    snprintf(tmpl, sizeof tmpl, "%s/db.XXXXXX", parent);
+    if (mkdir(parent, 0700) != 0 || !cleanup_mkdtemp(tmpl)) return "cannot make the directories";
+    snprintf(file, sizeof file, "%s/run.sst", tmpl);
+    FILE *f = fopen(file, "w");
+    if (!f) return "cannot make a file in the temp directory";
+    fclose(f);
+    if (rename(parent, moved) != 0) return "cannot rename the parent";
+    cleanup_remove_path(tmpl);
+    cleanup_forget(tmpl);
+    if (rmdir(moved) != 0) return "the temp directory was left in the renamed parent";
+    return rmdir(top) == 0 ? NULL : "scratch directory not empty";
+}
+
 int main(void)
 {
     report("many_paths_all_removed_on_signal", test_many_paths_all_removed());
+    report("renamed_parent_dir_removed", test_renamed_parent_dir_removed());
     return report_summary();
 }

@@ -196,7 +196,7 @@ static const char *writer_in_order(int threads)
     errmsg err;
     int failed = 0;
     if (make_pairs(1, 50, &ps) < 0) return "test records did not parse";
-    group_writer *gw = group_writer_create(threads, 2000, append_group, &d);
+    group_writer *gw = group_writer_create_on(NULL, threads, 2000, append_group, &d);
     if (!gw) return "writer not created";
     for (size_t i = 0; !failed && i < ps.n; i++)
         failed = group_writer_add(gw, ps.p[i].key, ps.p[i].klen, ps.p[i].val, ps.p[i].vlen, &err) < 0;

@@ -5,7 +5,6 @@
  * Directories are made under $TMPDIR (or /tmp): two on one file system, so
  * the free space is a real one.  Prints `N passed, M failed` last.
  */
-#define _GNU_SOURCE
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,6 +12,7 @@
 #include <unistd.h>
 #include "../temp_dirs.h"
 #include "../temp_space.h"
+#include "scratch_dir.h"
 #include "unit_report.h"
 
 static char base[4096], one[4200], two[4200];
@@ -144,8 +144,7 @@ static const char *check_prefix_among_several(void)
 
 int main(void)
 {
-    snprintf(base, sizeof base, "%s/test_temp_dirs.XXXXXX", temp_dirs_default());
-    if (!mkdtemp(base)) {
+    if (!scratch_dir_make(base, sizeof base, "test_temp_dirs")) {
         perror(base);
         return 1;
     }

@@ -5,7 +5,6 @@
  * the cases that depend on it use sizes far from any real disk's.
  * Prints `N passed, M failed` last.
  */
-#define _GNU_SOURCE
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,6 +12,7 @@
 #include <zlib.h>
 #include <htslib/bgzf.h>
 #include "../temp_space.h"
+#include "scratch_dir.h"
 #include "unit_report.h"
 
 static char dir[4096];
@@ -134,8 +134,7 @@ static const char *check_modes(void)
 
 int main(void)
 {
-    snprintf(dir, sizeof dir, "%s/test_temp_space.XXXXXX", temp_dirs_default());
-    if (!mkdtemp(dir)) {
+    if (!scratch_dir_make(dir, sizeof dir, "test_temp_space")) {
         perror(dir);
         return 1;
     }
