@@ -2,12 +2,6 @@
 #include <math.h>
 #include "merge_plan.h"
 
-/* RocksDB's own descriptors: LOCK, LOG, MANIFEST, the empty WAL and the
- * directory; the run being written; and short-lived ones: the OPTIONS file
- * rewritten at each change of options, an ingested run opened to be
- * checked and then synced, the directory synced.  And the directory held
- * open to remove it (cleanup.h). */
-#define STORE_OWN_FILES 12
 /* RocksDB keeps this many of its max_open_files for files other than runs. */
 #define ROCKS_NON_TABLE_FILES 10
 /* The smallest table cache RocksDB takes: it raises max_open_files to 20. */

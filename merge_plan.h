@@ -16,6 +16,13 @@
 
 #include <stdint.h>
 
+/* RocksDB's own descriptors: LOCK, LOG, MANIFEST, the empty WAL and the
+ * directory; the run being written; and short-lived ones: the OPTIONS file
+ * rewritten at each change of options, an ingested run opened to be
+ * checked and then synced, the directory synced.  And the directory held
+ * open to remove it (cleanup.h). */
+#define STORE_OWN_FILES 12
+
 typedef struct {
     int max_runs;       /* runs that may be open at once: the readout's cap */
     int merge_width;    /* most runs one merge may take */
