@@ -110,6 +110,20 @@ static uint64_t running_merges(rocks_store *st)
     return n;
 }
 
+/* Merges that failed so far in d, or in every database when d is NULL.
+ * RocksDB retries a failed merge for as long as its cause lasts (a full
+ * disk: until space comes back), and counts it running meanwhile, so a
+ * wait for merges also ends once this grows: on a disk the sort itself
+ * fills, no space would ever come back. */
+static uint64_t failed_merges(rocks_store *st, const store_db *d)
+{
+    uint64_t n = 0;
+    for (int i = 0; i < st->n_dbs; i++)
+        if (!d || d == &st->dbs[i])
+            n += part_property(st, st->dbs[i].first_part, "rocksdb.background-errors");
+    return n;
+}
+
 /* Options change for every part of d alike.  Returns 0, or -1 if refused. */
 static int set_part_options(rocks_store *st, const store_db *d, int count,
                             const char *const *keys, const char *const *vals)
@@ -229,12 +243,15 @@ static void set_tier_trigger(rocks_store *st, const store_db *d, int trigger)
  * runs: merge_chain_start()), and waits until it has: the trigger is the
  * runs held meanwhile, so that it merges no other runs.  A merge that
  * never comes (RocksDB stopped on an error) ends the wait once none has
- * run for a second. */
+ * run for a second, and one that failed at once (failed_merges()); the
+ * next run's write then meets the cause, or the tiers go on. */
 static void merge_one_tier(rocks_store *st, store_db *d, int runs)
 {
+    uint64_t failed = failed_merges(st, d);
     set_tier_trigger(st, d, runs);
     for (int idle = 0; part_runs(st, d) >= runs && idle < 1000; idle++) {
         nap_ms(1);
+        if (failed_merges(st, d) != failed) break;
         if (part_merges(st, d)) idle = 0;
     }
     set_tier_trigger(st, d, ROCKS_NEVER);
@@ -296,15 +313,17 @@ static int any_above(rocks_store *st, const int *target, const int *on)
 }
 
 /* Lets the merges started in the databases marked in `on` run until each
- * holds at most its target, or until none has run for a second; then
- * stops merging.  The databases merge at once, each on its own disk.
- * Returns the runs removed. */
+ * holds at most its target, until none has run for a second, or until one
+ * fails (failed_merges()); then stops merging.  The databases merge at
+ * once, each on its own disk.  Returns the runs removed. */
 static int merge_until(rocks_store *st, const int *target, const int *on)
 {
     int before[STORE_MAX_DIRS], removed = 0;
+    uint64_t failed = failed_merges(st, NULL);
     for (int i = 0; i < st->n_dbs; i++) before[i] = db_runs(st, &st->dbs[i]);
     for (int idle = 0; any_above(st, target, on) && idle < IDLE_NAPS; idle++) {
         nap();
+        if (failed_merges(st, NULL) != failed) break;
         if (running_merges(st) > 0) idle = 0;
     }
     for (int i = 0; i < st->n_dbs; i++)

@@ -139,7 +139,10 @@ void batch_enter_record(sort_batch *sb)
 
 int batch_add(sort_batch *sb, const sort_spec *spec, bam1_t *b, uint64_t seq, errmsg *err)
 {
-    int room = batch_make_room(sb, sizeof(packed_header) + sort_key_max_len(spec, b) + record_value_len(b));
+    /* Padding included: a replaced arena is exactly this large, and the
+     * record's padding is copied with it (batch_pack()). */
+    size_t need = packed_record_size(sort_key_max_len(spec, b), record_value_len(b));
+    int room = batch_make_room(sb, need);
     if (room < 0) return errmsg_set(err, "out of memory");
     if (room == 0) return 0;
     uint8_t *rec = sb->arena + sb->used;

@@ -9,10 +9,13 @@ behind (faults.sort_with_file_limit).  To run only these:
     run_tests.py -k 'fault_nofile_*'
 """
 
+import os
 import re
+import subprocess
 
-from faults import sort_with_file_limit
-from harness import Failure, each
+from faults import (INPUTS, LIMIT_FILES, decoded_digest, expect_one_line, expected_digest,
+                    sort_with_file_limit, with_tmpfs)
+from harness import PYTHON, Failure, each
 
 
 def test_fault_nofile_64_runs_pinned_open(case):
@@ -58,3 +61,53 @@ def test_fault_nofile_40_rewrites_bounded(case, stdin):
         raise Failure("the merges rewrote too much, or -v does not say why",
                       [merges[0].decode(errors="replace")[:300],
                        f"{written} bytes written to the temp directory for {runs} of runs"])
+
+
+def sort_on_small_temp_disk(case, limit, size, src, expected):
+    """long.bam on stdin under ulimit -n `limit`, its runs on a tmpfs of
+    `size`: the oracle's records, or exit status 1 with one line naming
+    the full disk; never a hang, nothing left on the disk.
+    -> "sorted" or "full" """
+    def body(mount_point):
+        out = case.out("out.bam")
+        args = [PYTHON, "-c", LIMIT_FILES, str(limit), *case.session.rocksort_cmd, "--no-PG",
+                "-m", "1M", "-T", mount_point, "-o", out, "-"]
+        try:
+            with open(src, "rb") as stdin:
+                result = subprocess.run(args, stdin=stdin, capture_output=True, timeout=120,
+                                        cwd=case.out_dir, env=dict(case.session.env, TMPDIR=case.tmp))
+        except subprocess.TimeoutExpired:
+            raise Failure(f"with a {size} temp disk: rocksort hung (killed after 120 s)")
+        if os.listdir(mount_point):
+            raise Failure(f"with a {size} temp disk: files left on it", os.listdir(mount_point))
+        if result.returncode == 0:
+            if decoded_digest(out) != expected:
+                raise Failure(f"with a {size} temp disk: the output differs from the oracle's")
+            os.remove(out)
+            return "sorted"
+        line = expect_one_line(case, result)
+        if "No space left on device" not in line:
+            raise Failure(f"with a {size} temp disk: the message does not name the full disk",
+                          [line])
+        return "full"
+    return with_tmpfs(case, size, body)
+
+
+if os.geteuid() == 0:
+    def test_fault_nofile_40_temp_disk_full_during_merges(case):
+        """Under ulimit -n 40 the spill thread waits for each tier's merge,
+        and after the load for the merges down to the readout's runs.
+        RocksDB retries a merge that failed on a full disk until space comes
+        back, counting it as running meanwhile: a wait that took it for a
+        merge under way never ended, since only the sort could free the
+        space.  On a 1.5 MB temp disk the runs fit but a tier's merge does
+        not (it hung in the load); on 2 MB the load's merges fit and the
+        merges after it do not (it hung at the end of the load, before the
+        tiers too).  Each sort must end: sorted, or refused with the full
+        disk named."""
+        src = INPUTS.path(case.session, "long.bam")
+        expected = expected_digest(case, "long.bam", [])
+        seen = [sort_on_small_temp_disk(case, 40, size, src, expected)
+                for size in ("1500k", "2M")]
+        if "full" not in seen:
+            raise Failure("test is wrong: the temp disk never filled", seen)
