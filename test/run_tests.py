@@ -27,6 +27,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import time
 from concurrent.futures import ThreadPoolExecutor
 
 from harness import REPO, TIMEOUT, Case, Failure, Session, Skip, run, tail, tests_in
@@ -57,6 +58,11 @@ MODULE_ORDER = [
 ]
 
 
+# The slowest tests are named at the end, so that the suite's time (CI keeps
+# it near 20 minutes on 2 cores) is spent knowingly.
+SLOWEST_SHOWN = 8
+
+
 # --- finding and running the tests ------------------------------------------
 
 def all_modules():
@@ -85,7 +91,14 @@ def selected(name, patterns):
 
 
 def run_test(session, name, func):
-    """-> (passed: True, False, or None if skipped; lines to print)"""
+    """-> (passed: True, False, or None if skipped; lines to print;
+    seconds taken)"""
+    start = time.monotonic()
+    ok, lines = run_one(session, name, func)
+    return ok, lines, time.monotonic() - start
+
+
+def run_one(session, name, func):
     try:
         func(Case(session, name))
         return True, [f"PASS {name}"]
@@ -172,10 +185,13 @@ def main():
             ok, bad = run_unit_tests(name)
             passed, failed = passed + ok, failed + bad
     tests = [(n, f) for n, f in all_tests() if selected(n, args.patterns)]
+    took = []
     try:
         with ThreadPoolExecutor(max_workers=args.jobs) as pool:
-            for ok, lines in pool.map(lambda t: run_test(session, *t), tests):
+            for (name, _), (ok, lines, seconds) in zip(
+                    tests, pool.map(lambda t: run_test(session, *t), tests)):
                 print("\n".join(lines), flush=True)
+                took.append((seconds, name))
                 if ok is None:
                     skipped += 1
                 else:
@@ -187,6 +203,10 @@ def main():
             shutil.rmtree(session.root, ignore_errors=True)
             if not os.listdir(out_root):
                 os.rmdir(out_root)
+    took.sort(reverse=True)
+    if len(took) > SLOWEST_SHOWN:
+        print("slowest: " + ", ".join(f"{name} {seconds:.0f} s"
+                                      for seconds, name in took[:SLOWEST_SHOWN]))
     if skipped:   # apart from the last line, which scripts/test.sh totals
         print(f"{skipped} skipped: this machine cannot run them (SKIP lines above)")
     print(f"{passed} passed, {failed} failed", flush=True)
