@@ -57,7 +57,7 @@ endif
 # ...) for every file the Makefile compiles, the tests' and fuzz targets'
 # too: defined once here, not in each file.
 CPPFLAGS += -D_GNU_SOURCE
-CPPFLAGS += $(HTS_CPPFLAGS) $(shell pkg-config --cflags rocksdb) -DROCKSORT_VERSION='"$(FULL_VERSION)"' \
+CPPFLAGS += -I. $(HTS_CPPFLAGS) $(shell pkg-config --cflags rocksdb) -DROCKSORT_VERSION='"$(FULL_VERSION)"' \
             -DROCKSDB_VERSION_STR='"$(shell pkg-config --modversion rocksdb)"'
 LDLIBS   += $(HTS_LIBS) $(shell pkg-config --libs rocksdb) -lzstd -lm -lpthread -ldl
 PREFIX   ?= /usr/local
@@ -67,16 +67,17 @@ PYTHON    = .venv/bin/python
 # The engine: every object but main's, built once into a static library
 # that the binary, the C unit tests and the replayed fuzz targets link (as
 # samtools links its libst.a).
-LIB_OBJS = bam_rocksort.o rocksort_usage.o legacy_form.o \
-       sort_pipeline.o sort_job.o sort_plan.o sort_load.o spill_queue.o sort_output.o sort_report.o \
-       input_check.o sam_lines.o fd_budget.o merge_plan.o run_merge.o bam_sort.o template_key.o minimiser.o \
-       sort_batch.o batch_sort.o touch_ahead.o record_codec.o rocks_open.o rocks_store.o rocks_merge.o output_file.o \
-       output_target.o cleanup.o progress.o temp_env.o store_stream.o temp_space.o temp_dirs.o \
-       merge_sources.o merge_writer.o readout_plan.o range_readout.o key_ranges.o output_parts.o \
-       readout_model.o thread_cpu.o pool_jobs.o batch_groups.o group_codec.o group_feed.o group_writer.o run_index.o rocks_read.o \
-       rocks_state.o state_dir.o run_journal.o resume_state.o resume_progress.o sort_resume.o disk_speed.o \
-       resume_identity.o resume_fate.o std_fds.o output_stale.o human_number.o \
-       rocks_pass.o sst_read.o readout_memory.o run_passes.o
+LIB_OBJS = util/fd_budget.o util/cleanup.o util/progress.o util/thread_cpu.o util/pool_jobs.o util/disk_speed.o util/std_fds.o util/human_number.o \
+           keys/sort_key.o keys/template_key.o keys/minimiser.o keys/key_ranges.o \
+           codec/record_codec.o codec/group_codec.o codec/group_writer.o \
+           resume/resume_state.o resume/resume_identity.o \
+           store/merge_plan.o store/rocks_open.o store/rocks_store.o store/rocks_merge.o store/temp_env.o store/temp_space.o store/temp_dirs.o store/run_index.o store/rocks_read.o store/rocks_state.o store/state_dir.o store/run_journal.o store/rocks_pass.o store/sst_read.o store/run_readers.o \
+           load/spill_queue.o load/input_check.o load/sam_lines.o load/batch.o load/batch_sort.o load/touch_ahead.o load/batch_groups.o \
+           readout/run_merge.o readout/output_file.o readout/output_target.o readout/run_stream.o readout/merge_sources.o readout/merge_writer.o readout/readout_plan.o readout/range_readout.o readout/output_parts.o readout/readout_model.o readout/group_feed.o readout/output_stale.o readout/run_passes.o \
+           engine/sort_pipeline.o engine/sort_job.o engine/sort_plan.o engine/sort_load.o engine/sort_output.o engine/sort_report.o engine/resume_progress.o engine/sort_resume.o engine/resume_fate.o \
+           cli/rocksort_usage.o cli/legacy_form.o \
+           bam_rocksort.o
+
 OBJS = bamtk.o $(LIB_OBJS)
 ENGINE_LIB = librocksort.a
 # The C unit tests: every test/test_*.c is one program, linked with the
@@ -112,7 +113,7 @@ htslib/libhts.a: scripts/htslib.sh
 # The engine holds RocksDB's C++ side (temp_env.cc), so the C driver asks
 # for the C++ runtime by name.
 test/test_%: test/test_%.c $(ENGINE_LIB) $(HTS_LIB_FILE)
-	$(CC) $(CFLAGS) $(CPPFLAGS) -I. -Itest -o $@ $< $(ENGINE_LIB) $(LDLIBS) $(CXX_RUNTIME)
+	$(CC) $(CFLAGS) $(CPPFLAGS) -Itest -o $@ $< $(ENGINE_LIB) $(LDLIBS) $(CXX_RUNTIME)
 
 deps:
 	@bash scripts/deps.sh build
@@ -146,7 +147,7 @@ ASAN_DIR   = build/asan
 ASAN_FLAGS = -O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
 
 $(ASAN_DIR)/%.o: %.c | $(HTS_LIB_FILE)
-	@mkdir -p $(ASAN_DIR)
+	@mkdir -p $(dir $@)
 	$(CC) -std=gnu11 -Wall -Wextra -pthread $(ASAN_FLAGS) $(CPPFLAGS) -MMD -MP -c -o $@ $<
 
 # UBSan's vptr check is off for the C++ file alone: its wrappers derive
@@ -155,12 +156,12 @@ $(ASAN_DIR)/%.o: %.c | $(HTS_LIB_FILE)
 # DB::Open unwinding its column families) reads as "invalid vptr".  ASan
 # still checks that file; on that path it finds no error.
 $(ASAN_DIR)/%.o: %.cc | $(HTS_LIB_FILE)
-	@mkdir -p $(ASAN_DIR)
+	@mkdir -p $(dir $@)
 	$(CXX) -std=c++17 -Wall -Wextra -pthread $(ASAN_FLAGS) -fno-sanitize=vptr $(CPPFLAGS) -MMD -MP -c -o $@ $<
 
 # A header changed rebuilds the sanitizer objects that include it, as it
 # does the release objects: a stale object laid out a struct the old way.
--include $(wildcard $(ASAN_DIR)/*.d)
+-include $(wildcard $(ASAN_DIR)/*.d $(ASAN_DIR)/*/*.d)
 
 $(ASAN_DIR)/$(ENGINE_LIB): $(addprefix $(ASAN_DIR)/,$(LIB_OBJS))
 	rm -f $@
@@ -221,11 +222,11 @@ FUZZ_OBJ_DIR = build/fuzz
 # C++ is compiled by the C++ driver; the targets, linked by the C driver,
 # ask for the C++ runtime (and UBSan's part for C++) by name.
 $(FUZZ_OBJ_DIR)/%.o: %.c | $(HTS_LIB_FILE)
-	@mkdir -p $(FUZZ_OBJ_DIR)
+	@mkdir -p $(dir $@)
 	$(FUZZ_CC) $(FUZZ_FLAGS) -fsanitize=fuzzer-no-link $(CPPFLAGS) -c -o $@ $<
 
 $(FUZZ_OBJ_DIR)/%.o: %.cc | $(HTS_LIB_FILE)
-	@mkdir -p $(FUZZ_OBJ_DIR)
+	@mkdir -p $(dir $@)
 	$(FUZZ_CXX) -std=c++17 $(FUZZ_FLAGS) -fno-sanitize=vptr -fsanitize=fuzzer-no-link $(CPPFLAGS) -c -o $@ $<
 
 $(FUZZ_OBJ_DIR)/$(ENGINE_LIB): $(addprefix $(FUZZ_OBJ_DIR)/,$(LIB_OBJS))
@@ -233,16 +234,16 @@ $(FUZZ_OBJ_DIR)/$(ENGINE_LIB): $(addprefix $(FUZZ_OBJ_DIR)/,$(LIB_OBJS))
 	$(AR) rcs $@ $^
 
 fuzz/fuzz_record: fuzz/fuzz_record.c $(FUZZ_OBJ_DIR)/$(ENGINE_LIB)
-	$(FUZZ_CC) $(FUZZ_FLAGS) -fsanitize=fuzzer -fsanitize-link-c++-runtime $(CPPFLAGS) -I. -Itest \
+	$(FUZZ_CC) $(FUZZ_FLAGS) -fsanitize=fuzzer -fsanitize-link-c++-runtime $(CPPFLAGS) -Itest \
 	    -o $@ $^ $(LDLIBS) $(CXX_RUNTIME)
 
 fuzz/fuzz_input: fuzz/fuzz_input.c $(FUZZ_OBJ_DIR)/$(ENGINE_LIB)
-	$(FUZZ_CC) $(FUZZ_FLAGS) -fsanitize=fuzzer -fsanitize-link-c++-runtime $(CPPFLAGS) -I. \
+	$(FUZZ_CC) $(FUZZ_FLAGS) -fsanitize=fuzzer -fsanitize-link-c++-runtime $(CPPFLAGS) \
 	    -o $@ $^ $(LDLIBS) $(CXX_RUNTIME)
 
 # The same targets without clang: make test replays the corpus through them.
 fuzz/replay_%: fuzz/replay.c fuzz/fuzz_%.c $(ENGINE_LIB) $(HTS_LIB_FILE)
-	$(CC) $(CFLAGS) $(CPPFLAGS) -I. -Itest -o $@ fuzz/replay.c fuzz/fuzz_$*.c $(ENGINE_LIB) \
+	$(CC) $(CFLAGS) $(CPPFLAGS) -Itest -o $@ fuzz/replay.c fuzz/fuzz_$*.c $(ENGINE_LIB) \
 	    $(LDLIBS) $(CXX_RUNTIME)
 
 fuzz: fuzz/fuzz_record fuzz/fuzz_input

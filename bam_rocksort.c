@@ -2,7 +2,7 @@
  *
  * Contract: accepts samtools sort's command line (and the 2014 rocksort's
  * legacy `IN OUT.prefix` form), validates it, and hands a rocksort_opts to the
- * engine in sort_pipeline.c.  Exit status: 0 on success, 1 on any error.
+ * engine in engine/sort_pipeline.c.  Exit status: 0 on success, 1 on any error.
  */
 #include <ctype.h>
 #include <errno.h>
@@ -17,18 +17,18 @@
 #include <unistd.h>
 #include <htslib/hts.h>
 #include <htslib/sam.h>
-#include "rocksort_usage.h"
-#include "resume_fate.h"
-#include "sort_pipeline.h"
-#include "temp_space.h"
-#include "temp_dirs.h"
-#include "cleanup.h"
-#include "temp_env.h"
-#include "output_target.h"
-#include "legacy_form.h"
-#include "minimiser.h"
-#include "std_fds.h"
-#include "rocks_store.h"
+#include "cli/rocksort_usage.h"
+#include "engine/resume_fate.h"
+#include "engine/sort_pipeline.h"
+#include "store/temp_space.h"
+#include "store/temp_dirs.h"
+#include "util/cleanup.h"
+#include "store/temp_env.h"
+#include "readout/output_target.h"
+#include "cli/legacy_form.h"
+#include "keys/minimiser.h"
+#include "util/std_fds.h"
+#include "store/rocks_store.h"
 
 #define DEFAULT_MEM_PER_THREAD (768ULL << 20)
 #define MIN_MEM_PER_THREAD (1ULL << 20)
@@ -254,7 +254,7 @@ static int io_option(cli_state *c, int ch, const char *arg)
         r->htslib_verbosity_set = 1;
         break;
     case OPT_TEMP_COMPRESSION: {
-        int mode = temp_parse_mode(arg);
+        int mode = temp_space_parse_mode(arg);
         if (mode < 0) return bad_value("--temp-compression", arg);
         r->temp_compression = (temp_mode)mode;
         break;
@@ -445,7 +445,7 @@ static int parse_args(cli_state *c, int argc, char **argv)
         fprintf(stderr, "samtools rocksort: %s\n", err.msg);
         return -1;
     }
-    if (c->run.resume_dir && store_state_dir_usable(c->run.resume_dir, &err) < 0) {
+    if (c->run.resume_dir && state_dir_usable(c->run.resume_dir, &err) < 0) {
         fprintf(stderr, "samtools rocksort: %s\n", err.msg);
         return -1;
     }
@@ -471,7 +471,7 @@ int bam_rocksort(int argc, char *argv[])
     c.level = -1;
     c.out_fn = "-";
     c.run.mem_per_thread = DEFAULT_MEM_PER_THREAD;
-    sort_spec_init(&c.run.sort, ORDER_COORDINATE);
+    sort_key_spec_init(&c.run.sort, ORDER_COORDINATE);
     c.run.temp_compression = TEMP_AUTO;
     char *cmdline = join_cmdline(argc, argv);
     c.run.pg_cmdline = cmdline;
@@ -488,9 +488,9 @@ int bam_rocksort(int argc, char *argv[])
         temp_env_install_terminate_handler();
         if (cleanup_start() < 0)
             fprintf(stderr, "samtools rocksort: cannot watch for signals; an interrupted run may leave temporary data\n");
-        ret = rocksort_run(&c.run) == 0 ? 0 : 1;
+        ret = sort_pipeline_run(&c.run) == 0 ? 0 : 1;
     } else if (c.run.resume_dir) {
-        resume_refused(c.run.resume_dir);
+        resume_fate_refused(c.run.resume_dir);
     }
 
     hts_opt_free(c.run.in_opts);

@@ -28,7 +28,7 @@ In seconds for the whole input, the model predicts for P cores with -@ P:
 
 load(P) + readout(P) is the model's view of issue #41's P-core bound
 (bench/thread_bound.py), with every pool's work spread over the cores.  K
-is rocksort's own rule (readout_model.c) applied to these figures: one
+is rocksort's own rule (readout/readout_model.c) applied to these figures: one
 stream while no thread of it needs more than its share, (readout + comp) /
 P, else K = P merge threads if that is faster.  pass: the pieces' way
 through memory, measured at -u as the extra readout CPU with K = 2 on one
@@ -137,11 +137,11 @@ class Stages:
         return [(name, rate(t), t) for name, t in named]
 
 
-# readout_model.h's constants.
+# readout/readout_model.h's constants.
 APPEND_S_PER_GB = 0.4
 STRADDLE_SHARE = 0.25
 MAX_K = 64
-DEFAULT_RULE = "by rocksort's rule (readout_model.c) on these figures"
+DEFAULT_RULE = "by rocksort's rule (readout/readout_model.c) on these figures"
 
 
 def readout_cpu(s, k):
@@ -165,7 +165,7 @@ def readout_seconds(s, cores, k):
 
 
 def default_ranges(s, cores):
-    """K by rocksort's rule (readout_model.c) on these figures."""
+    """K by rocksort's rule (readout/readout_model.c) on these figures."""
     single = max(s.merge, s.read / max(1, s.parts), s.write)
     if single <= readout_cpu(s, 1) / cores:
         return 1

@@ -194,7 +194,7 @@ def model_lines(mr, cfg):
     if mr.error:
         return md + [f"Not modelled: {mr.error}."]
     ranges_read = any(k != 1 for _, _, k, _ in mr.checks)
-    rule = ("at 1-2 cores read from -v; at 8-32 by rocksort's rule (readout_model.c) on these stage times"
+    rule = ("at 1-2 cores read from -v; at 8-32 by rocksort's rule (readout/readout_model.c) on these stage times"
             if ranges_read else None)
     md += model.report(mr.stages, mr.checks, rule=rule)
     md += ["", "<details><summary>case m's commands (taskset pins the cores)</summary>", "",

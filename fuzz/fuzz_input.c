@@ -11,8 +11,8 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
-#include "sort_pipeline.h"
-#include "temp_space.h"
+#include "engine/sort_pipeline.h"
+#include "store/temp_space.h"
 
 static char work_dir[128];
 
@@ -71,14 +71,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     o.out_fn = out_fn;
     strcpy(o.out_mode, "wb1");
     /* Every order; -t RG on top when bit 6 is set. */
-    sort_spec_init(&o.sort, (sort_order)(data[0] % (ORDER_SHUFFLE + 1)));
+    sort_key_spec_init(&o.sort, (sort_order)(data[0] % (ORDER_SHUFFLE + 1)));
     o.sort.seed = data[0];
     o.sort.by_tag = (data[0] & 0x40) != 0;
     memcpy(o.sort.tag, "RG", 2);
     o.mem_per_thread = data[0] & 0x80 ? (1u << 20) : (64u << 20);
     o.tmp_dirs[o.n_tmp_dirs++] = tmp_dir;
     o.temp_compression = TEMP_NONE;
-    rocksort_run(&o);
+    sort_pipeline_run(&o);
 
     if (!dir_is_empty(tmp_dir)) abort();      /* temp data left behind */
     unlink(out_fn);

@@ -9,9 +9,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <htslib/sam.h>
-#include "bam_sort.h"
-#include "minimiser.h"
-#include "record_codec.h"
+#include "keys/sort_key.h"
+#include "keys/minimiser.h"
+#include "codec/record_codec.h"
 #include "order_rules.h"
 
 typedef struct {
@@ -105,7 +105,7 @@ static void check_orders(const bam1_t *a, const bam1_t *b)
     /* Minimiser hashes against the k-mer by k-mer scan. */
     for (int k = 1; k <= 31; k += 6) {
         mm_params p = { k, 100, k % 2, k % 3 != 0 };
-        mm_result r = mm_read_key(a, &p, NULL);
+        mm_result r = minimiser_read_key(a, &p, NULL);
         minimiser_ref m = minimiser_ref_key(a, p.kmer, p.squash, p.try_rev);
         if (r.key != m.key || r.tie != m.tie || r.rev != m.rev) abort();
     }

@@ -5,7 +5,7 @@
 #ifndef TEST_BATCH_KEYS_H
 #define TEST_BATCH_KEYS_H
 
-#include "sort_batch_internal.h"
+#include "load/batch_internal.h"
 
 static inline int test_batch_add_key(sort_batch *sb, const uint8_t *key, size_t key_len,
                                      const uint8_t *val, size_t val_len)

@@ -375,10 +375,3 @@ def test_wrapper_passes_view_on(case):
                       f"printed {got!r}, expected {expected!r}",
                       tail(result.stderr))
 
-
-def test_layers_calls_go_down(case):
-    """The modules include each other without a cycle, and only the engine
-    sees the command line and the job (test/check_layers.py, issue #34)."""
-    result = run([sys.executable, os.path.join(REPO, "test", "check_layers.py"), REPO])
-    if result.returncode != 0:
-        raise Failure("the include graph goes up", tail(result.stdout, 8))

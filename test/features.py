@@ -291,7 +291,7 @@ def sizing_run(case, big, expected, args, stdin=False):
 
 # Records runs: compact runs whose groups alone exceed the readout's memory,
 # as at -m 1M, are merged in passes before the readout instead of in the
-# background (run_passes.h); records runs still merge in the background.
+# background (readout/run_passes.h); records runs still merge in the background.
 RECORDS_RUNS = ["--temp-compression", "none"]
 
 

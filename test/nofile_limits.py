@@ -42,7 +42,7 @@ DIR_BYTES = re.compile(rb"temp dir '[^']*': \d+ runs; (\d+) bytes written")
 def test_fault_nofile_40_rewrites_bounded(case, stdin):
     """Under ulimit -n 40 the readout may keep some 15 runs open and a merge
     some 12: too few to merge each of long.bam's ~400 runs only once.  The
-    merges then go in tiers (merge_plan.h), each byte rewritten once per
+    merges then go in tiers (store/merge_plan.h), each byte rewritten once per
     tier it climbs: 1.3-1.6 times the runs' bytes here, whatever the load
     (each merge waits for its runs, not for a free thread).  Narrowing the
     one-rewrite plan instead let RocksDB merge the newest runs into one

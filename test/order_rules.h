@@ -7,7 +7,7 @@
 #include <ctype.h>
 #include <stdlib.h>
 #include <string.h>
-#include "bam_sort.h"
+#include "keys/sort_key.h"
 
 static inline int sign(long v) { return (v > 0) - (v < 0); }
 
@@ -27,7 +27,7 @@ static inline int records_key_cmp(const sort_spec *s, const bam1_t *a, uint64_t 
 static inline sort_spec spec_of(sort_order order)
 {
     sort_spec s;
-    sort_spec_init(&s, order);
+    sort_key_spec_init(&s, order);
     return s;
 }
 

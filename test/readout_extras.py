@@ -141,10 +141,10 @@ def test_readout_verbose_reports_k(case):
 def test_readout_compact_runs_in_pieces(case):
     """Compact runs (the default) hold records in groups, and a piece starts
     inside them (each run's group that spans the piece's first key is read
-    too, run_index.h): with --merge-threads 4 the spilled sort reads out on
+    too, store/run_index.h): with --merge-threads 4 the spilled sort reads out on
     two threads or more over more pieces, by coordinate and by -n, and
     gives the oracle's records.  The budget is what lets more than one
-    thread run: each merge thread reads every run (readout_plan.h), so at
+    thread run: each merge thread reads every run (readout/readout_plan.h), so at
     -m 1M --merge-threads is held to one.  Held in memory, the same option
     splits too."""
     src = source(case, "many_pieces.bam")
@@ -226,7 +226,7 @@ def test_readout_low_ulimit_k8(case):
 
 
 def test_readout_default_k_small_input_one_range(case):
-    """Without the option, the rule (readout_model.h, unit-tested in
+    """Without the option, the rule (readout/readout_model.h, unit-tested in
     test_readout_model) keeps a small input in one range even at -u
     with -@ 8: ranges under 32 MiB of records are not worth a thread.
     The output is the oracle's either way."""

@@ -28,10 +28,10 @@ JOURNAL = "journal"
 RESUMING = re.compile(r"resuming from '[^']*': (?:the whole input is stored \()?(\d+) runs")
 
 
-# --- the state's journal, read as rocksort writes it (rocks_state.c) -----------
+# --- the state's journal, read as rocksort writes it (store/rocks_state.c) -----------
 
 def journal_frames(state):
-    """(offset, payload) of each whole record in DIR's journal (run_journal.c:
+    """(offset, payload) of each whole record in DIR's journal (store/run_journal.c:
     a u32 length and a u32 CRC-32, then the payload)."""
     try:
         with open(os.path.join(state, JOURNAL), "rb") as f:
@@ -60,7 +60,7 @@ def runs_stored(state):
 
 
 def hidden_output(case, name, where=None):
-    """The hidden file the output is written under (output_file.h), if any,
+    """The hidden file the output is written under (readout/output_file.h), if any,
     in the output directory or `where`."""
     prefix, where = f".{name}.rocksort.", where or case.out_dir
     found = [n for n in os.listdir(where) if n.startswith(prefix)]
@@ -310,7 +310,7 @@ def test_resume_kill_formats(case, name, shared):
     kill_when(case, args + [src], lambda: runs_stored(state) >= 8, "8 runs stored")
     lines = rerun(case, args + [src])
     # A kill between the 8th run's journal record and its ingestion may
-    # leave it out (rocks_state.c): at least 7 come back.
+    # leave it out (store/rocks_state.c): at least 7 come back.
     if (resumed_runs(lines) or 0) < 7:
         raise Failure("the rerun did not take back the stored runs", lines)
     want = oracle_output(case, src, shared)

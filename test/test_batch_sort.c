@@ -16,9 +16,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <htslib/thread_pool.h>
-#include "sort_batch_internal.h"
+#include "load/batch_internal.h"
 #include "batch_keys.h"
-#include "pool_jobs.h"
+#include "util/pool_jobs.h"
 #include "unit_report.h"
 
 #define MAX_KEYS 200000
@@ -280,12 +280,12 @@ static const char *check_pack(const sort_batch *sb, const sorter *s)
 {
     packed_run *one = batch_pack(sb), *parts = batch_pack_parallel(sb, s->run, s->ctx, s->parts);
     const char *problem = !one || !parts ? "batch_pack failed" : NULL;
-    if (!problem && packed_marks(one) != packed_marks(parts)) problem = "packed marks differ";
-    for (size_t i = 0; !problem && i < packed_marks(one); i++)
-        if (packed_mark(one, i) - packed_first(one) != packed_mark(parts, i) - packed_first(parts))
+    if (!problem && batch_packed_marks(one) != batch_packed_marks(parts)) problem = "packed marks differ";
+    for (size_t i = 0; !problem && i < batch_packed_marks(one); i++)
+        if (batch_packed_mark(one, i) - batch_packed_first(one) != batch_packed_mark(parts, i) - batch_packed_first(parts))
             problem = "a packed mark points elsewhere";
-    const uint8_t *a = one ? packed_first(one) : NULL, *b = parts ? packed_first(parts) : NULL;
-    for (; !problem && a && b; a = packed_next(one, a), b = packed_next(parts, b)) {
+    const uint8_t *a = one ? batch_packed_first(one) : NULL, *b = parts ? batch_packed_first(parts) : NULL;
+    for (; !problem && a && b; a = batch_packed_next(one, a), b = batch_packed_next(parts, b)) {
         size_t la, lb, va, vb;
         const uint8_t *ka = packed_key(a, &la), *kb = packed_key(b, &lb);
         const uint8_t *xa = packed_value(a, &va), *xb = packed_value(b, &vb);
@@ -293,8 +293,8 @@ static const char *check_pack(const sort_batch *sb, const sorter *s)
             problem = "a packed record differs";
     }
     if (!problem && (a || b)) problem = "the packed copies differ in length";
-    packed_destroy(one);
-    packed_destroy(parts);
+    batch_packed_destroy(one);
+    batch_packed_destroy(parts);
     return problem;
 }
 

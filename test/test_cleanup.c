@@ -1,4 +1,4 @@
-/* test_cleanup.c -- unit tests of cleanup.c: every registered path is
+/* test_cleanup.c -- unit tests of util/cleanup.c: every registered path is
  * removed on a fatal signal, however many there are. */
 #include <signal.h>
 #include <stdio.h>
@@ -7,7 +7,7 @@
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
-#include "cleanup.h"
+#include "util/cleanup.h"
 #include "unit_report.h"
 
 #define MANY 100

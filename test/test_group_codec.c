@@ -13,12 +13,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <htslib/sam.h>
-#include "record_codec.h"
-#include "group_codec.h"
-#include "group_writer.h"
-#include "rocks_store.h"
-#include "group_feed.h"
-#include "run_merge.h"
+#include "codec/record_codec.h"
+#include "codec/group_codec.h"
+#include "codec/group_writer.h"
+#include "store/rocks_store.h"
+#include "readout/group_feed.h"
+#include "readout/run_merge.h"
 #include "unit_report.h"
 
 static const char *header_text = "@HD\tVN:1.6\n@SQ\tSN:chr1\tLN:4000000000\n@SQ\tSN:chr2\tLN:5000\n";
@@ -117,7 +117,7 @@ static int append_group(void *ctx, const group_span *span, const uint8_t *blob, 
     decoded *d = ctx;
     (void)err;
     size_t k0, kn;
-    if (group_decode(blob, len, &d->rec, &d->scratch) < 0) {
+    if (group_codec_decode(blob, len, &d->rec, &d->scratch) < 0) {
         d->problem = "a group did not decode";
         return 0;
     }
@@ -145,7 +145,7 @@ static const char *compare(const decoded *d, const pair_set *ps)
 static void free_decoded(decoded *d)
 {
     free(d->bytes);
-    group_records_free(&d->rec);
+    group_codec_records_free(&d->rec);
     free(d->scratch.p);
 }
 
@@ -156,32 +156,32 @@ static const char *round_trip(int fixed_keys)
     pair_set ps;
     decoded d = { 0 };
     if (make_pairs(fixed_keys, 3, &ps) < 0) return "test records did not parse";
-    group_encoder *e = group_encoder_create();
+    group_encoder *e = group_codec_encoder_create();
     const uint8_t *blob;
     size_t len;
     group_span span;
     for (size_t i = 0; i < ps.n; i++)
-        if (group_add(e, ps.p[i].key, ps.p[i].klen, ps.p[i].val, ps.p[i].vlen) < 0) return "add failed";
-    const char *r = group_encode(e, &blob, &len) < 0 ? "encode failed" : NULL;
-    span.first = group_first_key(e, &span.first_len);
-    span.last = group_last_key(e, &span.last_len);
+        if (group_codec_add(e, ps.p[i].key, ps.p[i].klen, ps.p[i].val, ps.p[i].vlen) < 0) return "add failed";
+    const char *r = group_codec_encode(e, &blob, &len) < 0 ? "encode failed" : NULL;
+    span.first = group_codec_first_key(e, &span.first_len);
+    span.last = group_codec_last_key(e, &span.last_len);
     if (!r) append_group(&d, &span, blob, len, NULL);
     if (!r) r = compare(&d, &ps);
     /* Every cut of the blob short of its end must fail. */
     for (size_t cut = 0; !r && cut < len; cut += 1 + cut / 64)
-        if (group_decode(blob, cut, &d.rec, &d.scratch) == 0) {
+        if (group_codec_decode(blob, cut, &d.rec, &d.scratch) == 0) {
             snprintf(problem, sizeof problem, "a blob cut to %zu of %zu bytes decoded", cut, len);
             r = problem;
         }
     uint8_t *bad = malloc(len);
     memcpy(bad, blob, len);
     bad[0] ^= 1;                                  /* not a group */
-    if (!r && group_decode(bad, len, &d.rec, &d.scratch) == 0) r = "a blob without its magic decoded";
+    if (!r && group_codec_decode(bad, len, &d.rec, &d.scratch) == 0) r = "a blob without its magic decoded";
     memcpy(bad, blob, len);
     bad[4] ^= 1;                                  /* the count of pairs */
-    if (!r && group_decode(bad, len, &d.rec, &d.scratch) == 0) r = "a blob with a wrong count decoded";
+    if (!r && group_codec_decode(bad, len, &d.rec, &d.scratch) == 0) r = "a blob with a wrong count decoded";
     free(bad);
-    group_encoder_destroy(e);
+    group_codec_encoder_destroy(e);
     free_decoded(&d);
     free_pairs(&ps);
     return r;
@@ -234,7 +234,7 @@ static int write_runs(rocks_store *st, const pair_set *ps)
 /* Reads pairs [lo, hi) of the store through a feed of its groups and the
  * merge, as the readout does, and checks them against ps: a range that
  * starts inside the runs' groups must still get each run's records from lo
- * on (the straddling groups, run_index.h). */
+ * on (the straddling groups, store/run_index.h). */
 static const char *read_range(rocks_store *st, const pair_set *ps, size_t lo, size_t hi)
 {
     uint8_t lo_key[8], hi_key[8];
@@ -244,19 +244,19 @@ static const char *read_range(rocks_store *st, const pair_set *ps, size_t lo, si
     errmsg err;
     group_feed *f = group_feed_open(st, 0, lo > 0 ? &lo_b : NULL, hi < ps->n ? &hi_b : NULL,
                                     1 << 20, &err);
-    run_merge *m = f ? merge_open(NULL, 0, &f, 1, NULL, 0, NULL, 0) : NULL;
+    run_merge *m = f ? run_merge_open(NULL, 0, &f, 1, NULL, 0, NULL, 0) : NULL;
     if (!m) {
         group_feed_close(f);
         return "feed or merge not opened";
     }
     const char *r = NULL;
     size_t want = lo, vl;
-    for (const uint8_t *v; !r && (v = merge_next(m, &vl)); want++)
+    for (const uint8_t *v; !r && (v = run_merge_next(m, &vl)); want++)
         if (want >= hi) r = "a record out of range";
         else if (vl != ps->p[want].vlen || memcmp(v, ps->p[want].val, vl)) r = "a value differs";
-    if (!r && (merge_failed(m) || group_feed_status(f, &err) < 0)) r = "the feed failed";
+    if (!r && (run_merge_failed(m) || group_feed_status(f, &err) < 0)) r = "the feed failed";
     if (!r && want != hi) r = "records of the range are missing";
-    merge_close(m);
+    run_merge_close(m);
     group_feed_close(f);
     return r;
 }
@@ -284,10 +284,10 @@ static const char *store_ranges(void)
 
 static const char *short_value_refused(void)
 {
-    group_encoder *e = group_encoder_create();
+    group_encoder *e = group_codec_encoder_create();
     uint8_t v[8] = { 0 }, k = 1;
-    int rc = group_add(e, &k, 1, v, sizeof v);
-    group_encoder_destroy(e);
+    int rc = group_codec_add(e, &k, 1, v, sizeof v);
+    group_codec_encoder_destroy(e);
     return rc < 0 ? NULL : "a value shorter than a record core was taken";
 }
 

@@ -10,8 +10,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "bam_sort.h"
-#include "minimiser.h"
+#include "keys/sort_key.h"
+#include "keys/minimiser.h"
 #include "order_rules.h"
 #include "key_checks.h"
 
@@ -229,18 +229,18 @@ static void test_minimiser_keys(void)
         int len = rand() % 3 == 0 ? rand() % 8 : rand() % 70;
         random_bases(seq, len, alphabets[rand() % 3]);
         bam1_t *b = make_full("m", BAM_FUNMAP | (rand() % 2 ? BAM_FREVERSE : 0), -1, -1, "", -1, 7, seq);
-        mm_result got = mm_read_key(b, &p, NULL);
+        mm_result got = minimiser_read_key(b, &p, NULL);
         minimiser_ref want = minimiser_ref_key(b, p.kmer, p.squash, p.try_rev);
         snprintf(desc, sizeof desc, "k=%d squash=%d rev=%d %s", p.kmer, p.squash, p.try_rev, seq);
         check(got.key == want.key && got.tie == want.tie && got.rev == want.rev,
               "minimiser against a k-mer by k-mer scan", desc, "");
-        /* sort_record_finish writes the read as samtools does. */
+        /* sort_key_record_finish writes the read as samtools does. */
         sort_spec s = spec_of(ORDER_MINIMISER);
         s.kmer = p.kmer;
         s.squash = p.squash;
         s.try_rev = p.try_rev;
         uint16_t flag = b->core.flag;
-        sort_record_finish(&s, b);
+        sort_key_record_finish(&s, b);
         for (int j = 0; j < len; j++) back[j] = seq_nt16_str[bam_seqi(bam_get_seq(b), j)];
         back[len] = '\0';
         int ok = b->core.pos == -1 && b->core.mpos == -1 && b->core.isize == 0
@@ -359,7 +359,7 @@ static void test_all_key_bounds(void)
             sort_spec s = spec_of((sort_order)order);
             s.by_tag = by_tag;
             memcpy(s.tag, "XT", 2);
-            if (sort_spec_prepare(&s, h, &err) < 0) check(0, "prepare", err.msg, "");
+            if (sort_key_spec_prepare(&s, h, &err) < 0) check(0, "prepare", err.msg, "");
             for (int i = 0; i < 400; i++) {
                 random_bases(name, 1 + rand() % 250, "0123456789ab");
                 bam1_t *b = make_full(name, (uint16_t)(rand() & 0xfff), rand() % 2 - 1, rand() % 100,
@@ -376,7 +376,7 @@ static void test_all_key_bounds(void)
                 free(key);
                 bam_destroy1(b);
             }
-            sort_spec_free(&s);
+            sort_key_spec_free(&s);
         }
     }
     sam_hdr_destroy(h);

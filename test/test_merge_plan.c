@@ -1,15 +1,15 @@
 /* test_merge_plan.c -- the open-file budget's split and the merges' plans.
  *
- * files_plan_for() over budgets from a few descriptors to thousands and
+ * merge_plan_files_for() over budgets from a few descriptors to thousands and
  * 1-32 threads: the merges' inputs and outputs plus the runs RocksDB's
  * table cache pins stay within the runs' descriptors (fault_nofile_64_*
  * met "Too many open files" when the pins were left out).
  * merge_plan_within(): the one-rewrite plan where it fits, tiers where it
- * does not.  merge_chain_start(): rows of runs of one size, as RocksDB's
+ * does not.  merge_plan_chain_start(): rows of runs of one size, as RocksDB's
  * similar-size rule sees them.  Prints `N passed, M failed` last.
  */
 #include <stdio.h>
-#include "../merge_plan.h"
+#include "store/merge_plan.h"
 #include "unit_report.h"
 
 /* RocksDB's reserve of max_open_files for other files than runs. */
@@ -18,13 +18,13 @@
 static const char *budget_holds(int budget, int threads)
 {
     static char why[200];
-    files_plan f = files_plan_for(budget, threads);
+    files_plan f = merge_plan_files_for(budget, threads);
     int runs = budget - STORE_OWN_FILES, cache = f.table_cache - NON_TABLE;
-    int open = f.merge_threads * (f.merge_width + 1) + files_pinned_by_cache(f.table_cache);
+    int open = f.merge_threads * (f.merge_width + 1) + merge_plan_files_pinned_by_cache(f.table_cache);
     if (open > runs || cache > runs || f.max_runs > runs) {
         snprintf(why, sizeof why, "budget %d, %d threads: %d merges of %d, %d pinned, cache %d, "
                  "readout %d; %d descriptors for runs", budget, threads, f.merge_threads,
-                 f.merge_width, files_pinned_by_cache(f.table_cache), cache, f.max_runs, runs);
+                 f.merge_width, merge_plan_files_pinned_by_cache(f.table_cache), cache, f.max_runs, runs);
         return why;
     }
     if (cache < 10 || f.merge_width < 2) {
@@ -48,7 +48,7 @@ static void test_budget_of_64_keeps_wide_merges(void)
 {
     /* ulimit -n 64 leaves the store some 52: the one-rewrite plan of 400
      * runs (merges of 20, started at 40 runs) must fit in it untiered. */
-    files_plan f = files_plan_for(52, 1);
+    files_plan f = merge_plan_files_for(52, 1);
     merge_plan once = merge_plan_for(400), fitted = merge_plan_within(&f, 400);
     report("budget_of_64_keeps_wide_merges",
            !fitted.tiered && fitted.min_width == once.min_width && fitted.trigger == once.trigger
@@ -57,7 +57,7 @@ static void test_budget_of_64_keeps_wide_merges(void)
 
 static void test_plan_once_where_it_fits(void)
 {
-    files_plan wide = files_plan_for(-1, 4), tight = files_plan_for(26, 4);
+    files_plan wide = merge_plan_files_for(-1, 4), tight = merge_plan_files_for(26, 4);
     merge_plan once = merge_plan_within(&wide, 400), tiers = merge_plan_within(&tight, 400);
     const char *problem = NULL;
     if (once.tiered || once.min_width != 20 || once.trigger != 40)
@@ -75,12 +75,12 @@ static void test_chains_of_one_size(void)
     const uint64_t sizes[] = { 100, 105, 98, 1200, 1250, 1190, 1210, 99, 100, 101, 100 };
     int n = (int)(sizeof sizes / sizeof *sizes);
     const char *problem = NULL;
-    if (merge_chain_length(sizes, n, 10) != 3 || merge_chain_length(sizes + 3, n - 3, 10) != 4)
+    if (merge_plan_chain_length(sizes, n, 10) != 3 || merge_plan_chain_length(sizes + 3, n - 3, 10) != 4)
         problem = "rows of one size measured wrong";
-    else if (merge_chain_start(sizes, n, 3, 10) != 0 || merge_chain_start(sizes, n, 4, 10) != 3 ||
-             merge_chain_start(sizes, n, 5, 10) != -1 || merge_chain_start(sizes, 0, 2, 10) != -1)
+    else if (merge_plan_chain_start(sizes, n, 3, 10) != 0 || merge_plan_chain_start(sizes, n, 4, 10) != 3 ||
+             merge_plan_chain_start(sizes, n, 5, 10) != -1 || merge_plan_chain_start(sizes, 0, 2, 10) != -1)
         problem = "the first row of at least width runs found wrong";
-    else if (merge_chain_length(sizes, 2, 4) != 1)
+    else if (merge_plan_chain_length(sizes, 2, 4) != 1)
         problem = "105 after 100 is more than 4% apart";
     report("chains_of_one_size", problem);
 }

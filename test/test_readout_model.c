@@ -1,6 +1,6 @@
 /* test_readout_model.c -- how many threads the readout merges with.
  *
- * The rule (readout_model.h) must keep the single merge where none of its
+ * The rule (readout/readout_model.h) must keep the single merge where none of its
  * threads needs more than its share of the cores: at the default level up
  * to 16 threads, at -u on two, and on two threads whatever the runs.  It
  * must take more merge threads where one thread of the single merge would
@@ -10,7 +10,7 @@
  * model itself says is slower.  Prints `N passed, M failed` last.
  */
 #include <stdio.h>
-#include "../readout_model.h"
+#include "readout/readout_model.h"
 #include "unit_report.h"
 
 #define GB 1000000000ULL
@@ -18,7 +18,7 @@
 
 static int k_for(int threads, int level, double read, int parts)
 {
-    return readout_ranges_for(threads, level, read, parts, 100 * GB, MIN_RANGE, 64);
+    return readout_model_ranges_for(threads, level, read, parts, 100 * GB, MIN_RANGE, 64);
 }
 
 static const char *single_merge_where_it_fits(void)
@@ -51,13 +51,13 @@ static const char *no_thread_past_its_share(void)
             for (int parts = 1; parts <= 4; parts++)
                 for (int t = 1; t <= 128; t++) {
                     int k = k_for(t, level, reads[r], parts);
-                    readout_cost one = readout_costs(1, level, reads[r], parts);
+                    readout_cost one = readout_model_costs(1, level, reads[r], parts);
                     if (k == 1 && one.longest > one.cpu / t &&
-                        readout_seconds_per_gb(t < 64 ? t : 64, t, level, reads[r], parts)
-                        < readout_seconds_per_gb(1, t, level, reads[r], parts))
+                        readout_model_seconds_per_gb(t < 64 ? t : 64, t, level, reads[r], parts)
+                        < readout_model_seconds_per_gb(1, t, level, reads[r], parts))
                         return "one stream kept where its busiest thread bounds it";
-                    if (k > 1 && readout_seconds_per_gb(k, t, level, reads[r], parts)
-                                 >= readout_seconds_per_gb(1, t, level, reads[r], parts))
+                    if (k > 1 && readout_model_seconds_per_gb(k, t, level, reads[r], parts)
+                                 >= readout_model_seconds_per_gb(1, t, level, reads[r], parts))
                         return "merge threads chosen where the model finds them no faster";
                 }
     return NULL;
@@ -78,9 +78,9 @@ static const char *more_threads_never_fewer_ranges(void)
 
 static const char *small_inputs_stay_one_merge(void)
 {
-    if (readout_ranges_for(64, 0, 0, 1, MIN_RANGE * 3 / 2, MIN_RANGE, 32) != 1)
+    if (readout_model_ranges_for(64, 0, 0, 1, MIN_RANGE * 3 / 2, MIN_RANGE, 32) != 1)
         return "an input of 1.5 ranges split";
-    if (readout_ranges_for(64, 0, 0, 1, MIN_RANGE * 3, MIN_RANGE, 32) > 3)
+    if (readout_model_ranges_for(64, 0, 0, 1, MIN_RANGE * 3, MIN_RANGE, 32) > 3)
         return "ranges smaller than the minimum";
     return NULL;
 }

@@ -9,11 +9,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "bam_sort.h"
-#include "record_codec.h"
-#include "sort_batch.h"
-#include "run_merge.h"
-#include "key_ranges.h"
+#include "keys/sort_key.h"
+#include "codec/record_codec.h"
+#include "load/batch.h"
+#include "readout/run_merge.h"
+#include "keys/key_ranges.h"
 #include "order_rules.h"
 #include "unit_report.h"
 
@@ -81,8 +81,8 @@ static int same_record(const bam1_t *b, const uint8_t *v, size_t vlen)
 static const char *check_pack_matches_batch(const fixture *f, packed_run *const *packed)
 {
     for (int i = 0; i < 2; i++) {
-        const uint8_t *r = packed_first(packed[i]);
-        for (size_t e = 0; e < batch_count(f->batch[i]); e++, r = packed_next(packed[i], r)) {
+        const uint8_t *r = batch_packed_first(packed[i]);
+        for (size_t e = 0; e < batch_count(f->batch[i]); e++, r = batch_packed_next(packed[i], r)) {
             size_t kl, vl, pkl, pvl;
             const uint8_t *k = batch_key(f->batch[i], e, &kl), *v = batch_value(f->batch[i], e, &vl);
             if (!r) return "a packed run ends early";
@@ -112,15 +112,15 @@ static const char *check_merge(const fixture *f, packed_run *const *packed)
 {
     static char seen[N_BATCHES * PER_BATCH];
     const char *problem = NULL;
-    const batch_slice batches[] = {batch_whole(f->batch[2]), batch_whole(f->batch[3]),
-                                   batch_whole(f->batch[4])};
-    const packed_slice runs[] = {packed_whole(packed[0]), packed_whole(packed[1])};
-    run_merge *m = merge_open(NULL, 0, NULL, 0, batches, 3, runs, 2);
+    const batch_slice batches[] = {run_merge_batch_whole(f->batch[2]), run_merge_batch_whole(f->batch[3]),
+                                   run_merge_batch_whole(f->batch[4])};
+    const packed_slice runs[] = {run_merge_packed_whole(packed[0]), run_merge_packed_whole(packed[1])};
+    run_merge *m = run_merge_open(NULL, 0, NULL, 0, batches, 3, runs, 2);
     if (!m) return "merge_open failed";
     sort_spec spec = spec_of(ORDER_COORDINATE);
     uint8_t prev[512], key[512];
     size_t prev_len = 0, n = 0, vlen;
-    for (const uint8_t *v; !problem && (v = merge_next(m, &vlen)) != NULL; n++) {
+    for (const uint8_t *v; !problem && (v = run_merge_next(m, &vlen)) != NULL; n++) {
         uint64_t seq = seq_in_value(v);
         size_t len;
         if (seq >= N_BATCHES * PER_BATCH || seen[seq]) problem = "a record comes out twice";
@@ -134,7 +134,7 @@ static const char *check_merge(const fixture *f, packed_run *const *packed)
             prev_len = len;
         }
     }
-    merge_close(m);
+    run_merge_close(m);
     if (!problem && n != N_BATCHES * PER_BATCH) problem = "records are lost";
     return problem;
 }
@@ -154,17 +154,17 @@ static int merge_range(const fixture *f, packed_run *const *packed, const key_sa
                               hi ? batch_seek(sb, hi->key, hi->len) : batch_count(sb) };
     }
     for (int i = 0; i < 2; i++) {
-        p[i] = packed_whole(packed[i]);
-        if (lo) p[i].begin = packed_seek(packed[i], lo->key, lo->len);
-        if (hi) p[i].end = packed_seek(packed[i], hi->key, hi->len);
+        p[i] = run_merge_packed_whole(packed[i]);
+        if (lo) p[i].begin = batch_packed_seek(packed[i], lo->key, lo->len);
+        if (hi) p[i].end = batch_packed_seek(packed[i], hi->key, hi->len);
         if (!p[i].begin) p[i].end = NULL;
     }
-    run_merge *m = merge_open(NULL, 0, NULL, 0, b, 3, p, 2);
+    run_merge *m = run_merge_open(NULL, 0, NULL, 0, b, 3, p, 2);
     if (!m) return -1;
     size_t vlen;
-    for (const uint8_t *v; (v = merge_next(m, &vlen)) != NULL && *n < N_ALL; )
+    for (const uint8_t *v; (v = run_merge_next(m, &vlen)) != NULL && *n < N_ALL; )
         out[(*n)++] = seq_in_value(v);
-    merge_close(m);
+    run_merge_close(m);
     return 0;
 }
 
@@ -239,11 +239,11 @@ int main(void)
     sort_batch *empty = batch_create(1 << 20);
     packed_run *none = batch_pack(empty);
     report("packed_run_of_empty_batch", !none ? "batch_pack failed"
-                                        : packed_first(none) ? "an empty run has records" : NULL);
-    packed_destroy(none);
+                                        : batch_packed_first(none) ? "an empty run has records" : NULL);
+    batch_packed_destroy(none);
     batch_destroy(empty);
     report("record_larger_than_batch_fits_its_arena", check_huge_record_arena());
-    for (int i = 0; i < 2; i++) packed_destroy(packed[i]);
+    for (int i = 0; i < 2; i++) batch_packed_destroy(packed[i]);
     for (int i = 0; i < N_BATCHES; i++) batch_destroy(f.batch[i]);
     for (int s = 0; s < N_BATCHES * PER_BATCH; s++) bam_destroy1(f.rec[s]);
     return report_summary();

@@ -2,17 +2,17 @@
  * its version.
  *
  * A state (--resume DIR) written by one build is taken back by another
- * only when both have the same STORE_STATE_VERSION (rocks_store.h).  This
+ * only when both have the same STORE_STATE_VERSION (store/rocks_store.h).  This
  * test hashes what a state holds for fixed records (with the tags the
  * orders read: RG, MC, CB, MI, a -t tag): every order's keys (with -t), the
- * values (record_codec.h), a note (resume_state.h) and the
- * first journal record (state_dir.h), and compares the hash with the one
+ * values (codec/record_codec.h), a note (resume/resume_state.h) and the
+ * first journal record (store/state_dir.h), and compares the hash with the one
  * recorded here for the current version.  A change to any of them fails
  * it until the version is bumped and the new hash recorded, so that no
  * build takes back another's runs in a layout it misreads.  (The group
  * codec's blobs are not hashed: their compressed bytes follow the zstd
  * library's version, and each column names its method; a change to the
- * codec's format must still bump the version, as rocks_store.h says.)
+ * codec's format must still bump the version, as store/rocks_store.h says.)
  * The values are htslib's in-memory records, so the hash is of a
  * little-endian 64-bit host; elsewhere the test only says so.
  */
@@ -21,13 +21,13 @@
 #include <stdlib.h>
 #include <string.h>
 #include <htslib/sam.h>
-#include "bam_sort.h"
-#include "byte_io.h"
-#include "mix64.h"
-#include "record_codec.h"
-#include "resume_state.h"
-#include "rocks_store.h"
-#include "state_dir.h"
+#include "keys/sort_key.h"
+#include "util/byte_io.h"
+#include "util/mix64.h"
+#include "codec/record_codec.h"
+#include "resume/resume_state.h"
+#include "store/rocks_store.h"
+#include "store/state_dir.h"
 #include "unit_report.h"
 
 /* The version, and the hash of its layout on a little-endian 64-bit host. */
@@ -53,11 +53,11 @@ static void hash_key(uint64_t *h, sort_order order, int by_tag, sam_hdr_t *hdr, 
 {
     sort_spec s;
     errmsg err;
-    sort_spec_init(&s, order);
+    sort_key_spec_init(&s, order);
     s.seed = 7;
     s.by_tag = by_tag;
     memcpy(s.tag, "XT", 2);
-    if (sort_spec_prepare(&s, hdr, &err) < 0) {
+    if (sort_key_spec_prepare(&s, hdr, &err) < 0) {
         *h = mix64_bytes(*h, err.msg, strlen(err.msg));
         return;
     }
@@ -67,7 +67,7 @@ static void hash_key(uint64_t *h, sort_order order, int by_tag, sam_hdr_t *hdr, 
         *h = mix64_bytes(*h, key, len);
         free(key);
     }
-    sort_spec_free(&s);
+    sort_key_spec_free(&s);
 }
 
 static uint64_t layout_hash(sam_hdr_t *hdr, bam1_t **recs, size_t n)
@@ -84,8 +84,8 @@ static uint64_t layout_hash(sam_hdr_t *hdr, bam1_t **recs, size_t n)
     }
     resume_note note = { POS_BGZF, 1u << 20, 5, 600, 77, 1, 88, 1, 999 };
     byte_writer w = { 0 };
-    note_encode(&note, &w);
-    state_start_write(&w, "input a stream\n", STORE_CODEC_COLUMNS, 2);
+    resume_state_note_encode(&note, &w);
+    state_dir_start_write(&w, "input a stream\n", STORE_CODEC_COLUMNS, 2);
     h = mix64_bytes(h, w.p, w.n);
     bw_free(&w);
     return h;
@@ -114,7 +114,7 @@ int main(void)
     } else if (STORE_STATE_VERSION != RECORDED_VERSION || h != RECORDED_LAYOUT) {
         snprintf(problem, sizeof problem, "version %d, hash %016" PRIx64 "; recorded: version %d, "
                  "hash %016llx.  If what a state stores changed, bump STORE_STATE_VERSION "
-                 "(rocks_store.h), then record both here", STORE_STATE_VERSION, h,
+                 "(store/rocks_store.h), then record both here", STORE_STATE_VERSION, h,
                  RECORDED_VERSION, RECORDED_LAYOUT);
         report("state layout: what a state stores has the version's layout", problem);
         return report_summary();

@@ -1,6 +1,6 @@
 /* test_store_stream.c -- unit tests: the spilled runs read ahead on a thread.
  *
- * A store (rocks_store.h) in a fresh temp directory holds records with
+ * A store (store/rocks_store.h) in a fresh temp directory holds records with
  * 8-byte big-endian keys and values whose bytes follow from the key, dealt
  * over a few runs so that their order comes from RocksDB's merge; some
  * values are several chunks long.  Tiny chunks force a hand-over every few
@@ -12,8 +12,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "rocks_store.h"
-#include "store_stream.h"
+#include "store/rocks_store.h"
+#include "readout/run_stream.h"
 #include "unit_report.h"
 
 #define N_RECORDS 5000
@@ -84,7 +84,7 @@ static void close_db(test_db *t)
 static const char *check_record(const store_stream *s, uint64_t expect)
 {
     size_t kl, vl;
-    const uint8_t *k = stream_key(s, &kl), *v = stream_value(s, &vl);
+    const uint8_t *k = run_stream_key(s, &kl), *v = run_stream_value(s, &vl);
     if (kl != 8 || decode_key(k) != expect) return "a key is missing or out of order";
     if (vl != value_len(expect)) return "a value has the wrong length";
     for (size_t i = 0; i < vl; i++)
@@ -96,14 +96,14 @@ static const char *check_record(const store_stream *s, uint64_t expect)
 static const char *read_stream(test_db *t, int limit, int *n)
 {
     store_iter *it = store_iter_open_range(t->st, 0, CHUNK, NULL, 0, NULL, 0);
-    store_stream *s = it ? stream_open(it, CHUNK, 2) : NULL;
+    store_stream *s = it ? run_stream_open(it, CHUNK, 2) : NULL;
     const char *problem = s ? NULL : "stream_open failed";
     *n = 0;
-    for (; !problem && stream_valid(s) && (limit < 0 || *n < limit); stream_next(s))
+    for (; !problem && run_stream_valid(s) && (limit < 0 || *n < limit); run_stream_next(s))
         problem = check_record(s, (uint64_t)(*n)++);
     static errmsg err;
-    if (!problem && limit < 0 && stream_status(s, &err) < 0) problem = err.msg;
-    stream_close(s);
+    if (!problem && limit < 0 && run_stream_status(s, &err) < 0) problem = err.msg;
+    run_stream_close(s);
     store_iter_close(it);
     return problem;
 }

@@ -10,8 +10,8 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
-#include "../temp_dirs.h"
-#include "../temp_space.h"
+#include "store/temp_dirs.h"
+#include "store/temp_space.h"
 #include "scratch_dir.h"
 #include "unit_report.h"
 
@@ -22,12 +22,12 @@ static char base[4096], one[4200], two[4200];
 static void deal(const uint64_t *w, int places, int n, int *count, int *streak)
 {
     dir_turn t;
-    dir_turn_init(&t, w, places);
+    temp_dirs_turn_init(&t, w, places);
     int last = -1, run = 0;
     memset(count, 0, (size_t)places * sizeof *count);
     *streak = 0;
     for (int i = 0; i < n; i++) {
-        int p = dir_turn_next(&t);
+        int p = temp_dirs_turn_next(&t);
         count[p]++;
         run = p == last ? run + 1 : 1;
         last = p;
@@ -87,8 +87,8 @@ static const char *check_runs_fit(void)
             if (set.dir[i].weight) used[k] = i, w[k++] = set.dir[i].weight;
         }
         dir_turn t;
-        dir_turn_init(&t, w, k);
-        for (int r = 0; r < (int)(beyond / cases[c].run); r++) count[used[dir_turn_next(&t)]]++;
+        temp_dirs_turn_init(&t, w, k);
+        for (int r = 0; r < (int)(beyond / cases[c].run); r++) count[used[temp_dirs_turn_next(&t)]]++;
         for (int i = 0; i < set.n; i++)
             if (count[i] * cases[c].run > cases[c].room[i])
                 return "a place dealt more runs than it holds";

@@ -11,7 +11,7 @@
 #include <unistd.h>
 #include <zlib.h>
 #include <htslib/bgzf.h>
-#include "../temp_space.h"
+#include "store/temp_space.h"
 #include "scratch_dir.h"
 #include "unit_report.h"
 
@@ -127,8 +127,8 @@ static const char *check_modes(void)
     temp_space_store_options(&p, &so);
     if (so.compression != STORE_CODEC_LZ4 || so.compression_threads != 2)
         return "lz4 store options";
-    if (temp_parse_mode("compact") != TEMP_COMPACT || temp_parse_mode("gzip") != -1)
-        return "temp_parse_mode";
+    if (temp_space_parse_mode("compact") != TEMP_COMPACT || temp_space_parse_mode("gzip") != -1)
+        return "temp_space_parse_mode";
     return NULL;
 }
 

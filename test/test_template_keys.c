@@ -9,7 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "bam_sort.h"
+#include "keys/sort_key.h"
 #include "order_rules.h"
 #include "key_checks.h"
 
@@ -30,7 +30,7 @@ static sort_spec template_spec(sam_hdr_t **h)
     sort_spec spec = spec_of(ORDER_TEMPLATE);
     errmsg err = { "" };
     *h = sam_hdr_parse(sizeof header - 1, header);
-    if (!*h || sort_spec_prepare(&spec, *h, &err) < 0) {
+    if (!*h || sort_key_spec_prepare(&spec, *h, &err) < 0) {
         fprintf(stderr, "cannot prepare the template order: %s\n", err.msg);
         exit(2);
     }
@@ -98,7 +98,7 @@ static void test_template_order(void)
         bam_destroy1(r[0]);
         bam_destroy1(r[1]);
     }
-    sort_spec_free(&spec);
+    sort_key_spec_free(&spec);
     sam_hdr_destroy(h);
 }
 
@@ -150,7 +150,7 @@ static void test_cell_barcode_cases(void)
         bam_destroy1(a);
         bam_destroy1(b);
     }
-    sort_spec_free(&spec);
+    sort_key_spec_free(&spec);
     sam_hdr_destroy(h);
 }
 
@@ -183,7 +183,7 @@ static void test_cell_barcode_errors(void)
     check(strstr(sort_key_error(&spec, paired), "MC tag") != NULL, "MC is checked before CB", "",
           sort_key_error(&spec, paired));
     bam_destroy1(paired);
-    sort_spec_free(&spec);
+    sort_key_spec_free(&spec);
     sam_hdr_destroy(h);
 }
 

@@ -1,6 +1,6 @@
 /* test_touch_ahead.c -- the loading batch's memory touched ahead: claims
  * (batch_claim_ahead()) cover the arena once, in order, and start again on
- * an arena replaced for a huge record; on a real pool, touch_ahead.h backs
+ * an arena replaced for a huge record; on a real pool, load/touch_ahead.h backs
  * no more than its few slices past what the batch holds, for the first
  * batch and for the next one alike.
  *
@@ -14,7 +14,7 @@
 #include <unistd.h>
 #include <htslib/thread_pool.h>
 #include "batch_keys.h"
-#include "touch_ahead.h"
+#include "load/touch_ahead.h"
 #include "unit_report.h"
 
 #define MIB ((size_t)1 << 20)

@@ -11,9 +11,9 @@
 #include <string.h>
 #include <time.h>
 #include <htslib/sam.h>
-#include "record_codec.h"
-#include "key_bytes.h"
-#include "group_codec.h"
+#include "codec/record_codec.h"
+#include "keys/key_bytes.h"
+#include "codec/group_codec.h"
 
 static double now(void)
 {
@@ -22,7 +22,7 @@ static double now(void)
     return t.tv_sec + t.tv_nsec * 1e-9;
 }
 
-static const char *names[] = { "key_len", "key", "core", "aux_len", "name", "cigar", "seq", "qual", "aux" };   /* group_codec.c: enum column */
+static const char *names[] = { "key_len", "key", "core", "aux_len", "name", "cigar", "seq", "qual", "aux" };   /* codec/group_codec.c: enum column */
 
 int main(int argc, char **argv)
 {
@@ -32,7 +32,7 @@ int main(int argc, char **argv)
     if (!h) return fprintf(stderr, "cannot read %s\n", argv[1]), 1;
     size_t group_bytes = strtoull(argv[2], NULL, 10);
     bam1_t *b = bam_init1();
-    group_encoder *e = group_encoder_create();
+    group_encoder *e = group_codec_encoder_create();
     group_records r = { 0 };
     group_scratch scratch = { 0 };
     uint8_t key[32], *val = NULL, *copy = NULL;
@@ -55,24 +55,24 @@ int main(int argc, char **argv)
             memcpy(copy + copy_n, key, kl);
             memcpy(copy + copy_n + kl, val, vl);
             copy_n += kl + vl;
-            if (group_add(e, key, kl, val, vl) < 0) return fprintf(stderr, "add failed\n"), 1;
+            if (group_codec_add(e, key, kl, val, vl) < 0) return fprintf(stderr, "add failed\n"), 1;
             n_rec++;
             raw += kl + vl;
         }
-        if (group_count(e) && (eof || group_raw_bytes(e) >= group_bytes)) {
+        if (group_codec_count(e) && (eof || group_codec_raw_bytes(e) >= group_bytes)) {
             const uint8_t *blob;
-            size_t len, n = group_count(e);
+            size_t len, n = group_codec_count(e);
             double t0 = now();
-            if (group_encode(e, &blob, &len) < 0) return fprintf(stderr, "encode failed\n"), 1;
+            if (group_codec_encode(e, &blob, &len) < 0) return fprintf(stderr, "encode failed\n"), 1;
             double t1 = now();
-            if (group_decode(blob, len, &r, &scratch) < 0 || r.n != n) return fprintf(stderr, "decode failed\n"), 1;
+            if (group_codec_decode(blob, len, &r, &scratch) < 0 || r.n != n) return fprintf(stderr, "decode failed\n"), 1;
             t_enc += t1 - t0;
             t_dec += now() - t1;
             if (r.off[2 * n] != copy_n || memcmp(r.bytes, copy, copy_n))
                 return fprintf(stderr, "round trip differs\n"), 1;
             copy_n = 0;
             blob_total += len;
-            size_t at = 9;   /* group_codec.c: HEADER_BYTES */
+            size_t at = 9;   /* codec/group_codec.c: HEADER_BYTES */
             for (int c = 0; c < 9; c++) {
                 uint32_t stored = blob[at + 5] | blob[at + 6] << 8 | blob[at + 7] << 16 | (uint32_t)blob[at + 8] << 24;
                 col_bytes[c] += stored + 9;
@@ -85,9 +85,9 @@ int main(int argc, char **argv)
            n_rec, (double)raw / n_rec, (double)blob_total / n_rec, (double)blob_total / raw,
            raw / t_enc / 1e6, raw / t_dec / 1e6);
     for (int c = 0; c < 9; c++) printf("  %-8s %6.2f B/rec\n", names[c], col_bytes[c] / n_rec);
-    group_records_free(&r);
+    group_codec_records_free(&r);
     free(scratch.p);
-    group_encoder_destroy(e);
+    group_codec_encoder_destroy(e);
     free(val), free(copy);
     bam_destroy1(b);
     sam_hdr_destroy(h);

@@ -1,0 +1,78 @@
+/* engine/sort_job.h -- one sort's state, shared by the engine's files.
+ *
+ * Contract: sort_pipeline_run() (engine/sort_pipeline.c) owns the job and takes it
+ * through its phases, each in a file of its own: open (engine/sort_load.h,
+ * engine/sort_output.h, engine/sort_plan.h), load (engine/sort_load.h), readout and commit
+ * (engine/sort_output.h), accounting and the -v report (engine/sort_report.h).  A phase
+ * that fails reports why with sort_job_fail() and returns -1; whatever the
+ * phases set up, sort_pipeline_run() releases.  The phases are the only code
+ * that prints a failure: the modules they call return the cause in an
+ * errmsg (util/errmsg.h), and the phase prints it, once.
+ */
+#ifndef SORT_JOB_H
+#define SORT_JOB_H
+
+#include <stdint.h>
+#include <htslib/sam.h>
+#include <htslib/thread_pool.h>
+#include "engine/rocksort_opts.h"
+#include "load/batch.h"
+#include "readout/output_file.h"
+#include "store/rocks_store.h"
+#include "util/progress.h"
+#include "load/spill_queue.h"
+#include "store/temp_space.h"
+#include "readout/range_readout.h"
+#include "resume/resume_state.h"
+#include "load/sam_lines.h"
+#include "util/thread_cpu.h"
+
+/* The readout's readers of the spilled runs, for -v: the runs read at
+ * once, what their readers hold (store/run_readers.h) against what they may,
+ * and each run's readahead. */
+typedef struct {
+    uint64_t runs, bytes, allowed;
+    size_t readahead;
+} readout_readers;
+
+/* The phases' bounds at which -v notes the threads' CPU times. */
+enum { MARK_LOAD, MARK_SETTLE, MARK_READOUT, MARK_END, JOB_MARKS };
+
+typedef struct {
+    const rocksort_opts *o;
+    samFile *in;
+    sam_hdr_t *hdr;
+    htsThreadPool pool;
+    output_file out;
+    rocks_store *store;
+    spill_queue q;
+    uint64_t records_in, bytes_in;
+    uint64_t digest_in;         /* --verify's sum of the records read */
+    int n_refs;                 /* references a record may name, see sort_load_open_input() */
+    sort_batch *tail;           /* the last, unspilled batch, sorted */
+    bam1_t *first;              /* the input's first record, read ahead (engine/sort_load.h) */
+    double t_load, t_settle, t_readout;
+    readout_result result;      /* what the readout wrote (readout/range_readout.h) */
+    readout_readers readers;    /* what its readers of the runs hold (store/run_readers.h) */
+    progress *prog;
+    uint64_t in_file_size;      /* 0: not a regular file: a stream */
+    int read_lines;             /* SAM parsed on this thread (load/sam_lines.h) */
+    sam_lines lines;
+    uint64_t size_estimate;     /* without -s: from the input file, 0 if none */
+    int merge_width;            /* the fewest runs a background merge takes */
+    int size_planned;
+    sort_spec sort;             /* o->sort, prepared with the input header */
+    temp_plan space;            /* the runs' format, chosen before reading */
+    resume_state resume;        /* --resume (engine/sort_resume.h) */
+    /* -v: every thread's CPU time at the phases' bounds (engine/sort_report.h) */
+    thread_times at[JOB_MARKS];
+} sort_job;
+
+/* Prints "samtools rocksort: " and the message as one line on stderr;
+ * nothing once a fatal signal has arrived (util/cleanup.h).  Returns -1,
+ * so that a phase can `return sort_job_fail(...)`. */
+int sort_job_fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* The same with "warning: " before the message: the sort goes on. */
+void sort_job_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+#endif

@@ -1,0 +1,18 @@
+/* engine/sort_pipeline.h -- rocksort's engine: read, spill sorted runs, merge out.
+ *
+ * Contract: sort_pipeline_run() sorts opts->in_fn into opts->out_fn.  The output
+ * holds every input record exactly once (as samtools writes it: -M rewrites
+ * unplaced reads), in samtools sort's order for opts->sort, under the input
+ * header with @HD updated (and @PG added unless opts->pg_cmdline is
+ * NULL).  On any failure it prints one line naming the
+ * file and the cause, leaves no temporary data and no output file, and
+ * returns -1.
+ */
+#ifndef SORT_PIPELINE_H
+#define SORT_PIPELINE_H
+
+#include "engine/rocksort_opts.h"
+
+int sort_pipeline_run(const rocksort_opts *opts);
+
+#endif

@@ -1,0 +1,52 @@
+/* engine/sort_plan.h -- how a sort spends its memory and open files.
+ *
+ * Contract: the memory budget is -m per thread (-@).  A batch takes a
+ * third of what each thread's own buffers leave of it (512 KiB a thread),
+ * at most 512 MiB (sort_plan_batch_bytes()).  sort_plan_open_store() creates
+ * the temporary store sized for the job: runs of one batch, background
+ * merges from -s, the readout's reader threads, and the descriptors the
+ * process may still open, after raising its soft RLIMIT_NOFILE to the hard
+ * limit.  sort_plan_from_input() runs once, when the first batch is full: from
+ * the input file's size and the bytes consumed so far it estimates the
+ * total, plans background merges when -s was not given, and lets the spill
+ * thread hold every batch in memory when all are expected to fit.
+ */
+#ifndef SORT_PLAN_H
+#define SORT_PLAN_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include "engine/sort_job.h"
+
+/* The memory budget: -m per thread (-@), or --max-memory's share of it. */
+size_t sort_plan_total_memory(const rocksort_opts *o);
+size_t sort_plan_batch_bytes(const rocksort_opts *o);
+/* What the readers of the spilled runs may hold at the readout
+ * (store/run_readers.h): the budget less the last batch, at least
+ * READOUT_MIN_MEMORY.  During the load, the background merges and the
+ * codec's threads share the budget less two batches, at least half that. */
+uint64_t plan_readers_memory(const rocksort_opts *o);
+uint64_t plan_merges_memory(const rocksort_opts *o);
+
+/* Before any thread starts: under a small budget, large blocks of memory
+ * (readaheads, blocks, decoded groups) go back to the system when freed
+ * rather than staying in the allocator's arenas. */
+void plan_allocator(const rocksort_opts *o);
+
+/* 0, or -1 once the failure is reported. */
+int sort_plan_open_store(sort_job *j);
+
+/* Chooses the runs' format and checks the temp space, before anything is
+ * read or created; -1 (reported) if even compact runs cannot fit. */
+int sort_plan_temp_space(sort_job *j);
+
+/* Whether the spill thread hands its work to the -@ pool
+ * (load/spill_queue.h): with more than two threads.  -@ 2 and below keep
+ * sorting and writing on the spill thread, as they always did. */
+int sort_plan_spill_pooled(const sort_job *j);
+
+/* consumed: bytes of the input file read so far; <= 0 if unknown, which
+ * plans nothing.  Before the first batch goes to the spill thread. */
+void sort_plan_from_input(sort_job *j, int64_t consumed);
+
+#endif

@@ -1,0 +1,106 @@
+/* load/batch.h -- records held in memory until they are sorted into a run.
+ *
+ * Contract: a batch packs each record's sort key and value into one arena,
+ * bounded by the byte capacity given at creation (a record larger than an
+ * empty batch is still taken, so huge reads never deadlock).  batch_sort()
+ * orders the entries by key; batch_key()/batch_value() then read them in
+ * order.  Not thread-safe: one thread owns a batch at a time.
+ */
+#ifndef SORT_BATCH_H
+#define SORT_BATCH_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <htslib/sam.h>
+#include "keys/sort_key.h"
+#include "codec/packed_record.h"
+
+typedef struct sort_batch sort_batch;
+
+sort_batch *batch_create(size_t capacity);
+void batch_destroy(sort_batch *sb);
+
+/* Returns 1 if added, 0 if the batch is full (the record was not added),
+ * or -1 with the cause in err: out of memory, or an order that cannot place
+ * b ("read 'NAME' ...", see sort_key_error()).  Once added, b holds the
+ * record as it will be written (see sort_key_record_finish()). */
+int batch_add(sort_batch *sb, const sort_spec *spec, bam1_t *b, uint64_t seq, errmsg *err);
+
+/* Orders the entries by key: memcmp() over the common length, then the
+ * shorter key first, which is RocksDB's bytewise order. */
+void batch_sort(sort_batch *sb);
+
+/* A range of a batch's arena, for batch_prefault() on another thread. */
+typedef struct {
+    uint8_t *p;
+    size_t len;
+} batch_memory;
+
+/* Up to `most` bytes of the arena from where the last claim ended, below
+ * `upto` bytes from its start (and its capacity): each byte is claimed
+ * once, to be touched ahead once; len 0 when none is left.  Only the
+ * batch's owner calls it.  A new arena (batch_create(), or the arena
+ * replaced for a record larger than the empty batch) starts unclaimed.
+ * The replaced arena is freed: before it adds to an empty batch, the
+ * owner must know that no other thread still touches what it claimed. */
+batch_memory batch_claim_ahead(sort_batch *sb, size_t upto, size_t most);
+
+/* Has the kernel back that memory now, without changing its bytes
+ * (MADV_POPULATE_WRITE): safe while the owner fills the batch.  A hint:
+ * does nothing where the kernel cannot. */
+void batch_prefault(batch_memory m);
+
+/* The same order, the sort split into `parts` (at most BATCH_MAX_PARTS and
+ * batch_count()): run(ctx, n, job, arg) must call job(arg, i) for every i
+ * in [0, n) and return when all have returned, perhaps on other threads at
+ * once (util/pool_jobs.h).  The parts are sorted each on its own, merged
+ * pairwise, and their ties ordered part by part.  Fewer than two parts:
+ * batch_sort().  Parts of fewer than BATCH_MIN_PART entries cost more in
+ * hand-offs than they save. */
+#define BATCH_MAX_PARTS 64
+#define BATCH_MIN_PART 4096
+typedef void (*batch_job_fn)(void *arg, int i);
+typedef void (*batch_runner)(void *ctx, int n, batch_job_fn job, void *arg);
+void batch_sort_parallel(sort_batch *sb, batch_runner run, void *ctx, int parts);
+void batch_clear(sort_batch *sb);
+size_t batch_count(const sort_batch *sb);
+size_t batch_bytes(const sort_batch *sb);
+
+/* A hint that entry i will be read soon (after batch_sort): fetches all of
+ * its bytes, and the start of an entry a few further on.  Readers going
+ * through entries in order ask for the one BATCH_PREFETCH_DISTANCE ahead. */
+#define BATCH_PREFETCH_DISTANCE 8
+void batch_prefetch(const sort_batch *sb, size_t i);
+
+const uint8_t *batch_key(const sort_batch *sb, size_t i, size_t *len);
+const uint8_t *batch_value(const sort_batch *sb, size_t i, size_t *len);
+
+/* After batch_sort(): the first entry whose key is not below key (RocksDB's
+ * bytewise order), batch_count() if none. */
+size_t batch_seek(const sort_batch *sb, const uint8_t *key, size_t len);
+
+/* A sorted batch's records copied out in key order, one after the other:
+ * read front to back it touches memory in order, and the batch can take
+ * new records.  Records are visited with batch_packed_first()/batch_packed_next()
+ * (NULL past the last) and read with packed_key()/packed_value()
+ * (codec/packed_record.h). */
+typedef struct packed_run packed_run;
+
+packed_run *batch_pack(const sort_batch *sb);   /* NULL if out of memory */
+/* The same copy made in `parts` ranges of records by run (as for
+ * batch_sort_parallel()); fewer than two parts: batch_pack(). */
+packed_run *batch_pack_parallel(const sort_batch *sb, batch_runner run, void *ctx, int parts);
+void batch_packed_destroy(packed_run *pr);
+const uint8_t *batch_packed_first(const packed_run *pr);
+const uint8_t *batch_packed_next(const packed_run *pr, const uint8_t *rec);
+
+/* Every PACKED_MARK_EVERY-th record is marked, so that a key can be found
+ * without reading the whole run: batch_packed_mark(pr, i) is record number
+ * i * PACKED_MARK_EVERY, for i < batch_packed_marks(pr).  batch_packed_seek() returns
+ * the first record whose key is not below key, NULL if none. */
+#define PACKED_MARK_EVERY 256
+size_t batch_packed_marks(const packed_run *pr);
+const uint8_t *batch_packed_mark(const packed_run *pr, size_t i);
+const uint8_t *batch_packed_seek(const packed_run *pr, const uint8_t *key, size_t len);
+
+#endif

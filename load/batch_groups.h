@@ -1,0 +1,44 @@
+/* load/batch_groups.h -- a sorted batch encoded as compact groups by many threads at once.
+ *
+ * Contract: batch_groups_write() cuts a sorted batch (load/batch.h) into
+ * ranges of consecutive records, BATCH_RANGE_GROUPS groups' worth each,
+ * and encodes each range's records as groups of about group_bytes
+ * (codec/group_codec.h) on a thread pool, several ranges at once.  The groups
+ * reach put() on the calling thread in key order, each with its first and
+ * last key and the bytes of records it holds: the groups a group_writer
+ * (codec/group_writer.h) would make of the same records, except that every
+ * range ends a group.  At most `ahead` ranges are encoded or wait to be put
+ * at once, which bounds the memory: `ahead` encoders and their ranges'
+ * groups.  It returns 0, or -1 with the cause in err (put()'s, or out of
+ * memory); every range has ended either way, and after a failure the
+ * writer must only be destroyed.  Otherwise it is reused run after run, by
+ * one thread at a time.
+ *
+ * Why: a spill thread that fills groups record by record, visiting the
+ * batch in sorted order (at random places in its arena), is one thread for
+ * all the input's bytes; ranges spread that over the pool.
+ */
+#ifndef BATCH_GROUPS_H
+#define BATCH_GROUPS_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <htslib/thread_pool.h>
+#include "util/errmsg.h"
+#include "codec/group_writer.h"
+#include "load/batch.h"
+
+#define BATCH_RANGE_GROUPS 16
+
+typedef int (*encoded_group_fn)(void *ctx, const group_span *span, const uint8_t *blob,
+                                size_t len, uint64_t record_bytes, errmsg *err);
+
+typedef struct batch_groups batch_groups;
+
+/* NULL when out of memory. */
+batch_groups *batch_groups_create(hts_tpool *pool, int ahead, size_t group_bytes);
+int batch_groups_write(batch_groups *bg, const sort_batch *sb, encoded_group_fn put, void *ctx,
+                       errmsg *err);
+void batch_groups_destroy(batch_groups *bg);
+
+#endif

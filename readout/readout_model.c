@@ -1,0 +1,49 @@
+/* readout/readout_model.c -- see readout/readout_model.h. */
+#include "readout/readout_model.h"
+
+double readout_model_compress_s_per_gb(int level)
+{
+    if (level <= 0) return 0.1;
+    if (level == 1) return 4.0;
+    if (level <= 5) return 11.0;
+    return 21.0;
+}
+
+static double max2(double a, double b) { return a > b ? a : b; }
+
+readout_cost readout_model_costs(int k, int level, double read, int parts)
+{
+    double m = READOUT_MERGE_S_PER_GB, c = readout_model_compress_s_per_gb(level);
+    double out = level > 0 ? READOUT_COMPRESSED_SHARE : 1.0;
+    readout_cost r;
+    if (k <= 1) {
+        double write = READOUT_WRITE_S_PER_GB * out;
+        r.cpu = m + read + c + write;
+        r.longest = max2(max2(m, write), read / (parts > 1 ? parts : 1));
+    } else {
+        r.cpu = m + read * (1 + READOUT_STRADDLE_SHARE) + c + READOUT_PASS_S_PER_GB * out;
+        r.longest = max2(r.cpu / k, READOUT_APPEND_S_PER_GB * out);
+    }
+    return r;
+}
+
+double readout_model_seconds_per_gb(int k, int threads, int level, double read, int parts)
+{
+    readout_cost r = readout_model_costs(k, level, read, parts);
+    int t = threads > 1 ? threads : 1;
+    int workers = k <= 1 ? t : k < t ? k : t;
+    return max2(r.longest, r.cpu / workers);
+}
+
+int readout_model_ranges_for(int threads, int level, double read, int parts, uint64_t bytes,
+                       uint64_t min_range, int max_k)
+{
+    int t = threads > 1 ? threads : 1;
+    readout_cost one = readout_model_costs(1, level, read, parts);
+    if (one.longest <= one.cpu / t) return 1;
+    int k = t < max_k ? t : max_k;
+    if (min_range && bytes / min_range < (uint64_t)k) k = (int)(bytes / min_range);
+    if (k < 2) return 1;
+    return readout_model_seconds_per_gb(k, t, level, read, parts)
+           < readout_model_seconds_per_gb(1, t, level, read, parts) ? k : 1;
+}

@@ -1,0 +1,196 @@
+/* readout/run_stream.c -- see readout/run_stream.h.
+ *
+ * The chunks form a ring: the consumer reads chunk `head`, the producer
+ * fills the one after the n_filled it has published.  A chunk holds
+ * records in sort_batch's packed layout (packed_put/packed_key/...).
+ */
+#include <pthread.h>
+#include <stdlib.h>
+#include "store/rocks_store.h"
+#include "codec/packed_record.h"
+#include "readout/run_stream.h"
+#include "util/thread_cpu.h"
+
+typedef struct {
+    uint8_t *data;
+    size_t cap, used;
+} chunk;
+
+struct store_stream {
+    store_iter *it;
+    pthread_t thread;
+    pthread_mutex_t lock;
+    pthread_cond_t changed;
+    chunk *chunks;
+    int n_chunks;
+    int head;           /* the chunk the consumer reads */
+    int n_filled;       /* published and not yet released, head included */
+    int done;           /* the producer has published its last chunk */
+    int stop;           /* the consumer is closing */
+    int out_of_memory;
+    int failed;         /* the iterator failed: error says why */
+    errmsg error;
+    const uint8_t *rec; /* the consumer's current record, NULL at the end */
+};
+
+static int reserve(chunk *c, size_t need)
+{
+    if (need <= c->cap) return 0;
+    uint8_t *d = realloc(c->data, need);
+    if (!d) return -1;
+    c->data = d;
+    c->cap = need;
+    return 0;
+}
+
+/* Copies records into c until it is full or the iterator ends.  A record
+ * that fits no chunk gets a chunk grown to its size, alone. */
+static int fill(store_stream *s, chunk *c)
+{
+    c->used = 0;
+    while (store_iter_valid(s->it)) {
+        size_t kl, vl;
+        const uint8_t *k = store_iter_key(s->it, &kl);
+        const uint8_t *v = store_iter_value(s->it, &vl);
+        size_t need = packed_record_size(kl, vl);
+        if (c->used + need > c->cap) {
+            if (c->used > 0) return 0;
+            if (reserve(c, need) < 0) return -1;
+        }
+        packed_put(c->data + c->used, k, kl, v, vl);
+        c->used += need;
+        store_iter_next(s->it);
+    }
+    return 0;
+}
+
+/* Waits for a free chunk; -1 once the consumer is closing. */
+static int next_free_chunk(store_stream *s)
+{
+    pthread_mutex_lock(&s->lock);
+    while (s->n_filled == s->n_chunks && !s->stop)
+        pthread_cond_wait(&s->changed, &s->lock);
+    int i = s->stop ? -1 : (s->head + s->n_filled) % s->n_chunks;
+    pthread_mutex_unlock(&s->lock);
+    return i;
+}
+
+static void publish(store_stream *s, int filled, int last)
+{
+    pthread_mutex_lock(&s->lock);
+    s->n_filled += filled;
+    s->done = last;
+    pthread_cond_broadcast(&s->changed);
+    pthread_mutex_unlock(&s->lock);
+}
+
+static void *produce(void *arg)
+{
+    store_stream *s = arg;
+    store_iter_first(s->it);
+    for (;;) {
+        int i = next_free_chunk(s);
+        if (i < 0) break;
+        chunk *c = &s->chunks[i];
+        s->out_of_memory = fill(s, c) < 0;
+        int last = s->out_of_memory || !store_iter_valid(s->it);
+        if (last && !s->out_of_memory) s->failed = store_iter_status(s->it, &s->error) < 0;
+        publish(s, c->used > 0, last);
+        if (last) break;
+    }
+    thread_cpu_exiting();
+    return NULL;
+}
+
+/* Moves the consumer to the next published chunk, or to the end. */
+static void take_chunk(store_stream *s)
+{
+    pthread_mutex_lock(&s->lock);
+    while (s->n_filled == 0 && !s->done)
+        pthread_cond_wait(&s->changed, &s->lock);
+    s->rec = s->n_filled ? s->chunks[s->head].data : NULL;
+    pthread_mutex_unlock(&s->lock);
+}
+
+static void release_chunk(store_stream *s)
+{
+    pthread_mutex_lock(&s->lock);
+    s->head = (s->head + 1) % s->n_chunks;
+    s->n_filled--;
+    pthread_cond_broadcast(&s->changed);
+    pthread_mutex_unlock(&s->lock);
+}
+
+static void free_stream(store_stream *s)
+{
+    if (s->chunks)
+        for (int i = 0; i < s->n_chunks; i++) free(s->chunks[i].data);
+    free(s->chunks);
+    free(s);
+}
+
+store_stream *run_stream_open(store_iter *it, size_t chunk_bytes, int n_chunks)
+{
+    store_stream *s = calloc(1, sizeof *s);
+    if (!s) return NULL;
+    s->it = it;
+    s->n_chunks = n_chunks < 2 ? 2 : n_chunks;
+    s->chunks = calloc((size_t)s->n_chunks, sizeof *s->chunks);
+    int ok = s->chunks != NULL;
+    for (int i = 0; ok && i < s->n_chunks; i++) ok = reserve(&s->chunks[i], chunk_bytes) == 0;
+    if (!ok) {
+        free_stream(s);
+        return NULL;
+    }
+    pthread_mutex_init(&s->lock, NULL);
+    pthread_cond_init(&s->changed, NULL);
+    if (pthread_create(&s->thread, NULL, produce, s) != 0) {
+        pthread_mutex_destroy(&s->lock);
+        pthread_cond_destroy(&s->changed);
+        free_stream(s);
+        return NULL;
+    }
+    pthread_setname_np(s->thread, THREAD_READ);
+    take_chunk(s);
+    return s;
+}
+
+int run_stream_valid(const store_stream *s) { return s->rec != NULL; }
+
+const uint8_t *run_stream_key(const store_stream *s, size_t *len)
+{
+    return packed_key(s->rec, len);
+}
+
+const uint8_t *run_stream_value(const store_stream *s, size_t *len)
+{
+    return packed_value(s->rec, len);
+}
+
+void run_stream_next(store_stream *s)
+{
+    const chunk *c = &s->chunks[s->head];
+    s->rec = packed_after(s->rec);
+    if (s->rec < c->data + c->used) return;
+    release_chunk(s);
+    take_chunk(s);
+}
+
+int run_stream_status(const store_stream *s, errmsg *err)
+{
+    if (s->out_of_memory) return errmsg_set(err, "out of memory");
+    return s->failed ? errmsg_copy(err, &s->error) : 0;
+}
+
+void run_stream_close(store_stream *s)
+{
+    if (!s) return;
+    pthread_mutex_lock(&s->lock);
+    s->stop = 1;
+    pthread_cond_broadcast(&s->changed);
+    pthread_mutex_unlock(&s->lock);
+    pthread_join(s->thread, NULL);
+    pthread_mutex_destroy(&s->lock);
+    pthread_cond_destroy(&s->changed);
+    free_stream(s);
+}

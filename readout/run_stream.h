@@ -1,0 +1,41 @@
+/* readout/run_stream.h -- the spilled runs, read in key order on a thread of their own.
+ *
+ * Contract: run_stream_open() takes an iterator over one part of the store
+ * (store_iter_open_range()); from then on only the stream's thread touches it.
+ * That thread seeks to the first key and copies the records, in key order,
+ * into a few fixed-size chunks, waiting while all of them are full.  The
+ * caller reads the current record with run_stream_key() and run_stream_value()
+ * (valid until the next run_stream_next()) and checks run_stream_valid().  Once the
+ * stream ends, run_stream_status() says whether the iterator failed.
+ * run_stream_close() stops and joins the thread; the caller then closes the
+ * iterator (store_iter_close()).
+ *
+ * Why: RocksDB reads the runs with synchronous direct I/O, so the thread
+ * that iterates sits idle on every refill.  Here that wait overlaps with
+ * the caller's merging and writing.
+ */
+#ifndef STORE_STREAM_H
+#define STORE_STREAM_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include "store/rocks_store.h"
+
+typedef struct store_stream store_stream;
+
+/* n_chunks >= 2 chunks of chunk_bytes each (a larger record gets a chunk
+ * of its own size).  NULL if out of memory or the thread cannot start. */
+store_stream *run_stream_open(store_iter *it, size_t chunk_bytes, int n_chunks);
+
+int run_stream_valid(const store_stream *s);
+const uint8_t *run_stream_key(const store_stream *s, size_t *len);
+const uint8_t *run_stream_value(const store_stream *s, size_t *len);
+void run_stream_next(store_stream *s);
+
+/* After the end: 0, or -1 with the iterator's error (or "out of memory")
+ * in err. */
+int run_stream_status(const store_stream *s, errmsg *err);
+
+void run_stream_close(store_stream *s);
+
+#endif

@@ -1,0 +1,32 @@
+/* resume/resume_state.c -- see resume/resume_state.h. */
+#include "resume/resume_state.h"
+
+/* The layout is the state's: STORE_STATE_VERSION (store/rocks_store.h) covers it. */
+void resume_state_note_encode(const resume_note *n, byte_writer *w)
+{
+    bw_u64(w, n->kind);
+    bw_u64(w, n->pos);
+    bw_u64(w, n->records);
+    bw_u64(w, n->bytes);
+    bw_u64(w, n->digest);
+    bw_u64(w, n->digested);
+    bw_u64(w, n->stream_hash);
+    bw_u64(w, n->placed);
+    bw_u64(w, n->micros);
+}
+
+int resume_state_note_decode(const uint8_t *p, size_t len, resume_note *n)
+{
+    byte_reader r = br_of(p, len);
+    n->kind = br_u64(&r);
+    n->pos = br_u64(&r);
+    n->records = br_u64(&r);
+    n->bytes = br_u64(&r);
+    n->digest = br_u64(&r);
+    n->digested = br_u64(&r);
+    n->stream_hash = br_u64(&r);
+    n->placed = br_u64(&r);
+    n->micros = br_u64(&r);
+    if (r.bad || r.at != len) return -1;
+    return n->kind >= POS_BGZF && n->kind <= POS_RECORDS ? 0 : -1;
+}

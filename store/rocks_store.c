@@ -1,0 +1,215 @@
+/* store/rocks_store.c -- the store's runs: written, sampled, ingested where they were
+ * written.  See store/rocks_store.h; the databases are opened in store/rocks_open.c. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "store/rocks_store_internal.h"
+#include "store/temp_env.h"
+
+
+/* RocksDB's own errors are malloc'd strings: put our context before them. */
+int store_fail(errmsg *err, const char *what, char *rocks_err)
+{
+    errmsg_set(err, "%s: %s", what, rocks_err);
+    free(rocks_err);
+    return -1;
+}
+
+static int put_group(void *store, const group_span *span, const uint8_t *blob, size_t len,
+                     errmsg *err);
+
+group_writer *runs_group_writer(rocks_store *st, int threads)
+{
+    return group_writer_create_on(st->pool, threads, STORE_GROUP_BYTES, put_group, st);
+}
+
+int store_runs_prepare(rocks_store *st, const store_options *o, errmsg *err)
+{
+    st->pool = o->pool;
+    st->encode_threads = o->compression_threads;
+    /* Groups go in under their first record's keys (see readout/group_feed.h). */
+    if (o->compression == STORE_CODEC_COLUMNS &&
+        (!(st->groups = runs_group_writer(st, o->compression_threads))
+         || !(st->index = run_index_create())))
+        return errmsg_set(err, "out of memory");
+    return 0;
+}
+
+/* A new SST at `name` in database db, for a run or a merge pass's run. */
+int runs_open_writer(rocks_store *st, int db, const char *name, errmsg *err)
+{
+    /* RocksDB counts per key in a thread-local perf context, and each count
+     * is a __tls_get_addr call through the shared library: a visible share
+     * of the writing thread's CPU.  The level is per thread. */
+    rocksdb_set_perf_level(rocksdb_disable);
+    free(st->run_path);
+    st->run_db = db;
+    if (asprintf(&st->run_path, "%s/%s", st->dbs[db].dir, name) < 0) {
+        st->run_path = NULL;
+        return errmsg_set(err, "out of memory");
+    }
+    char *rerr = NULL;
+    st->writer = rocksdb_sstfilewriter_create(st->envopts, st->dbs[db].opts);
+    rocksdb_sstfilewriter_open(st->writer, st->run_path, &rerr);
+    if (rerr) return store_fail(err, st->run_path, rerr);
+    st->run_entries = 0;
+    return 0;
+}
+
+int store_run_begin(rocks_store *st, errmsg *err)
+{
+    char name[32];
+    snprintf(name, sizeof name, "run-%06llu.sst", (unsigned long long)st->runs);
+    /* The run is written where it stays: ingestion then only links it. */
+    if (runs_open_writer(st, st->n_dbs > 1 ? temp_dirs_turn_next(&st->turn) : 0, name, err) < 0)
+        return -1;
+    st->unsampled = STORE_SAMPLE_BYTES;     /* sample the run's first key */
+    st->run_first_sample = st->samples.n;
+    return 0;
+}
+
+static void sample_record(rocks_store *st, const uint8_t *key, size_t klen, size_t bytes)
+{
+    /* A merge pass moves records that were sampled as first written. */
+    if (st->passing) return;
+    key_samples *s = &st->samples;
+    /* Sampling is best effort: out of memory, it stops. */
+    if (st->unsampled >= STORE_SAMPLE_BYTES && key_samples_add_copy(s, key, klen, 0) == 0)
+        st->unsampled = 0;
+    if (s->n) s->v[s->n - 1].weight += bytes;
+    st->unsampled += bytes;
+}
+
+size_t store_samples(const rocks_store *st) { return st->samples.n; }
+const key_sample *store_sample_at(const rocks_store *st, size_t i) { return &st->samples.v[i]; }
+
+static int put_pair(rocks_store *st, const uint8_t *key, size_t klen,
+                    const uint8_t *val, size_t vlen, errmsg *err)
+{
+    char *rerr = NULL;
+    rocksdb_sstfilewriter_put(st->writer, (const char *)key, klen,
+                              (const char *)val, vlen, &rerr);
+    st->run_entries++;
+    return rerr ? store_fail(err, st->run_path, rerr) : 0;
+}
+
+/* A group goes in under its first key, and into the run index. */
+static int put_group(void *store, const group_span *span, const uint8_t *blob, size_t len,
+                     errmsg *err)
+{
+    rocks_store *st = store;
+    if (put_pair(st, span->first, span->first_len, blob, len, err) < 0) return -1;
+    if (run_index_add_group(st->index, span->first, span->first_len, span->last,
+                            span->last_len) < 0)
+        return errmsg_set(err, "out of memory indexing a run");
+    return 0;
+}
+
+int store_run_put_group(rocks_store *st, const group_span *span, const uint8_t *blob,
+                        size_t len, uint64_t record_bytes, errmsg *err)
+{
+    if (put_group(st, span, blob, len, err) < 0) return -1;
+    sample_record(st, span->first, span->first_len, record_bytes);
+    return 0;
+}
+
+int store_run_put(rocks_store *st, const uint8_t *key, size_t klen,
+                  const uint8_t *val, size_t vlen, errmsg *err)
+{
+    if (st->groups ? group_writer_add(st->groups, key, klen, val, vlen, err) < 0
+                   : put_pair(st, key, klen, val, vlen, err) < 0)
+        return -1;
+    sample_record(st, key, klen, klen + vlen);
+    return 0;
+}
+
+/* A database's runs are dealt to its parts in turn while nothing merges
+ * them; a merge only takes runs of one part, so with merges planned (or
+ * tiers: store/rocks_merge.c) they all go to its first part. */
+static int next_part(const store_db *d)
+{
+    if (d->merges_planned || d->plan.tiered) return d->first_part;
+    return d->first_part + (int)(d->runs % (uint64_t)d->n_parts);
+}
+
+/* Writes the SST, journals it (a resumable store), and moves it into the
+ * database as part `part`: the journal always knows every run RocksDB
+ * holds. */
+int runs_ingest(rocks_store *st, int part, uint64_t *size, const void *note, size_t note_len,
+                errmsg *err)
+{
+    char *rerr = NULL;
+    if (st->groups && group_writer_finish(st->groups, err) < 0) return -1;
+    rocksdb_sstfilewriter_finish(st->writer, &rerr);
+    if (!rerr) rocksdb_sstfilewriter_file_size(st->writer, size);
+    rocksdb_sstfilewriter_destroy(st->writer);
+    st->writer = NULL;
+    if (rerr) return store_fail(err, st->run_path, rerr);
+    if (st->journal && store_state_journal_run(st, part, *size, note, note_len, err) < 0) return -1;
+    const char *files[1] = { st->run_path };
+    rocksdb_ingest_external_file_cf(part_db(st, part), st->part[part], files, 1, st->ingest,
+                                    &rerr);
+    return rerr ? store_fail(err, st->run_path, rerr) : 0;
+}
+
+int store_run_end(rocks_store *st, const void *note, size_t note_len, errmsg *err)
+{
+    uint64_t size = 0;
+    store_db *d = &st->dbs[st->run_db];
+    int part = next_part(d);
+    if (runs_ingest(st, part, &size, note, note_len, err) < 0) {
+        if (st->index) run_index_drop_run(st->index);
+        return -1;
+    }
+    if (st->index && run_index_end_run(st->index, part) < 0)
+        return errmsg_set(err, "out of memory indexing a run");
+    st->runs++;
+    d->runs++;
+    if (part >= st->parts_used) st->parts_used = part + 1;
+    st->bytes_written += size;
+    store_merges_after_run(st, d);
+    return 0;
+}
+
+uint64_t store_runs_ingested(const rocks_store *st) { return st->runs; }
+uint64_t store_bytes_written(const rocks_store *st) { return st->bytes_written; }
+const char *store_path(const rocks_store *st) { return st->paths ? st->paths : st->dbs[0].dir; }
+const char *store_run_dir(const rocks_store *st) { return st->dbs[st->run_db].dir; }
+int store_dirs(const rocks_store *st) { return st->n_dbs; }
+
+store_dir_report store_dir_at(const rocks_store *st, int i)
+{
+    const store_db *d = &st->dbs[i];
+    return (store_dir_report){ d->dir, d->runs, temp_env_bytes_written(d->bytes_counter) };
+}
+
+int store_direct_io(const rocks_store *st)
+{
+    int all = st && st->n_dbs > 0;
+    for (int i = 0; all && i < st->n_dbs; i++) all = st->dbs[i].direct_io;
+    return all;
+}
+
+int store_grouped(const rocks_store *st) { return st->groups != NULL; }
+
+int store_parts(const rocks_store *st) { return st->parts_used; }
+store_codec store_runs_codec(const rocks_store *st) { return st->codec; }
+int store_resumable(const rocks_store *st) { return st->journal != NULL; }
+
+uint64_t store_part_groups_open(const rocks_store *st, int part)
+{
+    return st->index ? run_index_part_runs(st->index, part) : 0;
+}
+
+void store_runs_close(rocks_store *st)
+{
+    if (st->writer) rocksdb_sstfilewriter_destroy(st->writer);
+    st->writer = NULL;
+    group_writer_destroy(st->groups);
+    st->groups = NULL;
+    run_index_destroy(st->index);
+    st->index = NULL;
+    key_samples_free_copies(&st->samples);
+    free(st->run_path);
+    st->run_path = NULL;
+}

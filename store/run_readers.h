@@ -1,0 +1,72 @@
+/* store/run_readers.h -- what the readers of the spilled runs hold, and how much they may.
+ *
+ * Contract: pure arithmetic, no I/O.  One merge of the runs (the readout's
+ * one stream, each piece of a readout in K merge threads, a merge pass's
+ * group of runs) holds, besides the records it merges:
+ *   per run, an open file: RocksDB's readahead buffer (the readahead and
+ *     a block), the block being read, and with a block codec (lz4, snappy,
+ *     zstd) that block decompressed;
+ *   compact runs: every group open at once, decoded (a RocksDB merge
+ *     copies groups whole, so one per run ever written to the part), the
+ *     groups each part's feed decodes ahead, and one group's columns per
+ *     feed (readout/group_feed.h);
+ *   records runs: per part, the ring of chunks its reader thread fills
+ *     (readout/run_stream.h), chunks sized by run_readers_chunk_bytes().
+ * run_readers_bytes() sums that for a shape at a readahead.  run_readers_fit()
+ * picks the readahead: the largest up to STORE_DIRECT_READAHEAD whose
+ * readers fit in `memory`, never below READERS_MIN_READAHEAD; 0 when even
+ * that does not fit, and the runs must first be merged in passes
+ * (readout/run_passes.h).  run_readers_threads() caps K merge threads, each with
+ * readers of its own and READOUT_THREAD_BYTES for its writer, to what
+ * fits.  READOUT_MIN_MEMORY is the least the readers get whatever the
+ * budget: below it even a merge of a dozen runs would not fit.
+ *
+ * The figures are measured (heaptrack on the readout, doc/DESIGN.md "The
+ * readout's memory"): they count what the heap holds, not what the
+ * allocator keeps around it, for which the bound leaves room.
+ */
+#ifndef READOUT_MEMORY_H
+#define READOUT_MEMORY_H
+
+#include <stddef.h>
+#include <stdint.h>
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
+
+#define READOUT_MIN_MEMORY (16ULL << 20)
+#define READERS_MIN_READAHEAD (256u << 10)
+/* A piece's writer: its BGZF buffers and deflate state. */
+#define READOUT_THREAD_BYTES (1ULL << 20)
+
+typedef struct {
+    uint64_t runs;      /* files open */
+    uint64_t groups;    /* compact runs: groups open at once, decoded; 0 with records runs */
+    int grouped;        /* compact runs */
+    int parts;          /* reader threads: feeds (compact runs) or streams (records) */
+    int ahead;          /* compact runs: groups each feed decodes ahead */
+    int block_codec;    /* RocksDB decompresses each block */
+} run_readers_shape;
+
+/* The chunks of a records runs' stream (readout/run_stream.h) at a readahead:
+ * STREAM_CHUNKS of them, half a readahead each, at most 1 MiB. */
+#define STREAM_CHUNKS 4
+size_t run_readers_chunk_bytes(size_t readahead);
+
+/* One run's reader: its readahead and blocks. */
+uint64_t run_readers_per_run(size_t readahead, int block_codec);
+uint64_t run_readers_bytes(const run_readers_shape *s, size_t readahead);
+size_t run_readers_fit(const run_readers_shape *s, uint64_t memory);
+int run_readers_threads(const run_readers_shape *s, size_t readahead, uint64_t memory, int k);
+
+/* Gives the pages the allocator holds free back to the system: between a
+ * merge pass's groups, and before the readout, so that what one phase's
+ * threads freed does not stay resident beside the next's. */
+static inline void run_readers_release_freed(void)
+{
+#ifdef __GLIBC__
+    malloc_trim(0);
+#endif
+}
+
+#endif
