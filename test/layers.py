@@ -112,6 +112,17 @@ def test_layers_declared_elsewhere_found(case):
     expect_found(files, ["tiny_extra() is declared in engine/top.h"])
 
 
+def test_layers_mention_in_a_comment_declares_nothing(case):
+    """A function's own header that names it only in a comment (as a
+    contract's prose does) does not declare it."""
+    files = dict(CLEAN)
+    files["util/tiny.h"] = "/* tiny_extra() is declared in engine/top.h */\nint tiny_count(void);\n"
+    files["engine/top.h"] = "int top_run(void);\nint tiny_extra(void);\n"
+    files["util/tiny.c"] = '#include "util/tiny.h"\nint tiny_count(void) { return 1; }\n' \
+                           "int tiny_extra(void) { return 4; }\n"
+    expect_found(files, ["tiny_extra() is declared in engine/top.h"])
+
+
 def test_layers_stray_file_found(case):
     files = dict(CLEAN)
     files["misc/odd.c"] = "int odd_one(void) { return 5; }\n"
