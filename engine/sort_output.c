@@ -120,7 +120,7 @@ int sort_output_readout(sort_job *j)
         .in = &in, .out = &j->out, .hdr = j->hdr, .out_mode = o->out_mode,
         .out_opts = o->out_opts, .verify = o->verify, .threads = o->threads,
         .merge_threads = o->merge_threads, .indexed = o->index_fn != NULL,
-        .memory = sort_plan_total_memory(o), .readers = plan_readers_memory(o),
+        .memory = sort_plan_total_memory(o), .readers = sort_plan_readers_memory(o),
         .bytes = j->bytes_in, .prog = j->prog,
     };
     range_plan plan;

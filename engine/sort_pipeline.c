@@ -115,7 +115,7 @@ int sort_pipeline_run(const rocksort_opts *o)
     memset(&j, 0, sizeof j);
     j.o = o;
     j.resume.on = o->resume_dir != NULL;
-    plan_allocator(o);
+    sort_plan_allocator(o);
     spill_init(&j.q);
     thread_name_scope named;
     thread_name_push(&named, THREAD_POOL);    /* htslib's workers take the name */

@@ -45,7 +45,7 @@ size_t sort_plan_batch_bytes(const rocksort_opts *o)
     return b < MAX_BATCH_BYTES ? (size_t)b : MAX_BATCH_BYTES;
 }
 
-/* Below this budget the allocator's slack matters: see plan_allocator(). */
+/* Below this budget the allocator's slack matters: see sort_plan_allocator(). */
 #define EXACT_ALLOC_BELOW (256ULL << 20)
 #define EXACT_ALLOC_MMAP_BYTES (256 << 10)
 
@@ -57,7 +57,7 @@ size_t sort_plan_batch_bytes(const rocksort_opts *o)
  * block of 256 KiB or more its own mapping, unmapped when freed.  The
  * price, fresh pages for each such block, is paid only where the budget
  * is small, so that the default budget's speed stays as it was. */
-void plan_allocator(const rocksort_opts *o)
+void sort_plan_allocator(const rocksort_opts *o)
 {
 #ifdef __GLIBC__
     if (sort_plan_total_memory(o) < EXACT_ALLOC_BELOW) mallopt(M_MMAP_THRESHOLD, EXACT_ALLOC_MMAP_BYTES);
@@ -76,14 +76,14 @@ static uint64_t left_beside(const rocksort_opts *o, int batches, uint64_t least)
     return left > least ? left : least;
 }
 
-uint64_t plan_readers_memory(const rocksort_opts *o)
+uint64_t sort_plan_readers_memory(const rocksort_opts *o)
 {
     return left_beside(o, 1, READOUT_MIN_MEMORY);
 }
 
 /* Under a small budget the merge passes do the merging; background merges
  * only save the readout some runs, so they get less room at the least. */
-uint64_t plan_merges_memory(const rocksort_opts *o)
+uint64_t sort_plan_merges_memory(const rocksort_opts *o)
 {
     return left_beside(o, 2, READOUT_MIN_MEMORY / 2);
 }
@@ -154,8 +154,8 @@ int sort_plan_open_store(sort_job *j)
         .run_bytes = sort_plan_batch_bytes(o),
         .max_open_files = open_file_budget(),
         .background_threads = o->threads > 1 ? o->threads : 1,
-        .merge_memory = plan_merges_memory(o),
-        .readout_memory = plan_readers_memory(o),
+        .merge_memory = sort_plan_merges_memory(o),
+        .readout_memory = sort_plan_readers_memory(o),
         .parts = READOUT_STREAMS,
         .state_dir = o->resume_dir,
         .identity = j->resume.identity,

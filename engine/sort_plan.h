@@ -25,13 +25,13 @@ size_t sort_plan_batch_bytes(const rocksort_opts *o);
  * (store/run_readers.h): the budget less the last batch, at least
  * READOUT_MIN_MEMORY.  During the load, the background merges and the
  * codec's threads share the budget less two batches, at least half that. */
-uint64_t plan_readers_memory(const rocksort_opts *o);
-uint64_t plan_merges_memory(const rocksort_opts *o);
+uint64_t sort_plan_readers_memory(const rocksort_opts *o);
+uint64_t sort_plan_merges_memory(const rocksort_opts *o);
 
 /* Before any thread starts: under a small budget, large blocks of memory
  * (readaheads, blocks, decoded groups) go back to the system when freed
  * rather than staying in the allocator's arenas. */
-void plan_allocator(const rocksort_opts *o);
+void sort_plan_allocator(const rocksort_opts *o);
 
 /* 0, or -1 once the failure is reported. */
 int sort_plan_open_store(sort_job *j);

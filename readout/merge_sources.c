@@ -113,8 +113,8 @@ int merge_sources_open(merge_sources *s, const readout_input *in, const key_samp
     return s->merge ? 0 : errmsg_set(err, "out of memory for the final merge");
 }
 
-int sources_open_pass(merge_sources *s, rocks_store *st, store_pass *p, int first, int n,
-                      size_t readahead, int ahead, errmsg *err)
+int merge_sources_open_pass(merge_sources *s, rocks_store *st, store_pass *p, int first, int n,
+                            size_t readahead, int ahead, errmsg *err)
 {
     memset(s, 0, sizeof *s);
     if (reserve_readers(s, n) < 0) return errmsg_set(err, "out of memory merging runs");

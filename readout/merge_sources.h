@@ -8,7 +8,7 @@
  * iterators bounded to the range; for compact runs a feed of decoded
  * groups, readout/group_feed.h), and slices of the
  * held batches and of the last batch (readout/run_merge.h); then it opens the
- * merge of them all.  sources_open_pass() opens a merge pass's group of
+ * merge of them all.  merge_sources_open_pass() opens a merge pass's group of
  * runs instead.  The
  * whole key space (both bounds open) is the readout in one stream.  After
  * the merge has ended, merge_sources_status() gives 0, or -1 with a reader's
@@ -50,8 +50,8 @@ int merge_sources_open(merge_sources *s, const readout_input *in, const key_samp
 /* A merge pass's group (readout/run_passes.h): runs first..first+n-1 of p, each
  * read by a stream or a feed of its own (feeds decoding `ahead` groups
  * ahead), merged whole. */
-int sources_open_pass(merge_sources *s, rocks_store *st, store_pass *p, int first, int n,
-                      size_t readahead, int ahead, errmsg *err);
+int merge_sources_open_pass(merge_sources *s, rocks_store *st, store_pass *p, int first, int n,
+                            size_t readahead, int ahead, errmsg *err);
 int merge_sources_status(const merge_sources *s, errmsg *err);
 void merge_sources_close(merge_sources *s);
 

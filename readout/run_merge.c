@@ -229,7 +229,7 @@ const uint8_t *run_merge_next(run_merge *m, size_t *vlen)
     return source_value(m->last, vlen);
 }
 
-const uint8_t *merge_key(const run_merge *m, size_t *klen)
+const uint8_t *run_merge_key(const run_merge *m, size_t *klen)
 {
     *klen = m->last->klen;
     return m->last->key;

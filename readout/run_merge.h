@@ -50,7 +50,7 @@ run_merge *run_merge_open(store_stream *const *streams, int n_streams,
 /* The next value in key order, or NULL once every source is exhausted. */
 const uint8_t *run_merge_next(run_merge *m, size_t *vlen);
 /* The key of the value run_merge_next() returned last, valid as long as it. */
-const uint8_t *merge_key(const run_merge *m, size_t *klen);
+const uint8_t *run_merge_key(const run_merge *m, size_t *klen);
 
 int run_merge_failed(const run_merge *m);
 void run_merge_close(run_merge *m);

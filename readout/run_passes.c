@@ -63,7 +63,7 @@ static int copy_merged(rocks_store *st, store_pass *p, run_merge *m, errmsg *err
     const uint8_t *v;
     size_t vlen, klen;
     while (ret == 0 && (v = run_merge_next(m, &vlen))) {
-        const uint8_t *k = merge_key(m, &klen);
+        const uint8_t *k = run_merge_key(m, &klen);
         ret = store_run_put(st, k, klen, v, vlen, err);
     }
     if (ret == 0 && run_merge_failed(m)) ret = errmsg_set(err, "out of memory merging runs");
@@ -81,8 +81,8 @@ static int merge_group(rocks_store *st, store_pass *p, int first, int n, uint64_
     }
     size_t readahead = run_readers_fit(&s, memory);
     merge_sources src;
-    int ret = sources_open_pass(&src, st, p, first, n,
-                                readahead ? readahead : READERS_MIN_READAHEAD, PASS_AHEAD, err);
+    int ret = merge_sources_open_pass(&src, st, p, first, n,
+                                      readahead ? readahead : READERS_MIN_READAHEAD, PASS_AHEAD, err);
     if (ret == 0) ret = copy_merged(st, p, src.merge, err);
     if (ret == 0) ret = merge_sources_status(&src, err);
     merge_sources_close(&src);

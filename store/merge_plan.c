@@ -46,7 +46,7 @@ files_plan merge_plan_files_for(int max_open_files, int threads)
     return f;
 }
 
-void files_fit_memory(files_plan *f, uint64_t memory, uint64_t per_run)
+void merge_plan_files_fit_memory(files_plan *f, uint64_t memory, uint64_t per_run)
 {
     uint64_t width = per_run ? memory / per_run : (uint64_t)f->merge_width;
     if (width < 2) width = 2;

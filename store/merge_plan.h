@@ -36,7 +36,7 @@ files_plan merge_plan_files_for(int max_open_files, int threads);
 
 /* Narrows f's merges to as many runs as `memory` holds readers of, at
  * per_run bytes each (two at least). */
-void files_fit_memory(files_plan *f, uint64_t memory, uint64_t per_run);
+void merge_plan_files_fit_memory(files_plan *f, uint64_t memory, uint64_t per_run);
 
 /* Runs RocksDB may keep open for as long as they live, whatever merges
  * or reads them, under a max_open_files of table_cache: a quarter of its

@@ -87,7 +87,7 @@ static int direct_io_works(const char *dir)
 /* Background merges read each run with this readahead: the readout's,
  * unless the merges' memory (each database's share) would then hold fewer
  * than MERGE_WIDTH_WANTED runs; then less, down to the smallest, before
- * the merges narrow (files_fit_memory()). */
+ * the merges narrow (merge_plan_files_fit_memory()). */
 #define MERGE_WIDTH_WANTED STORE_MERGE_MIN_RUNS
 
 static void fit_merges_to_memory(store_db *d, const store_options *o, int n_dbs)
@@ -100,7 +100,7 @@ static void fit_merges_to_memory(store_db *d, const store_options *o, int n_dbs)
     uint64_t r = each > fixed ? each - fixed : 0;
     if (r < READERS_MIN_READAHEAD) r = READERS_MIN_READAHEAD;
     if (r < d->merge_readahead) d->merge_readahead = (size_t)r;
-    files_fit_memory(&d->files, memory, run_readers_per_run(d->merge_readahead, blocks));
+    merge_plan_files_fit_memory(&d->files, memory, run_readers_per_run(d->merge_readahead, blocks));
 }
 
 static void configure_direct_io(const rocks_store *st, store_db *d)

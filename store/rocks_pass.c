@@ -85,7 +85,7 @@ store_pass *store_pass_begin(rocks_store *st, int part, errmsg *err)
     if (st->groups) {
         int threads = st->encode_threads < PASS_ENCODE_THREADS ? st->encode_threads
                                                                 : PASS_ENCODE_THREADS;
-        group_writer *gw = runs_group_writer(st, threads);
+        group_writer *gw = store_runs_group_writer(st, threads);
         if (!gw) {
             store_pass_abort(p);
             errmsg_set(err, "out of memory");
@@ -125,7 +125,7 @@ store_iter *store_pass_iter(store_pass *p, int i, size_t readahead, errmsg *err)
         return NULL;
     }
     int db = p->st->part_db[p->part];
-    store_iter *it = iter_over_file(path, p->st->dbs[db].direct_io, readahead, err);
+    store_iter *it = store_iter_over_file(path, p->st->dbs[db].direct_io, readahead, err);
     free(path);
     return it;
 }
@@ -135,7 +135,7 @@ int store_pass_run_begin(store_pass *p, errmsg *err)
     char name[40];
     snprintf(name, sizeof name, "pass-%06llu.sst", (unsigned long long)p->st->pass_runs_out);
     p->st->passing = 1;
-    return runs_open_writer(p->st, p->st->part_db[p->part], name, err);
+    return store_runs_open_writer(p->st, p->st->part_db[p->part], name, err);
 }
 
 /* RocksDB says nothing when it keeps a file: the part's count tells. */
@@ -165,7 +165,7 @@ int store_pass_run_end(store_pass *p, int runs, errmsg *err)
     rocks_store *st = p->st;
     uint64_t size = 0;
     st->passing = 0;
-    if (runs_ingest(st, p->part, &size, NULL, 0, err) < 0) {
+    if (store_runs_ingest(st, p->part, &size, NULL, 0, err) < 0) {
         if (st->index) run_index_drop_run(st->index);
         return -1;
     }

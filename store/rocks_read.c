@@ -52,7 +52,7 @@ store_iter *store_iter_open_range(rocks_store *st, int part, size_t readahead,
     return si;
 }
 
-store_iter *iter_over_file(const char *path, int direct, size_t readahead, errmsg *err)
+store_iter *store_iter_over_file(const char *path, int direct, size_t readahead, errmsg *err)
 {
     store_iter *si = calloc(1, sizeof *si);
     if (!si) {

@@ -18,7 +18,7 @@ int store_fail(errmsg *err, const char *what, char *rocks_err)
 static int put_group(void *store, const group_span *span, const uint8_t *blob, size_t len,
                      errmsg *err);
 
-group_writer *runs_group_writer(rocks_store *st, int threads)
+group_writer *store_runs_group_writer(rocks_store *st, int threads)
 {
     return group_writer_create_on(st->pool, threads, STORE_GROUP_BYTES, put_group, st);
 }
@@ -29,14 +29,14 @@ int store_runs_prepare(rocks_store *st, const store_options *o, errmsg *err)
     st->encode_threads = o->compression_threads;
     /* Groups go in under their first record's keys (see readout/group_feed.h). */
     if (o->compression == STORE_CODEC_COLUMNS &&
-        (!(st->groups = runs_group_writer(st, o->compression_threads))
+        (!(st->groups = store_runs_group_writer(st, o->compression_threads))
          || !(st->index = run_index_create())))
         return errmsg_set(err, "out of memory");
     return 0;
 }
 
 /* A new SST at `name` in database db, for a run or a merge pass's run. */
-int runs_open_writer(rocks_store *st, int db, const char *name, errmsg *err)
+int store_runs_open_writer(rocks_store *st, int db, const char *name, errmsg *err)
 {
     /* RocksDB counts per key in a thread-local perf context, and each count
      * is a __tls_get_addr call through the shared library: a visible share
@@ -61,7 +61,7 @@ int store_run_begin(rocks_store *st, errmsg *err)
     char name[32];
     snprintf(name, sizeof name, "run-%06llu.sst", (unsigned long long)st->runs);
     /* The run is written where it stays: ingestion then only links it. */
-    if (runs_open_writer(st, st->n_dbs > 1 ? temp_dirs_turn_next(&st->turn) : 0, name, err) < 0)
+    if (store_runs_open_writer(st, st->n_dbs > 1 ? temp_dirs_turn_next(&st->turn) : 0, name, err) < 0)
         return -1;
     st->unsampled = STORE_SAMPLE_BYTES;     /* sample the run's first key */
     st->run_first_sample = st->samples.n;
@@ -135,8 +135,8 @@ static int next_part(const store_db *d)
 /* Writes the SST, journals it (a resumable store), and moves it into the
  * database as part `part`: the journal always knows every run RocksDB
  * holds. */
-int runs_ingest(rocks_store *st, int part, uint64_t *size, const void *note, size_t note_len,
-                errmsg *err)
+int store_runs_ingest(rocks_store *st, int part, uint64_t *size, const void *note, size_t note_len,
+                      errmsg *err)
 {
     char *rerr = NULL;
     if (st->groups && group_writer_finish(st->groups, err) < 0) return -1;
@@ -157,7 +157,7 @@ int store_run_end(rocks_store *st, const void *note, size_t note_len, errmsg *er
     uint64_t size = 0;
     store_db *d = &st->dbs[st->run_db];
     int part = next_part(d);
-    if (runs_ingest(st, part, &size, note, note_len, err) < 0) {
+    if (store_runs_ingest(st, part, &size, note, note_len, err) < 0) {
         if (st->index) run_index_drop_run(st->index);
         return -1;
     }

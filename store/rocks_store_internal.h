@@ -94,15 +94,15 @@ void store_runs_close(rocks_store *st);
 /* store/rocks_store.c: a run's SST, opened as `name` in database db; then,
  * once its entries are in, written, journaled (a resumable store) and
  * moved into part `part`, its size in *size. */
-int runs_open_writer(rocks_store *st, int db, const char *name, errmsg *err);
+int store_runs_open_writer(rocks_store *st, int db, const char *name, errmsg *err);
 /* A writer of compact runs' groups into the run being written, encoding
  * on `threads` of the store's pool; NULL when out of memory. */
-group_writer *runs_group_writer(rocks_store *st, int threads);
-int runs_ingest(rocks_store *st, int part, uint64_t *size, const void *note, size_t note_len,
-                errmsg *err);
+group_writer *store_runs_group_writer(rocks_store *st, int threads);
+int store_runs_ingest(rocks_store *st, int part, uint64_t *size, const void *note, size_t note_len,
+                      errmsg *err);
 
 /* store/rocks_read.c: an iterator over one SST file (a merge pass's input). */
-store_iter *iter_over_file(const char *path, int direct, size_t readahead, errmsg *err);
+store_iter *store_iter_over_file(const char *path, int direct, size_t readahead, errmsg *err);
 
 /* store/rocks_state.c: a resumable store's journal, in one database.
  * store_state_prepare() checks and locks the directory before the database
