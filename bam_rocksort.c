@@ -28,7 +28,7 @@
 #include "cli/legacy_form.h"
 #include "keys/minimiser.h"
 #include "util/std_fds.h"
-#include "store/rocks_store.h"
+#include "store/store.h"
 
 #define DEFAULT_MEM_PER_THREAD (768ULL << 20)
 #define MIN_MEM_PER_THREAD (1ULL << 20)

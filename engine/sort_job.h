@@ -18,7 +18,7 @@
 #include "engine/rocksort_opts.h"
 #include "load/batch.h"
 #include "readout/output_file.h"
-#include "store/rocks_store.h"
+#include "store/store.h"
 #include "util/progress.h"
 #include "load/spill_queue.h"
 #include "store/temp_space.h"

@@ -21,7 +21,7 @@
 
 #include "util/errmsg.h"
 #include "keys/key_bytes.h"
-#include "store/rocks_store.h"
+#include "store/store.h"
 #include "readout/run_merge.h"
 
 typedef struct {

@@ -6,7 +6,7 @@
  */
 #include <pthread.h>
 #include <stdlib.h>
-#include "store/rocks_store.h"
+#include "store/store.h"
 #include "codec/packed_record.h"
 #include "readout/run_stream.h"
 #include "util/thread_cpu.h"

@@ -19,7 +19,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
-#include "store/rocks_store.h"
+#include "store/store.h"
 
 typedef struct store_stream store_stream;
 

@@ -1,7 +1,7 @@
 /* resume/resume_state.c -- see resume/resume_state.h. */
 #include "resume/resume_state.h"
 
-/* The layout is the state's: STORE_STATE_VERSION (store/rocks_store.h) covers it. */
+/* The layout is the state's: STORE_STATE_VERSION (store/store_types.h) covers it. */
 void resume_state_note_encode(const resume_note *n, byte_writer *w)
 {
     bw_u64(w, n->kind);

@@ -1,7 +1,7 @@
 /* resume/resume_state.h -- how far a resumable sort got, as its runs record it.
  *
  * Contract: a resume_note travels with each run into the store's journal
- * (store/rocks_store.h): where the input's next record starts once the run's
+ * (store/rocks_state.h): where the input's next record starts once the run's
  * batch was full, in one of three kinds of position, and the counts and
  * checksums of every record before it.  resume_state_note_encode() and resume_state_note_decode()
  * turn it into bytes and back; resume_state_note_decode() returns -1 for bytes that are

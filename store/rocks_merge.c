@@ -1,12 +1,13 @@
-/* store/rocks_merge.c -- the store's merges of runs: see store/rocks_store.h
- * (store_plan_merges, store_settle) and store/rocks_store_internal.h.
+/* store/rocks_merge.c -- the store's merges of runs: see store/rocks_merge.h
+ * and store/rocks_db.h.
  */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-#include "store/rocks_store_internal.h"
+#include "store/rocks_db.h"
+#include "store/rocks_merge.h"
 #include "util/clock_util.h"
 #include "store/run_readers.h"
 #include "store/temp_env.h"
@@ -31,7 +32,7 @@ static uint64_t runs_for(const rocks_store *st, uint64_t size)
     return st->run_bytes ? (size + st->run_bytes - 1) / st->run_bytes : 1;
 }
 
-/* See store_plan_merges() in store/rocks_store.h: compact runs whose groups
+/* See store_plan_merges() in store/rocks_merge.h: compact runs whose groups
  * exceed the readout's memory are merged in passes instead. */
 static int merges_pointless(const rocks_store *st, uint64_t runs)
 {

@@ -1,6 +1,6 @@
 /* store/rocks_open.c -- the store's databases, one per temp directory: made,
- * configured, opened, closed and removed.  See store/rocks_store.h (store_open,
- * store_close) and store/rocks_store_internal.h.
+ * configured, opened, closed and removed.  See store/rocks_open.h and
+ * store/rocks_db.h.
  *
  * Why one database per directory (doc/DESIGN.md, "Several temp
  * directories"): RocksDB's own way to spread files over directories,
@@ -18,7 +18,11 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
-#include "store/rocks_store_internal.h"
+#include "store/rocks_db.h"
+#include "store/rocks_open.h"
+#include "store/rocks_store.h"
+#include "store/rocks_merge.h"
+#include "store/rocks_state.h"
 #include "util/cleanup.h"
 #include "store/temp_env.h"
 #include "store/run_readers.h"
@@ -28,8 +32,6 @@
 
 /* A merge's output file may grow this large: each merge writes one run. */
 #define MERGED_RUN_MAX_BYTES (1ULL << 40)
-
-const char *const store_part_names[STORE_DB_MAX_PARTS] = { "default", "part1", "part2", "part3" };
 
 static int rocks_compression(store_codec c)
 {

@@ -1,5 +1,5 @@
-/* store/rocks_pass.c -- the store's merge passes: see store/rocks_store.h (store_pass_*)
- * and store/rocks_store_internal.h.
+/* store/rocks_pass.c -- the store's merge passes: see store/rocks_pass.h
+ * and store/rocks_db.h.
  *
  * A pass rewrites every run of one part, the oldest first, a few at a
  * time: the caller reads each run of a group on its own (store/sst_read.h),
@@ -17,7 +17,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "store/rocks_store_internal.h"
+#include "store/rocks_db.h"
+#include "store/rocks_pass.h"
+#include "store/rocks_store.h"
+#include "store/rocks_read.h"
 
 struct store_pass {
     rocks_store *st;

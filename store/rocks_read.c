@@ -1,9 +1,10 @@
-/* store/rocks_read.c -- the store's runs read back: see store/rocks_store.h (store_iter_*,
- * store_get, store_straddlers) and store/rocks_store_internal.h.
+/* store/rocks_read.c -- the store's runs read back: see store/rocks_read.h
+ * and store/rocks_db.h.
  */
 #include <stdlib.h>
 #include <string.h>
-#include "store/rocks_store_internal.h"
+#include "store/rocks_db.h"
+#include "store/rocks_read.h"
 #include "store/sst_read.h"
 
 /* The read options hold pointers to the bounds, which the iterator owns.

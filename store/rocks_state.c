@@ -1,6 +1,5 @@
-/* store/rocks_state.c -- a resumable store: its journal.  See store/rocks_store.h
- * (store_resumed, store_keep, store_complete), store/rocks_store_internal.h
- * (state_*) and store/state_dir.h (the directory and its first record).
+/* store/rocks_state.c -- a resumable store: its journal.  See store/rocks_state.h
+ * and store/state_dir.h (the directory and its first record).
  *
  * The journal's records: 'S' (the state's version, then the identity, the
  * codec and the parts: the first record, written before the database
@@ -20,7 +19,8 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
-#include "store/rocks_store_internal.h"
+#include "store/rocks_db.h"
+#include "store/rocks_state.h"
 #include "util/byte_io.h"
 #include "util/cleanup.h"
 #include "store/state_dir.h"

@@ -3,7 +3,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "store/rocks_store_internal.h"
+#include "store/rocks_db.h"
+#include "store/rocks_store.h"
+#include "store/rocks_merge.h"
+#include "store/rocks_state.h"
 #include "store/temp_env.h"
 
 

@@ -1,6 +1,6 @@
 /* store/run_readers.c -- see store/run_readers.h. */
 #include "store/run_readers.h"
-#include "store/rocks_store.h"
+#include "store/store_types.h"
 
 /* A decoded group: its records, their offsets (two words per record of a
  * few hundred bytes) and the allocator's rounding. */

@@ -17,6 +17,7 @@
 #include <htslib/hts.h>
 #include <htslib/hts_log.h>
 #include "store/temp_space.h"
+#include "store/rocks_merge.h"
 #include "util/disk_speed.h"
 #include "util/human_number.h"
 

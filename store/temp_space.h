@@ -31,7 +31,7 @@
 
 #include <stdint.h>
 #include <stdio.h>
-#include "store/rocks_store.h"
+#include "store/store_types.h"
 #include "store/temp_dirs.h"
 
 typedef enum {

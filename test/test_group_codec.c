@@ -16,7 +16,7 @@
 #include "codec/record_codec.h"
 #include "codec/group_codec.h"
 #include "codec/group_writer.h"
-#include "store/rocks_store.h"
+#include "store/store.h"
 #include "readout/group_feed.h"
 #include "readout/run_merge.h"
 #include "unit_report.h"

@@ -2,7 +2,7 @@
  * its version.
  *
  * A state (--resume DIR) written by one build is taken back by another
- * only when both have the same STORE_STATE_VERSION (store/rocks_store.h).  This
+ * only when both have the same STORE_STATE_VERSION (store/store_types.h).  This
  * test hashes what a state holds for fixed records (with the tags the
  * orders read: RG, MC, CB, MI, a -t tag): every order's keys (with -t), the
  * values (codec/record_codec.h), a note (resume/resume_state.h) and the
@@ -12,7 +12,7 @@
  * build takes back another's runs in a layout it misreads.  (The group
  * codec's blobs are not hashed: their compressed bytes follow the zstd
  * library's version, and each column names its method; a change to the
- * codec's format must still bump the version, as store/rocks_store.h says.)
+ * codec's format must still bump the version, as store/store_types.h says.)
  * The values are htslib's in-memory records, so the hash is of a
  * little-endian 64-bit host; elsewhere the test only says so.
  */
@@ -26,7 +26,7 @@
 #include "util/mix64.h"
 #include "codec/record_codec.h"
 #include "resume/resume_state.h"
-#include "store/rocks_store.h"
+#include "store/store.h"
 #include "store/state_dir.h"
 #include "unit_report.h"
 
@@ -114,7 +114,7 @@ int main(void)
     } else if (STORE_STATE_VERSION != RECORDED_VERSION || h != RECORDED_LAYOUT) {
         snprintf(problem, sizeof problem, "version %d, hash %016" PRIx64 "; recorded: version %d, "
                  "hash %016llx.  If what a state stores changed, bump STORE_STATE_VERSION "
-                 "(store/rocks_store.h), then record both here", STORE_STATE_VERSION, h,
+                 "(store/store_types.h), then record both here", STORE_STATE_VERSION, h,
                  RECORDED_VERSION, RECORDED_LAYOUT);
         report("state layout: what a state stores has the version's layout", problem);
         return report_summary();

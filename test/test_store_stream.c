@@ -12,7 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "store/rocks_store.h"
+#include "store/store.h"
 #include "readout/run_stream.h"
 #include "unit_report.h"
 

@@ -1,0 +1,36 @@
+/* store/rocks_pass.h -- the store's merge passes: a part's runs rewritten, a few at a time.
+ *
+ * Contract: merge passes (driven by readout/run_passes.h), once store_settle()
+ * has stopped the background merges, never on a resumable store (its
+ * journal names the runs a later run takes back).  store_pass_begin()
+ * lists a part's runs, the oldest first; the caller reads them, each on its
+ * own (store_pass_iter()), in consecutive groups from the oldest, and
+ * writes each group as one run: store_pass_run_begin(), store_run_put()
+ * for each record in key order, then store_pass_run_end(p, n) with the n
+ * runs of the group, which are deleted once the new run is in.  A pass
+ * must rewrite every run of the part before store_pass_end(), which frees
+ * p; store_pass_abort() frees it after a failure (the sort then fails: the
+ * part may hold keys twice).  store_pass_run_depth() is a run's share of
+ * the part's store_part_groups_open().  The -v report's counts: runs a pass
+ * replaced, and runs passes wrote.
+ */
+#ifndef ROCKS_PASS_H
+#define ROCKS_PASS_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include "util/errmsg.h"
+#include "store/store_types.h"
+
+store_pass *store_pass_begin(rocks_store *st, int part, errmsg *err);
+int store_pass_runs(const store_pass *p);
+uint64_t store_pass_run_depth(const store_pass *p, int i);
+store_iter *store_pass_iter(store_pass *p, int i, size_t readahead, errmsg *err);
+int store_pass_run_begin(store_pass *p, errmsg *err);
+int store_pass_run_end(store_pass *p, int runs, errmsg *err);
+void store_pass_end(store_pass *p);
+void store_pass_abort(store_pass *p);
+uint64_t store_pass_runs_replaced(const rocks_store *st);
+uint64_t store_pass_runs_written(const rocks_store *st);
+
+#endif
