@@ -3,7 +3,7 @@
  * Contract: a batch packs each record's sort key and value into one arena,
  * bounded by the byte capacity given at creation (a record larger than an
  * empty batch is still taken, so huge reads never deadlock).  batch_sort()
- * orders the entries by key; batch_key()/batch_value() then read them in
+ * (load/batch_sort.h) orders the entries by key; batch_key()/batch_value() then read them in
  * order.  Not thread-safe: one thread owns a batch at a time.
  */
 #ifndef SORT_BATCH_H
@@ -26,10 +26,6 @@ void batch_destroy(sort_batch *sb);
  * record as it will be written (see sort_key_record_finish()). */
 int batch_add(sort_batch *sb, const sort_spec *spec, bam1_t *b, uint64_t seq, errmsg *err);
 
-/* Orders the entries by key: memcmp() over the common length, then the
- * shorter key first, which is RocksDB's bytewise order. */
-void batch_sort(sort_batch *sb);
-
 /* A range of a batch's arena, for batch_prefault() on another thread. */
 typedef struct {
     uint8_t *p;
@@ -50,18 +46,15 @@ batch_memory batch_claim_ahead(sort_batch *sb, size_t upto, size_t most);
  * does nothing where the kernel cannot. */
 void batch_prefault(batch_memory m);
 
-/* The same order, the sort split into `parts` (at most BATCH_MAX_PARTS and
- * batch_count()): run(ctx, n, job, arg) must call job(arg, i) for every i
- * in [0, n) and return when all have returned, perhaps on other threads at
- * once (util/pool_jobs.h).  The parts are sorted each on its own, merged
- * pairwise, and their ties ordered part by part.  Fewer than two parts:
- * batch_sort().  Parts of fewer than BATCH_MIN_PART entries cost more in
- * hand-offs than they save. */
+/* Work split into parts (batch_sort_parallel(), load/batch_sort.h, and
+ * batch_pack_parallel()): run(ctx, n, job, arg) must call job(arg, i) for
+ * every i in [0, n) and return when all have returned, perhaps on other
+ * threads at once (util/pool_jobs.h).  At most BATCH_MAX_PARTS parts; parts
+ * of fewer than BATCH_MIN_PART entries cost more in hand-offs than they save. */
 #define BATCH_MAX_PARTS 64
 #define BATCH_MIN_PART 4096
 typedef void (*batch_job_fn)(void *arg, int i);
 typedef void (*batch_runner)(void *ctx, int n, batch_job_fn job, void *arg);
-void batch_sort_parallel(sort_batch *sb, batch_runner run, void *ctx, int parts);
 void batch_clear(sort_batch *sb);
 size_t batch_count(const sort_batch *sb);
 size_t batch_bytes(const sort_batch *sb);

@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "load/batch_internal.h"
+#include "load/batch_sort.h"
 
 #define INSERTION_RUN 24
 

@@ -2,6 +2,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include "load/spill_queue.h"
+#include "load/batch_sort.h"
 #include "util/clock_util.h"
 #include "util/pool_jobs.h"
 #include "util/thread_cpu.h"

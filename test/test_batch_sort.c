@@ -17,6 +17,7 @@
 #include <string.h>
 #include <htslib/thread_pool.h>
 #include "load/batch_internal.h"
+#include "load/batch_sort.h"
 #include "batch_keys.h"
 #include "util/pool_jobs.h"
 #include "unit_report.h"

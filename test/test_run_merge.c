@@ -12,6 +12,7 @@
 #include "keys/sort_key.h"
 #include "codec/record_codec.h"
 #include "load/batch.h"
+#include "load/batch_sort.h"
 #include "readout/run_merge.h"
 #include "keys/key_ranges.h"
 #include "order_rules.h"
