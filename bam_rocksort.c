@@ -18,17 +18,11 @@
 #include <htslib/hts.h>
 #include <htslib/sam.h>
 #include "cli/rocksort_usage.h"
+#include "cli/legacy_form.h"
 #include "engine/resume_fate.h"
 #include "engine/sort_pipeline.h"
-#include "store/temp_space.h"
-#include "store/temp_dirs.h"
-#include "util/cleanup.h"
-#include "store/temp_env.h"
-#include "readout/output_target.h"
-#include "cli/legacy_form.h"
+#include "engine/sort_setup.h"
 #include "keys/minimiser.h"
-#include "util/std_fds.h"
-#include "store/store.h"
 
 #define DEFAULT_MEM_PER_THREAD (768ULL << 20)
 #define MIN_MEM_PER_THREAD (1ULL << 20)
@@ -440,32 +434,19 @@ static int parse_args(cli_state *c, int argc, char **argv)
                 "the state only until the sort succeeds\n");
         return -1;
     }
-    errmsg err;
-    if (temp_dirs_check(c->run.tmp_dirs, c->run.n_tmp_dirs, &err) < 0) {
-        fprintf(stderr, "samtools rocksort: %s\n", err.msg);
-        return -1;
-    }
-    if (c->run.resume_dir && state_dir_usable(c->run.resume_dir, &err) < 0) {
-        fprintf(stderr, "samtools rocksort: %s\n", err.msg);
-        return -1;
-    }
+    if (sort_setup_check_temp(&c->run) < 0) return -1;
     if (needs_reference_check(c)) {
         fprintf(stderr, "samtools rocksort: CRAM output to '%s' needs a reference: use "
                 "--reference FILE (or --output-fmt-option embed_ref=2)\n", c->out_fn);
         return -1;
     }
     /* Refused now, not after hours of sorting: the output is opened later. */
-    if (output_target_check(c->run.out_fn, &err) < 0
-        || (c->run.index_fn && output_target_check(c->run.index_fn, &err) < 0)) {
-        fprintf(stderr, "samtools rocksort: %s\n", err.msg);
-        return -1;
-    }
-    return 0;
+    return sort_setup_check_outputs(&c->run);
 }
 
 int bam_rocksort(int argc, char *argv[])
 {
-    int closed_fds = std_fds_keep_open();
+    int closed_fds = sort_setup_std_fds();
     cli_state c;
     memset(&c, 0, sizeof c);
     c.level = -1;
@@ -483,11 +464,7 @@ int bam_rocksort(int argc, char *argv[])
         ok = 0;
     }
     if (ok) {
-        /* Both process-wide: an exception RocksDB throws ends the run as a
-         * signal does, with the temporary paths removed. */
-        temp_env_install_terminate_handler();
-        if (cleanup_start() < 0)
-            fprintf(stderr, "samtools rocksort: cannot watch for signals; an interrupted run may leave temporary data\n");
+        sort_setup_process();
         ret = sort_pipeline_run(&c.run) == 0 ? 0 : 1;
     } else if (c.run.resume_dir) {
         resume_fate_refused(c.run.resume_dir);
