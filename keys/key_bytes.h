@@ -5,7 +5,7 @@
  * unsigned integers big-endian; signed ones with the sign bit flipped;
  * doubles with the sign bit flipped (negatives: all bits); strings
  * NUL-terminated (SAM strings hold no NUL, and the NUL makes a prefix sort
- * first, as strcmp does).  Shared by bam_sort.c and keys/template_key.c.
+ * first, as strcmp does).  Shared by keys/sort_key.c and keys/template_key.c.
  *
  * key_cmp() is the one order of keys everywhere: the batch sort, RocksDB's
  * bytewise comparator, the merges.  key_sample is the one key-with-length

@@ -1,4 +1,4 @@
-/* bam_sort.c -- sort keys and @HD tags for samtools sort's orders.
+/* keys/sort_key.c -- sort keys and @HD tags for samtools sort's orders.
  *
  * Why encoded keys rather than a custom RocksDB comparator: a comparator
  * registered through the C API is an indirect call per comparison that RocksDB

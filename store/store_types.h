@@ -82,7 +82,7 @@ typedef struct store_pass store_pass;
 /* The layout of a state (--resume DIR), journaled first: a state of
  * another version is discarded, whatever it holds.  Bump it with any change
  * to what a state stores or how: the journal's records (store/rocks_state.c) and
- * framing (store/run_journal.c); the runs' keys (bam_sort.c, keys/template_key.c,
+ * framing (store/run_journal.c); the runs' keys (keys/sort_key.c, keys/template_key.c,
  * keys/minimiser.c), values (codec/record_codec.h: htslib's in-memory bam1_core_t and
  * data) and groups (codec/group_codec.c); the run index's spans (store/run_index.c);
  * the caller's notes and kept blobs (resume/resume_state.c, engine/sort_resume.c).

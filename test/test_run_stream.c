@@ -1,4 +1,4 @@
-/* test_store_stream.c -- unit tests: the spilled runs read ahead on a thread.
+/* test_run_stream.c -- unit tests: the spilled runs read ahead on a thread.
  *
  * A store (store/rocks_store.h) in a fresh temp directory holds records with
  * 8-byte big-endian keys and values whose bytes follow from the key, dealt
@@ -62,7 +62,7 @@ static int write_run(rocks_store *st, int run, int n_records, uint8_t *val)
 
 static int open_db(test_db *t, int n_records)
 {
-    store_dir place = { "/tmp/test_store_stream", 1 };
+    store_dir place = { "/tmp/test_run_stream", 1 };
     store_options so = { .dirs = &place, .n_dirs = 1, .max_open_files = -1,
                          .background_threads = 1, .parts = 1 };
     errmsg err;
