@@ -127,7 +127,7 @@ const uint8_t *group_codec_last_key(const group_encoder *e, size_t *klen)
 }
 
 int group_codec_add(group_encoder *e, const uint8_t *key, size_t klen,
-              const uint8_t *val, size_t vlen)
+                    const uint8_t *val, size_t vlen)
 {
     bam1_core_t c;
     if (vlen < CORE_BYTES) return -1;

@@ -30,7 +30,7 @@ void group_codec_encoder_destroy(group_encoder *e);
 /* Appends one pair.  Returns 0, or -1 if the value is not a packed record
  * or memory runs out. */
 int group_codec_add(group_encoder *e, const uint8_t *key, size_t klen,
-              const uint8_t *val, size_t vlen);
+                    const uint8_t *val, size_t vlen);
 
 /* Pairs added since the last encode, and their key and value bytes. */
 size_t group_codec_count(const group_encoder *e);

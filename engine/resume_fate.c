@@ -96,7 +96,7 @@ static void say_what_happened(const sort_job *j, const store_resume *r)
     int unlocked = store_state_unlocked(j->store);
     if (unlocked)
         sort_job_warn("the file system of '%s' does not lock files (%s): a second sort started on "
-                 "this state at the same time would not be stopped", dir, strerror(unlocked));
+                      "this state at the same time would not be stopped", dir, strerror(unlocked));
 }
 
 void resume_fate_state_opened(sort_job *j)

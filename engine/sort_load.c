@@ -99,8 +99,8 @@ static int report_header_cut(const sort_job *j)
 {
     if (ended_by_signal(j)) return -1;
     return sort_job_fail("'%s' is truncated: it ends inside its header, whose last line (line %lld) "
-                    "has no newline; a stream must end with one (a complete file given by name "
-                    "is sorted with a warning)", j->o->in_fn, (long long)j->in->lineno);
+                         "has no newline; a stream must end with one (a complete file given by name "
+                         "is sorted with a warning)", j->o->in_fn, (long long)j->in->lineno);
 }
 
 /* The open input's header, options and checks. */
@@ -175,7 +175,7 @@ static int spill_error(sort_job *j)
 {
     if (store_shows_damage(j->q.error.msg)) resume_fate_state_wrong(j, "a stored run does not read back");
     return sort_job_fail("writing temporary data under '%s' failed: %s", store_run_dir(j->store),
-                    j->q.error.msg);
+                         j->q.error.msg);
 }
 
 /* Hands a full batch to the spill thread, with the note a resumable sort
@@ -243,8 +243,8 @@ static void report_refs_beyond(const sort_job *j, const bam1_t *b)
 {
     int mate = b->core.tid >= -1 && b->core.tid < j->n_refs;
     sort_job_fail("'%s': record '%s' has %sreference id %d, but the header has %d reference%s",
-             j->o->in_fn, bam_get_qname(b), mate ? "mate " : "",
-             mate ? b->core.mtid : b->core.tid, j->n_refs, j->n_refs == 1 ? "" : "s");
+                  j->o->in_fn, bam_get_qname(b), mate ? "mate " : "",
+                  mate ? b->core.mtid : b->core.tid, j->n_refs, j->n_refs == 1 ? "" : "s");
 }
 
 /* The errno of a read that failed under htslib (EIO from a failing disk),
@@ -277,11 +277,11 @@ static int report_bad_line(const sort_job *j)
     }
     if (sam_lines_cut(&t))
         sort_job_fail("'%s' is truncated: its last line (line %lld, after %llu records) has no "
-                 "newline and does not parse as SAM", j->o->in_fn, (long long)t.line,
-                 (unsigned long long)n);
+                      "newline and does not parse as SAM", j->o->in_fn, (long long)t.line,
+                      (unsigned long long)n);
     else
         sort_job_fail("'%s' is truncated or corrupt: line %lld does not parse as SAM (after %llu "
-                 "records)", j->o->in_fn, (long long)t.line, (unsigned long long)n);
+                      "records)", j->o->in_fn, (long long)t.line, (unsigned long long)n);
     return 1;
 }
 
@@ -299,7 +299,7 @@ static void report_read_error(const sort_job *j, const bam1_t *b, int r)
         report_refs_beyond(j, b);
     else if (j->in->format.format == cram && !reference_given(j->o))
         sort_job_fail("cannot decode CRAM '%s' (after %llu records): reference sequence not found, "
-                 "or corrupt data; give --reference FILE or set REF_PATH", j->o->in_fn, n);
+                      "or corrupt data; give --reference FILE or set REF_PATH", j->o->in_fn, n);
     else if (j->in->format.format != sam || !report_bad_line(j))
         sort_job_fail("'%s' is truncated or corrupt (after %llu records)", j->o->in_fn, n);
 }
@@ -310,9 +310,9 @@ static void report_read_error(const sort_job *j, const bam1_t *b, int r)
 static int report_stream_cut(const sort_job *j)
 {
     return sort_job_fail("'%s' is truncated: its last line (line %lld, after %llu records) has no "
-                    "newline; a stream must end with one (a complete file given by name is "
-                    "sorted with a warning)", j->o->in_fn, (long long)j->lines.line,
-                    records_before_line(j, &j->lines));
+                         "newline; a stream must end with one (a complete file given by name is "
+                         "sorted with a warning)", j->o->in_fn, (long long)j->lines.line,
+                         records_before_line(j, &j->lines));
 }
 
 /* Adds one record to the batch being filled, handing full batches to the

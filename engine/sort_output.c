@@ -24,8 +24,8 @@ static int check_output_can_hold_references(const sort_job *j)
     for (int tid = 0; tid < sam_hdr_nref(j->hdr); tid++)
         if (sam_hdr_tid2len(j->hdr, tid) > INT32_MAX) {
             sort_job_fail("%s output '%s' cannot hold reference '%s' (longer than 2^31-1): "
-                     "write SAM", *binary == 'b' ? "BAM" : "CRAM", j->o->out_fn,
-                     sam_hdr_tid2name(j->hdr, tid));
+                          "write SAM", *binary == 'b' ? "BAM" : "CRAM", j->o->out_fn,
+                          sam_hdr_tid2name(j->hdr, tid));
             return -1;
         }
     return 0;

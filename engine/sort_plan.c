@@ -171,7 +171,7 @@ int sort_plan_open_store(sort_job *j)
     thread_name_pop(&named);
     if (!j->store && j->resume.other_state)
         return sort_job_fail("%s, and the state in '%s' cannot be finished as it is: %s",
-                        j->resume.no_input, resume_fate_dir_shown(j), err.msg);
+                             j->resume.no_input, resume_fate_dir_shown(j), err.msg);
     return j->store ? 0 : sort_job_fail("%s", err.msg);
 }
 
@@ -196,8 +196,8 @@ int sort_plan_temp_space(sort_job *j)
     if (temp_space_plan(&rq, &j->space, &err) < 0) return sort_job_fail("%s", err.msg);
     if (j->space.dirs_dropped)
         sort_job_warn("ulimit -n leaves room for the temporary databases of %d of the %d -T "
-                 "directories: the runs go to those with the most room", j->space.dirs.n,
-                 j->space.dirs.n + j->space.dirs_dropped);
+                      "directories: the runs go to those with the most room", j->space.dirs.n,
+                      j->space.dirs.n + j->space.dirs_dropped);
     char left_out[ERRMSG_MAX];
     if (temp_space_left_out(&j->space, left_out, sizeof left_out)) sort_job_warn("%s", left_out);
     return 0;

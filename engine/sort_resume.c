@@ -72,9 +72,9 @@ static int input_differs(const sort_job *j, const char *how)
 {
     if (!strcmp(j->o->in_fn, "-"))
         return sort_job_fail("standard input differs from the stream the state in '%s' was made "
-                        "from (%s)", resume_fate_dir_shown(j), how);
+                             "from (%s)", resume_fate_dir_shown(j), how);
     return sort_job_fail("'%s' differs from the input the state in '%s' was made from (%s)",
-                    j->o->in_fn, resume_fate_dir_shown(j), how);
+                         j->o->in_fn, resume_fate_dir_shown(j), how);
 }
 
 /* What read_past() found: i records read again, r the last read's result,
@@ -190,14 +190,14 @@ static int no_input_refused(const sort_job *j, const store_resume *r)
     const char *dir = resume_fate_dir_shown(j);
     if (!r->runs)
         return sort_job_fail("%s: there is nothing to sort, and the state in '%s' holds no run",
-                        j->resume.no_input, dir);
+                             j->resume.no_input, dir);
     if (resume_identity_file(j->resume.identity, file, sizeof file))
         return sort_job_fail("%s, and the state in '%s' holds %" PRIu64 " runs, not the whole of '%s': "
-                        "rerun with that file as the input to resume", j->resume.no_input, dir,
-                        r->runs, file);
+                             "rerun with that file as the input to resume", j->resume.no_input, dir,
+                             r->runs, file);
     return sort_job_fail("%s, and the state in '%s' holds %" PRIu64 " runs, not the whole stream it "
-                    "was made from: rerun with that stream as the input to resume",
-                    j->resume.no_input, dir, r->runs);
+                         "was made from: rerun with that stream as the input to resume",
+                         j->resume.no_input, dir, r->runs);
 }
 
 /* With no input, --verify cannot complete a digest that does not cover
@@ -208,9 +208,9 @@ static int no_input_to_verify(const sort_job *j)
     char file[PATH_MAX];
     int named = resume_identity_file(j->resume.identity, file, sizeof file);
     return sort_job_fail("%s, and --verify must read the input again (the state in '%s' holds no "
-                    "checksum of every stored record): rerun with %s%s%s as the input",
-                    j->resume.no_input, resume_fate_dir_shown(j), named ? "'" : "",
-                    named ? file : "the file it was made from", named ? "'" : "");
+                         "checksum of every stored record): rerun with %s%s%s as the input",
+                         j->resume.no_input, resume_fate_dir_shown(j), named ? "'" : "",
+                         named ? file : "the file it was made from", named ? "'" : "");
 }
 
 /* No record is loaded: a file is read only for --verify's digest, a
@@ -304,7 +304,7 @@ static int identity_without_input(sort_job *j)
     int found = state_dir_identity(j->o->resume_dir, &stored);
     if (found == 0)
         return sort_job_fail("%s: there is nothing to sort, and no state in '%s' to finish",
-                        j->resume.no_input, resume_fate_dir_shown(j));
+                             j->resume.no_input, resume_fate_dir_shown(j));
     char *adopted = found > 0 ? resume_identity_with_input_of(j->resume.identity, stored) : NULL;
     free(stored);
     if (adopted) {

@@ -99,7 +99,7 @@ static int slice_held(merge_sources *s, const readout_input *in, const key_sampl
 }
 
 int merge_sources_open(merge_sources *s, const readout_input *in, const key_sample *lo,
-                 const key_sample *hi, size_t readahead, errmsg *err)
+                       const key_sample *hi, size_t readahead, errmsg *err)
 {
     memset(s, 0, sizeof *s);
     if (in->store && store_grouped(in->store)) {
@@ -109,7 +109,7 @@ int merge_sources_open(merge_sources *s, const readout_input *in, const key_samp
     }
     if (slice_held(s, in, lo, hi) < 0) return errmsg_set(err, "out of memory for the final merge");
     s->merge = run_merge_open(s->stream, s->n_streams, s->feed, s->n_feeds, s->batches,
-                          s->n_batches, s->packed, s->n_packed);
+                              s->n_batches, s->packed, s->n_packed);
     return s->merge ? 0 : errmsg_set(err, "out of memory for the final merge");
 }
 

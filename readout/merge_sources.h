@@ -46,7 +46,7 @@ typedef struct {
 
 /* readahead: bytes each run's reader fetches at a time (direct I/O). */
 int merge_sources_open(merge_sources *s, const readout_input *in, const key_sample *lo,
-                 const key_sample *hi, size_t readahead, errmsg *err);
+                       const key_sample *hi, size_t readahead, errmsg *err);
 /* A merge pass's group (readout/run_passes.h): runs first..first+n-1 of p, each
  * read by a stream or a feed of its own (feeds decoding `ahead` groups
  * ahead), merged whole. */

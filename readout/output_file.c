@@ -205,7 +205,7 @@ int output_file_index_reserve(output_file *o, const char *idx_fn, errmsg *err)
 }
 
 int output_file_index_begin(output_file *o, sam_hdr_t *h, const char *idx_fn, int min_shift,
-                       errmsg *err)
+                            errmsg *err)
 {
     /* htslib keeps the name, not a copy: it lives as long as the output. */
     if (output_file_index_reserve(o, idx_fn, err) < 0) return -1;
@@ -219,7 +219,7 @@ int output_file_index_begin(output_file *o, sam_hdr_t *h, const char *idx_fn, in
 }
 
 int output_file_index_after(output_file *o, const char *idx_fn, int min_shift, int threads,
-                       errmsg *err)
+                            errmsg *err)
 {
     if (!o->tmp_path) {
         errmsg_set(err, "an index built after the output needs an output file");

@@ -53,14 +53,14 @@ int output_file_index_reserve(output_file *o, const char *idx_fn, errmsg *err);
  * idx_fn is not a regular file).  min_shift 0 makes a
  * BAI, 14 a CSI; CRAM always gets a CRAI. */
 int output_file_index_begin(output_file *o, sam_hdr_t *h, const char *idx_fn, int min_shift,
-                       errmsg *err);
+                            errmsg *err);
 
 /* The same index, built by samtools index's code (sam_index_build3()) from
  * the closed output at the commit, before the rename: for output that was
  * not written record by record through o->fp (readout/range_readout.h).  Needs an
  * output written beside its final name (a regular file). */
 int output_file_index_after(output_file *o, const char *idx_fn, int min_shift, int threads,
-                       errmsg *err);
+                            errmsg *err);
 
 /* Call every few tens of MB written: the pages that reached the disk are
  * dropped from the page cache, so new writes reuse them (see readout/output_file.c). */

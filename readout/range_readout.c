@@ -105,7 +105,7 @@ static int write_piece(piece_line *l, int i, merge_writer *w, errmsg *err)
         return errmsg_set(err, "error writing to '%s': cannot open an in-memory part: %s", name,
                           strerror(errno ? errno : ENOMEM));
     int status = merge_sources_open(&src, l->rq->in, bound_at(p, i - 1), bound_at(p, i),
-                              p->readahead, err);
+                                    p->readahead, err);
     if (status == 0) status = merge_writer_write(w, src.merge, err);
     if (status == 0 && merge_sources_status(&src, err) < 0) {
         status = errmsg_prefix(err, "error reading the temporary database");

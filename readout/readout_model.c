@@ -36,7 +36,7 @@ double readout_model_seconds_per_gb(int k, int threads, int level, double read, 
 }
 
 int readout_model_ranges_for(int threads, int level, double read, int parts, uint64_t bytes,
-                       uint64_t min_range, int max_k)
+                             uint64_t min_range, int max_k)
 {
     int t = threads > 1 ? threads : 1;
     readout_cost one = readout_model_costs(1, level, read, parts);

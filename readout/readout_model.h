@@ -60,6 +60,6 @@ readout_cost readout_model_costs(int k, int level, double read, int parts);
 double readout_model_seconds_per_gb(int k, int threads, int level, double read, int parts);
 
 int readout_model_ranges_for(int threads, int level, double read, int parts, uint64_t bytes,
-                       uint64_t min_range, int max_k);
+                             uint64_t min_range, int max_k);
 
 #endif

@@ -34,7 +34,7 @@ static int readout_width(const readout_request *rq)
                 : store_grouped(st) ? READOUT_DECODE_S_PER_GB : READOUT_READ_S_PER_GB;
     int level = output_file_deflate_level(rq->out_mode, rq->out_opts);
     return readout_model_ranges_for(rq->threads, level, read, st ? store_parts(st) : 1, rq->bytes,
-                              RANGE_MIN_BYTES, RANGES_MAX);
+                                    RANGE_MIN_BYTES, RANGES_MAX);
 }
 
 /* Samples of a sorted batch: an entry every ~STORE_SAMPLE_BYTES. */
@@ -152,7 +152,7 @@ static int within_memory(const readout_request *rq, const run_readers_shape *s, 
     for (; k > 1; k--) {
         uint64_t held = pieces_held(rq, k, piece);
         if (held < rq->readers && run_readers_threads(s, READERS_MIN_READAHEAD,
-                                                  rq->readers - held, k) == k)
+                                                      rq->readers - held, k) == k)
             break;
     }
     return k;

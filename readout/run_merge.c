@@ -167,9 +167,9 @@ packed_slice run_merge_packed_whole(const packed_run *pr)
 }
 
 run_merge *run_merge_open(store_stream *const *streams, int n_streams,
-                      group_feed *const *feeds, int n_feeds,
-                      const batch_slice *batches, int n_batches,
-                      const packed_slice *packed, int n_packed)
+                          group_feed *const *feeds, int n_feeds,
+                          const batch_slice *batches, int n_batches,
+                          const packed_slice *packed, int n_packed)
 {
     run_merge *m = calloc(1, sizeof *m);
     int n = n_streams + n_feeds + n_batches + n_packed;

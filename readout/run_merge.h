@@ -43,9 +43,9 @@ packed_slice run_merge_packed_whole(const packed_run *pr);
 
 /* Positions it at the first key.  NULL if out of memory. */
 run_merge *run_merge_open(store_stream *const *streams, int n_streams,
-                      group_feed *const *feeds, int n_feeds,
-                      const batch_slice *batches, int n_batches,
-                      const packed_slice *packed, int n_packed);
+                          group_feed *const *feeds, int n_feeds,
+                          const batch_slice *batches, int n_batches,
+                          const packed_slice *packed, int n_packed);
 
 /* The next value in key order, or NULL once every source is exhausted. */
 const uint8_t *run_merge_next(run_merge *m, size_t *vlen);

@@ -274,7 +274,7 @@ static void follow_tiers(rocks_store *st, store_db *d)
         uint64_t *sizes = malloc((size_t)runs * sizeof *sizes);
         if (sizes)
             found = merge_plan_chain_start(sizes, first_part_sizes(d, sizes, runs),
-                                      d->plan.max_width, MERGE_SIZE_RATIO);
+                                           d->plan.max_width, MERGE_SIZE_RATIO);
         free(sizes);
         if (found < 0) return;
         merge_one_tier(st, d, runs);
@@ -365,7 +365,7 @@ static int start_tier_merge(rocks_store *st, const store_db *d, int target, int 
     if (!d->plan.tiered || n <= target || parts_holding_runs(st, d) > 1) return 0;
     uint64_t *sizes = malloc((size_t)n * sizeof *sizes);
     int found = sizes ? merge_plan_chain_start(sizes, first_part_sizes(d, sizes, n), w,
-                                          MERGE_SIZE_RATIO) : -1;
+                                               MERGE_SIZE_RATIO) : -1;
     free(sizes);
     if (found < 0) return 0;
     *after = n - w + 1;

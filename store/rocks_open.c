@@ -207,7 +207,7 @@ static int lay_out(rocks_store *st, const store_options *o)
         store_db *d = &st->dbs[i];
         double share = total ? (double)d->weight / (double)total : 1.0 / st->n_dbs;
         d->files = merge_plan_files_for(merge_plan_files_share(o->max_open_files, st->n_dbs, share),
-                                  o->background_threads);
+                                        o->background_threads);
         fit_merges_to_memory(d, o, st->n_dbs);
         pool += d->files.merge_threads;
         d->first_part = st->n_parts;

@@ -206,7 +206,7 @@ static void write_run_keys(rocks_store *st, byte_writer *w)
 }
 
 int store_state_journal_run(rocks_store *st, int part, uint64_t bytes, const void *note,
-                      size_t note_len, errmsg *err)
+                            size_t note_len, errmsg *err)
 {
     byte_writer w = { 0 };
     bw_u64(&w, REC_RUN);
