@@ -38,6 +38,22 @@ static inline int errmsg_set(errmsg *err, const char *fmt, ...)
     return -1;
 }
 
+/* ": cause" after the first `used` bytes of err's text, cut to fit as
+ * snprintf would cut it (copied by hand: GCC's -Wformat-truncation flags
+ * the intended cut of a formatted "%s"). */
+static inline void errmsg_append_cause(errmsg *err, size_t used, const char *cause)
+{
+    static const char sep[] = ": ";
+    char *end = err->msg + used;
+    size_t room = sizeof err->msg - used - 1;
+    size_t take_sep = room < sizeof sep - 1 ? room : sizeof sep - 1;
+    memcpy(end, sep, take_sep);
+    size_t len = strnlen(cause, ERRMSG_MAX - 1), left = room - take_sep;
+    size_t take = len < left ? len : left;
+    memcpy(end + take_sep, cause, take);
+    end[take_sep + take] = '\0';
+}
+
 /* Puts context before the cause already set: "context: cause".  Returns -1. */
 static inline int errmsg_prefix(errmsg *err, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
@@ -49,8 +65,7 @@ static inline int errmsg_prefix(errmsg *err, const char *fmt, ...)
     va_start(ap, fmt);
     int n = vsnprintf(err->msg, sizeof err->msg, fmt, ap);
     va_end(ap);
-    if (n >= 0 && (size_t)n < sizeof err->msg)
-        snprintf(err->msg + n, sizeof err->msg - (size_t)n, ": %s", cause);
+    if (n >= 0 && (size_t)n < sizeof err->msg) errmsg_append_cause(err, (size_t)n, cause);
     return -1;
 }
 
