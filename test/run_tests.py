@@ -153,6 +153,8 @@ def parse_args():
                              "(or matches it, if it has * ? [); repeatable")
     parser.add_argument("-j", "--jobs", type=int, default=2,
                         help="tests run at once [2]")
+    parser.add_argument("--durations", metavar="FILE",
+                        help="write each test's seconds and name to FILE")
     parser.add_argument("--keep", action="store_true",
                         help="keep the work directory (test/out/run-*)")
     return parser.parse_args()
@@ -204,6 +206,9 @@ def main():
             if not os.listdir(out_root):
                 os.rmdir(out_root)
     took.sort(reverse=True)
+    if args.durations:
+        with open(args.durations, "w") as f:
+            f.writelines(f"{seconds:.1f}\t{name}\n" for seconds, name in took)
     if len(took) > SLOWEST_SHOWN:
         print("slowest: " + ", ".join(f"{name} {seconds:.0f} s"
                                       for seconds, name in took[:SLOWEST_SHOWN]))
