@@ -172,15 +172,18 @@ $(ASAN_DIR)/samtools: $(ASAN_DIR)/bamtk.o $(ASAN_DIR)/$(ENGINE_LIB)
 
 asan: $(ASAN_DIR)/samtools
 
-# The whole suite under AddressSanitizer and UBSan.  Full malloc stacks
-# (slower) let test/lsan.supp name the two htslib-internal leaks precisely.
+# The suite under AddressSanitizer and UBSan, less the tests marked
+# release_only (test/harness.py): the same paths at other -@, ulimit -n or
+# budgets, which ASan's time would double CI's for no new path.  Full malloc
+# stacks (slower) let test/lsan.supp name the two htslib-internal leaks
+# precisely.
 test-asan:
 	$(NEEDS_VENV)
 	$(MAKE) $(ASAN_DIR)/samtools $(UNIT_PROGS)
 	ASAN_OPTIONS=detect_leaks=1:abort_on_error=0:fast_unwind_on_malloc=0 \
 	  LSAN_OPTIONS=suppressions=$(CURDIR)/test/lsan.supp:print_suppressions=0 \
 	  UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-	  $(PYTHON) test/run_tests.py --binary $(ASAN_DIR)/samtools
+	  $(PYTHON) test/run_tests.py --light --binary $(ASAN_DIR)/samtools
 
 # A subset under valgrind (memcheck is ~30x slower than ASan): every order,
 # spilling, CRAM, pipes, bad input and accounting, samtools' own template

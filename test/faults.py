@@ -31,7 +31,8 @@ import tmpfs
 from background import Background, has_sorted_run, listing, process_state, wait_until
 from bgzf import BGZF_EOF, bgzf_blocks, flip_byte_in_block
 from faultdata import bam_bytes, bam_record, cram_containers, long_reads_bam
-from harness import PYTHON, Failure, each, run, stderr_lines, tail, write_bytes, write_text
+from harness import (PYTHON, Failure, each, release_only, run, stderr_lines, tail, write_bytes,
+                     write_text)
 
 SPILL = ["-m", "1M"]
 MERGING = [*SPILL, "-s", "60M"]   # background merges from the first runs on
@@ -379,6 +380,8 @@ NOFILE_CASES = [
     (32, 4, "name", False), (32, 8, "coord", True)]
 
 
+@release_only("ulimit -n cases whose store paths the kept two take too",
+              but=("fault_nofile_64_threads1_coord_file", "fault_nofile_32_threads4_coord_stdin"))
 @each((f"fault_nofile_{limit}_threads{threads}_{order}_{'stdin' if stdin else 'file'}",
        limit, threads, order, stdin) for limit, threads, order, stdin in NOFILE_CASES)
 def test_fault_nofile(case, limit, threads, order, stdin):

@@ -428,6 +428,24 @@ def each(rows):
     return mark
 
 
+def release_only(why, but=()):
+    """Marks a test, or an @each family but the rows named in `but`, as
+    one the sanitizer run leaves to the release build (run_tests.py
+    --light): it repeats at scale paths that other tests take under the
+    sanitizer, or measures what an instrumented build cannot (memory,
+    time).  `why` says which; it is shown with the count."""
+    def mark(func):
+        func.release_only = (why, tuple(but))
+        return func
+    return mark
+
+
+def release_only_reason(func, name):
+    """-> the release_only reason for test NAME of func, or None."""
+    mark = getattr(func, "release_only", None)
+    return mark[0] if mark and name not in mark[1] else None
+
+
 def tests_in(module):
     """[(name, function of a Case)] for the tests module defines, in the
     order it defines them: each top-level function whose name starts with

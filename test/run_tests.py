@@ -30,7 +30,8 @@ import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor
 
-from harness import REPO, TIMEOUT, Case, Failure, Session, Skip, run, tail, tests_in
+from harness import (REPO, TIMEOUT, Case, Failure, Session, Skip, release_only_reason, run, tail,
+                     tests_in)
 
 TEST_DIR = os.path.dirname(os.path.abspath(__file__))
 # The C unit tests: one program per test/test_*.c (the Makefile's pattern
@@ -76,11 +77,23 @@ def all_modules():
 
 
 def all_tests():
-    tests = [t for module in all_modules() for t in tests_in(module)]
-    names = [name for name, _ in tests]
+    """[(name, function of a Case, release_only reason or None)]"""
+    tests = [t for module in all_modules() for t in tests_of(module)]
+    names = [name for name, _, _ in tests]
     duplicates = {n for n in names if names.count(n) > 1}
     assert not duplicates, f"duplicate test names: {duplicates}"
     return tests
+
+
+def tests_of(module):
+    """tests_in(module), each with its release_only reason (harness.py)."""
+    defined = {name: func for name, func in vars(module).items() if callable(func)}
+    out = []
+    for name, run in tests_in(module):
+        owner = next((f for f in defined.values() if getattr(f, "rows", None) and
+                      any(row[0] == name for row in f.rows)), defined.get("test_" + name))
+        out.append((name, run, release_only_reason(owner, name) if owner else None))
+    return out
 
 
 def selected(name, patterns):
@@ -153,6 +166,8 @@ def parse_args():
                              "(or matches it, if it has * ? [); repeatable")
     parser.add_argument("-j", "--jobs", type=int, default=2,
                         help="tests run at once [2]")
+    parser.add_argument("--light", action="store_true",
+                        help="leave out the tests marked release_only (the sanitizer run)")
     parser.add_argument("--durations", metavar="FILE",
                         help="write each test's seconds and name to FILE")
     parser.add_argument("--keep", action="store_true",
@@ -186,7 +201,9 @@ def main():
         if selected(name, args.patterns):
             ok, bad = run_unit_tests(name)
             passed, failed = passed + ok, failed + bad
-    tests = [(n, f) for n, f in all_tests() if selected(n, args.patterns)]
+    chosen = [t for t in all_tests() if selected(t[0], args.patterns)]
+    left = [(n, why) for n, _, why in chosen if args.light and why]
+    tests = [(n, f) for n, f, why in chosen if not (args.light and why)]
     took = []
     try:
         with ThreadPoolExecutor(max_workers=args.jobs) as pool:
@@ -212,6 +229,9 @@ def main():
     if len(took) > SLOWEST_SHOWN:
         print("slowest: " + ", ".join(f"{name} {seconds:.0f} s"
                                       for seconds, name in took[:SLOWEST_SHOWN]))
+    if left:
+        reasons = sorted({why for _, why in left})
+        print(f"{len(left)} tests left to the release build (release_only): " + "; ".join(reasons))
     if skipped:   # apart from the last line, which scripts/test.sh totals
         print(f"{skipped} skipped: this machine cannot run them (SKIP lines above)")
     print(f"{passed} passed, {failed} failed", flush=True)
