@@ -142,7 +142,10 @@ static void report_merges(const sort_job *j)
                 "readout\n");
     else
         fprintf(stderr, ": %s\n", m.bytes ? "only to keep the readout within ulimit -n"
-                                          : "none planned (too few runs, or no size known)");
+                                  : m.left_to_passes ? "none planned: the compact runs' groups "
+                                    "would not fit the readout's memory, so merge passes "
+                                    "rewrite the runs before it instead"
+                                  : "none planned (too few runs, or no size known)");
 }
 
 void sort_report_verbose(const sort_job *j)

@@ -30,8 +30,10 @@ int merge_plan_files_pinned_by_cache(int table_cache)
  * few are pinned and the merges stay wide. */
 files_plan merge_plan_files_for(int max_open_files, int threads)
 {
-    files_plan f = { FILES_UNLIMITED, FILES_UNLIMITED, threads > 0 ? threads : 1,
-                     FILES_UNLIMITED };
+    files_plan f = { .max_runs = FILES_UNLIMITED, .merge_width = FILES_UNLIMITED,
+                     .files_width = FILES_UNLIMITED, .memory_width = FILES_UNLIMITED,
+                     .merge_threads = threads > 0 ? threads : 1,
+                     .table_cache = FILES_UNLIMITED };
     if (max_open_files < 0) return f;
     int runs = max_open_files - STORE_OWN_FILES;
     if (runs < 3) runs = 3;     /* too few for any sort that spills: RocksDB will say so */
@@ -41,7 +43,7 @@ files_plan merge_plan_files_for(int max_open_files, int threads)
     if (unpinned < 3) unpinned = 3;
     int useful = unpinned / (MIN_USEFUL_WIDTH + 1);
     if (useful < f.merge_threads) f.merge_threads = useful > 1 ? useful : 1;
-    f.merge_width = (unpinned - f.merge_threads) / f.merge_threads;
+    f.merge_width = f.files_width = (unpinned - f.merge_threads) / f.merge_threads;
     f.max_runs = runs;
     return f;
 }
@@ -50,6 +52,7 @@ void merge_plan_files_fit_memory(files_plan *f, uint64_t memory, uint64_t per_ru
 {
     uint64_t width = per_run ? memory / per_run : (uint64_t)f->merge_width;
     if (width < 2) width = 2;
+    if (width < (uint64_t)f->memory_width) f->memory_width = (int)width;
     if (width < (uint64_t)f->merge_width) f->merge_width = (int)width;
 }
 
@@ -86,7 +89,9 @@ merge_plan merge_plan_fit_to_files(const files_plan *f, merge_plan p)
 merge_plan merge_plan_within(const files_plan *f, uint64_t t)
 {
     merge_plan p = merge_plan_for(t);
-    if (p.trigger <= f->max_runs && p.min_width <= f->merge_width) return merge_plan_fit_to_files(f, p);
+    /* Memory narrows the one-rewrite plan's merges; only the descriptors
+     * call for tiers, which would merge wider than the memory holds. */
+    if (p.trigger <= f->max_runs && p.min_width <= f->files_width) return merge_plan_fit_to_files(f, p);
     return merge_plan_tiers(f);
 }
 
@@ -95,7 +100,8 @@ merge_plan merge_plan_within(const files_plan *f, uint64_t t)
  * reached but while a merge is let start. */
 merge_plan merge_plan_tiers(const files_plan *f)
 {
-    int w = f->merge_threads * (f->merge_width + 1) - 1;
+    int w = f->merge_threads * (f->files_width + 1) - 1;
+    if (w > f->memory_width) w = f->memory_width;
     if (w < 2) w = 2;
     merge_plan tiers = { w, w, 1 << 30, 1 };
     return tiers;

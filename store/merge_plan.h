@@ -26,6 +26,8 @@
 typedef struct {
     int max_runs;       /* runs that may be open at once: the readout's cap */
     int merge_width;    /* most runs one merge may take */
+    int files_width;    /* the same, as the descriptors alone allow */
+    int memory_width;   /* most runs the merges' memory holds readers of, in all */
     int merge_threads;  /* merges that may run at once */
     int table_cache;    /* RocksDB's max_open_files */
 } files_plan;
@@ -35,7 +37,8 @@ typedef struct {
 files_plan merge_plan_files_for(int max_open_files, int threads);
 
 /* Narrows f's merges to as many runs as `memory` holds readers of, at
- * per_run bytes each (two at least). */
+ * per_run bytes each (two at least): merge_width, and memory_width, which
+ * tiers (one merge at a time) never pass. */
 void merge_plan_files_fit_memory(files_plan *f, uint64_t memory, uint64_t per_run);
 
 /* Runs RocksDB may keep open for as long as they live, whatever merges
@@ -68,7 +71,8 @@ merge_plan merge_plan_for(uint64_t runs);
 merge_plan merge_plan_fit_to_files(const files_plan *f, merge_plan p);
 
 /* The plan for t runs within f: merge_plan_for()'s when its budget of runs
- * and its narrowest merge fit f; else tiers, where each merge takes
+ * and its narrowest merge fit f's descriptors (narrowed to merge_width where
+ * only the memory is short); else tiers, where each merge takes
  * f->merge_width runs of one size (a run of tier i holds width^i fresh
  * ones), so each byte is rewritten once per tier it climbs, log(T) / log
  * (width) times at most.  Narrowing the one-rewrite plan instead let RocksDB

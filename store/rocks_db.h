@@ -85,6 +85,7 @@ struct rocks_store {
     size_t run_first_sample;    /* and where its samples start */
     /* Merge passes (store/rocks_pass.c). */
     int passing;                /* a pass writes the run: nothing is sampled */
+    int merges_left_to_passes;  /* background merges not planned: passes will merge */
     uint64_t pass_runs_in, pass_runs_out;   /* runs a pass replaced, and by how many */
 };
 

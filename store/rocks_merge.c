@@ -33,11 +33,13 @@ static uint64_t runs_for(const rocks_store *st, uint64_t size)
 }
 
 /* See store_plan_merges() in store/rocks_merge.h: compact runs whose groups
- * exceed the readout's memory are merged in passes instead. */
+ * exceed the readout's memory are merged in passes instead.  Not a
+ * resumable store's, which passes never rewrite (its journal names its
+ * runs): there background merges at least spare the readout files. */
 static int merges_pointless(const rocks_store *st, uint64_t runs)
 {
     run_readers_shape groups = { .groups = runs, .grouped = 1 };
-    return st->codec == STORE_CODEC_COLUMNS && st->readout_memory &&
+    return st->codec == STORE_CODEC_COLUMNS && st->readout_memory && !st->state_dir &&
            run_readers_bytes(&groups, 0) > st->readout_memory;
 }
 
@@ -45,7 +47,9 @@ static int merges_pointless(const rocks_store *st, uint64_t runs)
 void store_merges_configure(rocks_store *st, store_db *d, const store_options *o, double share)
 {
     merge_plan p = { 2, d->files.merge_width, d->files.max_runs, 0 };
-    d->merges_planned = o->size_hint > 0 && !merges_pointless(st, runs_for(st, o->size_hint));
+    int pointless = o->size_hint > 0 && merges_pointless(st, runs_for(st, o->size_hint));
+    if (pointless) st->merges_left_to_passes = 1;
+    d->merges_planned = o->size_hint > 0 && !pointless;
     if (d->merges_planned) {
         p = merge_plan_within(&d->files, runs_for(st, (uint64_t)((double)o->size_hint * share)));
     } else {
@@ -169,7 +173,10 @@ int store_plan_merges(rocks_store *st, uint64_t size_estimate)
 {
     uint64_t total = 0;
     int fewest = 0;
-    if (merges_pointless(st, runs_for(st, size_estimate))) return 0;
+    if (merges_pointless(st, runs_for(st, size_estimate))) {
+        st->merges_left_to_passes = 1;
+        return 0;
+    }
     for (int i = 0; i < st->n_dbs; i++) total += st->dbs[i].weight;
     for (int i = 0; i < st->n_dbs; i++) {
         store_db *d = &st->dbs[i];
@@ -448,7 +455,7 @@ int store_catch_up_runs(const rocks_store *st) { return st->catch_up_runs; }
 
 store_merge_report store_merges(const rocks_store *st)
 {
-    store_merge_report r = { STORE_MERGES_NONE, 0, 0, 0 };
+    store_merge_report r = { STORE_MERGES_NONE, 0, 0, 0, st && st->merges_left_to_passes };
     for (int i = 0; st && i < st->n_dbs; i++) {
         const store_db *d = &st->dbs[i];
         store_merge_kind kind = d->plan.tiered ? STORE_MERGES_TIERS

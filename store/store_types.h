@@ -133,6 +133,7 @@ typedef struct {
     uint64_t bytes;             /* written to merged runs, in all databases */
     int width;                  /* the most runs one merge takes */
     int readout_runs;           /* the most runs the readout may keep open */
+    int left_to_passes;         /* none planned: compact runs merged in passes instead */
 } store_merge_report;
 
 #endif

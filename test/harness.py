@@ -435,6 +435,9 @@ def release_only(why, but=()):
     sanitizer, or measures what an instrumented build cannot (memory,
     time).  `why` says which; it is shown with the count."""
     def mark(func):
+        rows = {row[0] for row in getattr(func, "rows", ())}
+        unknown = set(but) - rows
+        assert not unknown, f"release_only: no such rows: {sorted(unknown)}"
         func.release_only = (why, tuple(but))
         return func
     return mark

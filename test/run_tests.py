@@ -19,6 +19,7 @@ and the harness the tests share, are in test/harness.py).
 import argparse
 import fnmatch
 import importlib
+import inspect
 import os
 import re
 import shlex
@@ -87,7 +88,8 @@ def all_tests():
 
 def tests_of(module):
     """tests_in(module), each with its release_only reason (harness.py)."""
-    defined = {name: func for name, func in vars(module).items() if callable(func)}
+    defined = {name: func for name, func in vars(module).items()
+               if inspect.isfunction(func) and func.__module__ == module.__name__}
     out = []
     for name, run in tests_in(module):
         owner = next((f for f in defined.values() if getattr(f, "rows", None) and

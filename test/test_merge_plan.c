@@ -69,6 +69,24 @@ static void test_plan_once_where_it_fits(void)
     report("plan_once_where_it_fits", problem);
 }
 
+/* Memory narrows merges; only descriptors call for tiers, and tiers (one
+ * merge at a time) never take more runs than the merges' memory holds
+ * readers of.  The merge of the two branches chose tiers 71 runs wide for
+ * 8 MB of merge memory at -@ 8 -m 1M with no ulimit -n at all. */
+static void test_memory_never_widens_merges(void)
+{
+    files_plan loose = merge_plan_files_for(-1, 8), tight = merge_plan_files_for(40, 8);
+    merge_plan_files_fit_memory(&loose, 8u << 20, 1u << 20);
+    merge_plan_files_fit_memory(&tight, 4u << 20, 1u << 20);
+    merge_plan narrowed = merge_plan_within(&loose, 190), tiers = merge_plan_within(&tight, 400);
+    const char *problem = NULL;
+    if (narrowed.tiered || narrowed.max_width > 8)
+        problem = "no ulimit -n, memory for 8 runs: tiers, or merges wider than 8";
+    else if (!tiers.tiered || tiers.max_width > 4)
+        problem = "ulimit -n 40, memory for 4 runs: no tiers, or tiers wider than 4";
+    report("memory_never_widens_merges", problem);
+}
+
 /* RocksDB's similar-size rule: each run within 10% of the one before. */
 static void test_chains_of_one_size(void)
 {
@@ -90,6 +108,7 @@ int main(void)
     test_budget_holds_pinned_runs();
     test_budget_of_64_keeps_wide_merges();
     test_plan_once_where_it_fits();
+    test_memory_never_widens_merges();
     test_chains_of_one_size();
     return report_summary();
 }
