@@ -33,13 +33,11 @@ static uint64_t runs_for(const rocks_store *st, uint64_t size)
 }
 
 /* See store_plan_merges() in store/rocks_merge.h: compact runs whose groups
- * exceed the readout's memory are merged in passes instead.  Not a
- * resumable store's, which passes never rewrite (its journal names its
- * runs): there background merges at least spare the readout files. */
+ * exceed the readout's memory are merged in passes instead. */
 static int merges_pointless(const rocks_store *st, uint64_t runs)
 {
     run_readers_shape groups = { .groups = runs, .grouped = 1 };
-    return st->codec == STORE_CODEC_COLUMNS && st->readout_memory && !st->state_dir &&
+    return st->codec == STORE_CODEC_COLUMNS && st->readout_memory &&
            run_readers_bytes(&groups, 0) > st->readout_memory;
 }
 
