@@ -450,17 +450,19 @@ def release_only_reason(func, name):
 
 
 def tests_in(module):
-    """[(name, function of a Case)] for the tests module defines, in the
-    order it defines them: each top-level function whose name starts with
-    test_ (test_NAME is test NAME), and each row of an @each function.
-    Functions a module imports belong to the module that defines them."""
+    """[(name, function of a Case, release_only reason or None)] for the
+    tests module defines, in the order it defines them: each top-level
+    function whose name starts with test_ (test_NAME is test NAME), and each
+    row of an @each function.  Functions a module imports belong to the
+    module that defines them."""
     found = []
     for attr, obj in vars(module).items():
         if not inspect.isfunction(obj) or obj.__module__ != module.__name__:
             continue
         if hasattr(obj, "rows"):
-            found += [(name, lambda case, f=obj, args=args: f(case, *args))
-                      for name, *args in obj.rows]
+            found += [(name, lambda case, f=obj, args=args: f(case, *args),
+                       release_only_reason(obj, name)) for name, *args in obj.rows]
         elif attr.startswith("test_"):
-            found.append((attr[len("test_"):], obj))
+            name = attr[len("test_"):]
+            found.append((name, obj, release_only_reason(obj, name)))
     return found

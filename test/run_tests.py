@@ -19,7 +19,6 @@ and the harness the tests share, are in test/harness.py).
 import argparse
 import fnmatch
 import importlib
-import inspect
 import os
 import re
 import shlex
@@ -31,8 +30,7 @@ import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor
 
-from harness import (REPO, TIMEOUT, Case, Failure, Session, Skip, release_only_reason, run, tail,
-                     tests_in)
+from harness import REPO, TIMEOUT, Case, Failure, Session, Skip, run, tail, tests_in
 
 TEST_DIR = os.path.dirname(os.path.abspath(__file__))
 # The C unit tests: one program per test/test_*.c (the Makefile's pattern
@@ -79,23 +77,11 @@ def all_modules():
 
 def all_tests():
     """[(name, function of a Case, release_only reason or None)]"""
-    tests = [t for module in all_modules() for t in tests_of(module)]
+    tests = [t for module in all_modules() for t in tests_in(module)]
     names = [name for name, _, _ in tests]
     duplicates = {n for n in names if names.count(n) > 1}
     assert not duplicates, f"duplicate test names: {duplicates}"
     return tests
-
-
-def tests_of(module):
-    """tests_in(module), each with its release_only reason (harness.py)."""
-    defined = {name: func for name, func in vars(module).items()
-               if inspect.isfunction(func) and func.__module__ == module.__name__}
-    out = []
-    for name, run in tests_in(module):
-        owner = next((f for f in defined.values() if getattr(f, "rows", None) and
-                      any(row[0] == name for row in f.rows)), defined.get("test_" + name))
-        out.append((name, run, release_only_reason(owner, name) if owner else None))
-    return out
 
 
 def selected(name, patterns):
