@@ -31,22 +31,23 @@ static void apply_umask(int fd)
 }
 
 /* The real path of path's directory (a resumed sort finds a hidden name
- * again from any working directory), and path's last name: malloc'd into
- * *dir and *base; -1 if memory runs out. */
-static int split_beside(const char *path, char **dir, char **base)
+ * again from any working directory), and the stem of the hidden names of
+ * path's last name there (readout/output_stale.h): malloc'd into *dir and
+ * *stem; -1 if memory runs out. */
+static int split_beside(const char *path, char **dir, char **stem)
 {
     char *d = strdup(path), *b = strdup(path), real[PATH_MAX];
-    *dir = *base = NULL;
+    *dir = *stem = NULL;
     if (d && b) {
         const char *parent = dirname(d);
         *dir = strdup(realpath(parent, real) ? real : parent);
-        *base = strdup(basename(b));
+        if (*dir) *stem = output_stale_stem(*dir, basename(b));
     }
     free(d);
     free(b);
-    if (*dir && *base) return 0;
+    if (*dir && *stem) return 0;
     free(*dir);
-    free(*base);
+    free(*stem);
     return -1;
 }
 
@@ -69,14 +70,14 @@ int output_file_remove_stale_partial(const output_file *o, const char *path)
     return output_stale_hidden_form(base ? base + 1 : path, NULL) && output_stale_remove(path, 1);
 }
 
-/* One try at the hidden name `slot` of base in dir (readout/output_stale.h;
+/* One try at the hidden name `slot` of stem in dir (readout/output_stale.h;
  * mkstemp's random one for -1), created and locked: 0 with its name in
  * *tmp and descriptor in *fd; 1 if a live sort holds that slot, or a
  * sweeping sort took the file first; -1 with the cause in err. */
-static int reserve_one(const char *dir, const char *base, int slot, const char *path,
+static int reserve_one(const char *dir, const char *stem, int slot, const char *path,
                        char **tmp, int *fd, errmsg *err)
 {
-    if (!(*tmp = output_stale_hidden_name(dir, base, slot))) return errmsg_set(err, "out of memory");
+    if (!(*tmp = output_stale_hidden_name(dir, stem, slot))) return errmsg_set(err, "out of memory");
     int made = slot < 0 ? cleanup_mkstemp(*tmp) : cleanup_create(*tmp);
     if (made >= 0 && output_stale_hold(made, *tmp) == 0) {
         *fd = made;
@@ -100,18 +101,18 @@ static int reserve_one(const char *dir, const char *base, int slot, const char *
 static char *reserve_temp_beside(const char *path, int *fd_out, errmsg *err)
 {
     enum { RANDOM_TRIES = 100 };
-    char *dir, *base, *tmp = NULL;
-    if (split_beside(path, &dir, &base) < 0) {
+    char *dir, *stem, *tmp = NULL;
+    if (split_beside(path, &dir, &stem) < 0) {
         errmsg_set(err, "out of memory");
         return NULL;
     }
-    output_stale_sweep(dir, base);
+    output_stale_sweep(dir, stem);
     int r = 1;
     for (int i = 0; r > 0 && i < OUTPUT_HIDDEN_SLOTS + RANDOM_TRIES; i++)
-        r = reserve_one(dir, base, i < OUTPUT_HIDDEN_SLOTS ? i : -1, path, &tmp, fd_out, err);
+        r = reserve_one(dir, stem, i < OUTPUT_HIDDEN_SLOTS ? i : -1, path, &tmp, fd_out, err);
     if (r > 0) errmsg_set(err, "cannot keep a hidden file beside '%s': each was taken", path);
     free(dir);
-    free(base);
+    free(stem);
     if (tmp) apply_umask(*fd_out);
     return tmp;
 }

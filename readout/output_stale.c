@@ -9,23 +9,29 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include "readout/output_stale.h"
+#include "util/name_fit.h"
 
-char *output_stale_hidden_name(const char *dir, const char *base, int slot)
+char *output_stale_stem(const char *dir, const char *base)
+{
+    return name_fit(dir, base, 1 + strlen(OUTPUT_HIDDEN_SUFFIX) + OUTPUT_HIDDEN_RANDOM);
+}
+
+char *output_stale_hidden_name(const char *dir, const char *stem, int slot)
 {
     char tail[16] = "XXXXXX", *name;    /* room for any int: -Wformat-truncation */
     if (slot >= 0) snprintf(tail, sizeof tail, "%0*d", OUTPUT_HIDDEN_RANDOM, slot);
-    if (asprintf(&name, "%s/.%s" OUTPUT_HIDDEN_SUFFIX "%s", strcmp(dir, "/") ? dir : "", base,
+    if (asprintf(&name, "%s/.%s" OUTPUT_HIDDEN_SUFFIX "%s", strcmp(dir, "/") ? dir : "", stem,
                  tail) < 0)
         return NULL;
     return name;
 }
 
-int output_stale_hidden_form(const char *name, const char *base)
+int output_stale_hidden_form(const char *name, const char *stem)
 {
     size_t n = strlen(name), suffix = strlen(OUTPUT_HIDDEN_SUFFIX);
     size_t tail = suffix + OUTPUT_HIDDEN_RANDOM;
     if (name[0] != '.' || n <= tail + 1) return 0;
-    if (base && (n != 1 + strlen(base) + tail || strncmp(name + 1, base, strlen(base))))
+    if (stem && (n != 1 + strlen(stem) + tail || strncmp(name + 1, stem, strlen(stem))))
         return 0;
     if (strncmp(name + n - tail, OUTPUT_HIDDEN_SUFFIX, suffix)) return 0;
     for (size_t i = n - OUTPUT_HIDDEN_RANDOM; i < n; i++)
@@ -70,10 +76,10 @@ int output_stale_remove(const char *path, int dead_if_no_locks)
     return removed;
 }
 
-void output_stale_sweep(const char *dir, const char *base)
+void output_stale_sweep(const char *dir, const char *stem)
 {
     for (int slot = 0; slot < OUTPUT_HIDDEN_SLOTS; slot++) {
-        char *name = output_stale_hidden_name(dir, base, slot);
+        char *name = output_stale_hidden_name(dir, stem, slot);
         if (name) output_stale_remove(name, 0);
         free(name);
     }

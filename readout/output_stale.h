@@ -10,6 +10,10 @@
  * holds its lock, and only if the name still names the file it locked.
  * Where the file system has no flock (ENOLCK, EOPNOTSUPP), none is: a live
  * writer cannot be told from a dead one.
+ * NAME is the final name's, unless that would make the hidden name too long
+ * for the directory (a final name of over 238 bytes, where the limit is
+ * 255): then its first bytes and a hash of it (util/name_fit.h), the same
+ * for the same final name, so that a sweep finds them too.
  * The six characters are first one of OUTPUT_HIDDEN_SLOTS fixed ones, the
  * lowest free: a sweep looks up those few names and never reads the
  * directory's listing, whose size (a file per cell or region, each sorted
@@ -28,14 +32,18 @@
 #define OUTPUT_HIDDEN_RANDOM 6
 #define OUTPUT_HIDDEN_SLOTS 16
 
-/* "DIR/.BASE.rocksort." then slot's number in six digits, or mkstemp's
- * template "XXXXXX" for slot -1 (dir "/" gives "/.BASE...").  Malloc'd;
- * NULL if memory runs out. */
-char *output_stale_hidden_name(const char *dir, const char *base, int slot);
+/* The NAME of the final name base in dir (a real path): base, or base
+ * shortened to fit.  Malloc'd; NULL if memory runs out. */
+char *output_stale_stem(const char *dir, const char *base);
+
+/* "DIR/.STEM.rocksort." then slot's number in six digits, or mkstemp's
+ * template "XXXXXX" for slot -1 (dir "/" gives "/.STEM...").  stem is
+ * output_stale_stem()'s.  Malloc'd; NULL if memory runs out. */
+char *output_stale_hidden_name(const char *dir, const char *stem, int slot);
 
 /* Whether a file name (no directory) has the hidden form of the final
- * name `base`; of any final name if base is NULL. */
-int output_stale_hidden_form(const char *name, const char *base);
+ * name whose output_stale_stem() is stem; of any final name if stem is NULL. */
+int output_stale_hidden_form(const char *name, const char *stem);
 
 /* Locks a hidden file just created under path, descriptor fd, for as long
  * as the descriptor (or a duplicate) stays open: 0, also where the file
@@ -50,8 +58,9 @@ int output_stale_hold(int fd, const char *path);
  * another sort to take). */
 int output_stale_remove(const char *path, int dead_if_no_locks);
 
-/* Removes the stale hidden files of the final name base in dir (a real
- * path), none held by a live sort: those of the slots. */
-void output_stale_sweep(const char *dir, const char *base);
+/* Removes the stale hidden files of the final name whose
+ * output_stale_stem() is stem in dir (a real path), none held by a live
+ * sort: those of the slots. */
+void output_stale_sweep(const char *dir, const char *stem);
 
 #endif

@@ -24,6 +24,7 @@
 #include "store/rocks_merge.h"
 #include "store/rocks_state.h"
 #include "util/cleanup.h"
+#include "util/name_fit.h"
 #include "store/temp_env.h"
 #include "store/run_readers.h"
 
@@ -44,13 +45,32 @@ static int rocks_compression(store_codec c)
     return rocksdb_no_compression;
 }
 
+/* "PREFIX.rocksort.XXXXXX", its last name shortened where the file system
+ * could not hold it (util/name_fit.h): samtools succeeds with such a -T as
+ * long as its own shorter names fit, or it writes no temporary file. */
+static char *prefix_template(const char *prefix)
+{
+    static const char tail[] = ".rocksort.XXXXXX";
+    const char *slash = strrchr(prefix, '/');
+    size_t dir_len = slash ? (size_t)(slash - prefix) + 1 : 0;
+    char *dir = slash ? strndup(prefix, dir_len) : strdup(".");
+    char *fit = dir ? name_fit(dir, prefix + dir_len, strlen(tail)) : NULL, *tmpl = NULL;
+    if (fit && asprintf(&tmpl, "%.*s%s%s", (int)dir_len, prefix, fit, tail) < 0) tmpl = NULL;
+    free(dir);
+    free(fit);
+    return tmpl;
+}
+
 static char *make_temp_dir(const char *prefix, errmsg *err)
 {
     struct stat st;
     char *tmpl = NULL;
-    int is_dir = stat(prefix, &st) == 0 && S_ISDIR(st.st_mode);
-    if (asprintf(&tmpl, is_dir ? "%s/samtools-rocksort.XXXXXX" : "%s.rocksort.XXXXXX",
-                 prefix) < 0) {
+    if (stat(prefix, &st) == 0 && S_ISDIR(st.st_mode)) {
+        if (asprintf(&tmpl, "%s/samtools-rocksort.XXXXXX", prefix) < 0) tmpl = NULL;
+    } else {
+        tmpl = prefix_template(prefix);
+    }
+    if (!tmpl) {
         errmsg_set(err, "out of memory");
         return NULL;
     }

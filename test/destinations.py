@@ -1,5 +1,5 @@
 """Tests of where rocksort writes: output paths that are not a new regular
-file, and `make install`.
+file, names as long as a name may be, and `make install`.
 
 A new name or a regular file is written under a temporary name and renamed
 into place; for a symlink that is its target, and the link stays.  Devices,
@@ -32,7 +32,8 @@ import threading
 import robustness
 from background import WAIT
 from bgzf import BGZF_EOF, BGZF_HEAD
-from harness import REPO, TIMEOUT, Failure, expect_error, run, tail, write_bytes
+from features import query
+from harness import REPO, SPILL, TIMEOUT, Failure, each, expect_error, run, tail, write_bytes
 
 NOBODY = 65534  # uid and gid of the unprivileged user for the permission test
 
@@ -375,6 +376,75 @@ def test_dest_refuse_directory_not_writable(case):
             raise Failure("files were made in the locked directory")
     finally:
         shutil.rmtree(root, ignore_errors=True)
+
+
+# Names as long as a name may be: the hidden name beside them fits too --------
+
+def long_name(length, last="x"):
+    """An output's last name of `length` bytes, ending in `last` and .bam."""
+    return "n" * (length - len(last) - len(".bam")) + last + ".bam"
+
+
+# None: no index; "": --write-index's default (NAME.csi); else named after ##idx##.
+INDEXES = {"": None, "_index": "", "_named_index": "i.csi"}
+
+
+@each((f"dest_long_name_{n}{suffix}", n, index)
+      for n in range(250, 256) for suffix, index in INDEXES.items())
+def test_dest_long_name(case, length, index):
+    """-o with a last name of 250 to 255 bytes (NAME_MAX): samtools writes
+    it, and so must rocksort, whose hidden name beside it would be longer.
+    The default index's name is 4 bytes longer still: where samtools fails
+    on it (from 252), rocksort must fail as cleanly, before any output."""
+    name = long_name(length)
+    index_name = name + ".csi" if index == "" else index
+
+    def spec(d):
+        out = os.path.join(d, name)
+        return f"{out}##idx##{os.path.join(d, index)}" if index else out
+    flags = [] if index is None else ["--write-index"]
+    theirs = os.path.join(case.dir, "theirs")
+    os.mkdir(theirs)
+    src = case.input("mixed.bam")
+    oracle = case.session.oracle("sort", [*flags, "--no-PG", "-o", spec(theirs), src])
+    result = case.rocksort([*flags, "-T", case.temp_prefix, "-o", spec(case.out_dir), src])
+    if oracle.returncode != 0:
+        expect_error(case, result, [index_name], case.out(name))
+        case.expect_only_files(case.out_dir, [])
+        return
+    expect_ok(result)
+    case.expect_same(case.out(name), os.path.join(theirs, name))
+    if index is not None:
+        ours = (case.out(name), case.out(index_name))
+        if query(case, *ours, "c1") != query(case, os.path.join(theirs, name),
+                                             os.path.join(theirs, index_name), "c1"):
+            raise Failure("the index finds other records than samtools' index")
+    case.expect_only_files(case.out_dir, [name] + ([index_name] if index is not None else []))
+    case.expect_no_temp_left()
+
+
+@each((f"dest_long_temp_prefix_{n}{suffix}", n, spill)
+      for n, suffix, spill in ((240, "", False), (255, "", False), (246, "_spilled", True)))
+def test_dest_long_temp_prefix(case, length, spill):
+    """-T PREFIX whose last name is 240 to 255 bytes: samtools writes no
+    temporary file for an input that fits in memory, and up to 246 bytes
+    its own (PREFIX.NNNN.bam) fit when it spills; rocksort's database,
+    PREFIX.rocksort.XXXXXX, must fit as well."""
+    shared = SPILL if spill else []
+    source = "bulk.bam" if spill else "mixed.bam"
+    theirs = os.path.join(case.dir, "theirs")
+    os.mkdir(theirs)
+    last = "p" * length
+    oracle = case.session.oracle("sort", [*shared, "--no-PG", "-T", os.path.join(theirs, last),
+                                          "-o", os.path.join(theirs, "out.bam"),
+                                          case.input(source)])
+    if oracle.returncode != 0:
+        raise Failure("test is wrong: the oracle failed", tail(oracle.stderr))
+    expect_ok(case.rocksort([*shared, "-T", os.path.join(case.tmp, last),
+                             "-o", case.out("out.bam"), case.input(source)]))
+    case.expect_same(case.out("out.bam"), os.path.join(theirs, "out.bam"))
+    case.expect_no_temp_left()
+    case.expect_only_files(case.out_dir, ["out.bam"])
 
 
 # --- make install ---------------------------------------------------------------

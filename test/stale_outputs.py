@@ -1,4 +1,5 @@
-"""Hidden outputs that SIGKILL left behind (issue #45, item 3).
+"""Hidden outputs that SIGKILL left behind (issue #45, item 3), and the
+hidden names of outputs whose own names are too long to add to (#50, 5).
 
 An output and its index are written under hidden names beside their final
 ones (".NAME.rocksort.XXXXXX"), and the sort writing them holds an flock on
@@ -105,20 +106,21 @@ def test_stale_hidden_outputs_removed_live_ones_left(case):
     case.expect_no_temp_left()
 
 
-def killed_with_hidden_output(case, out_name="out.bam"):
+def killed_with_hidden_output(case, out_name="out.bam", find=None):
     """A sort of -o out_name killed (SIGKILL) once its hidden output is
-    there, its temporary database under a -T of its own.  -> the names of
-    the hidden files it left."""
-    prefix = f".{out_name}.rocksort."
+    there (find() lists it; by default the hidden files of out_name), its
+    temporary database under a -T of its own.  -> the names of the hidden
+    files it left."""
+    find = find or (lambda: hidden(case, f".{out_name}.rocksort."))
     killed_tmp = os.path.join(case.dir, "killed-tmp")
     os.makedirs(killed_tmp, exist_ok=True)
     args = ["-o", case.out(out_name), "-T", os.path.join(killed_tmp, "rs"), "-"]
     with Background(case, args, stdin=True, name="killed") as killed:
         killed.feed(first_records(case, "bulk.sam", 200))
-        wait_until(lambda: hidden(case, prefix), "the killed sort's hidden output", killed)
+        wait_until(find, "the killed sort's hidden output", killed)
         killed.proc.kill()
         killed.wait()
-    return hidden(case, prefix)
+    return find()
 
 
 def listings_read(trace, directory):
@@ -216,3 +218,73 @@ def test_stale_no_locks_sweep_keeps_resume_still_removes(case):
                       [os.path.basename(journaled)])
     if not os.path.exists(unknown):
         raise Failure("a sweep removed a hidden file it could not lock")
+
+
+# Names too long for a hidden name of their own --------------------------------
+
+def long_name(last, length=255):
+    """An output name of `length` bytes (255: NAME_MAX), ending in `last` and .bam."""
+    return "n" * (length - len(last) - len(".bam")) + last + ".bam"
+
+
+def hidden_long(case):
+    """The hidden files of long_name()s: too long for ".NAME.rocksort.", each
+    is ".", NAME's first bytes, "~", 16 hex digits of NAME's hash, then
+    ".rocksort." and 6 letters or digits, within 255 bytes."""
+    form = re.compile(r"\.n+[a-z]~[0-9a-f]{16}\.rocksort\.[A-Za-z0-9]{6}")
+    return sorted(n for n in os.listdir(case.out_dir) if form.fullmatch(n) and len(n) <= 255)
+
+
+def test_stale_long_name_swept_other_kept(case):
+    """Two 255-byte -o names that differ only at their end: their hidden
+    names are shortened to fit, each with a hash of the whole name, and
+    differ.  Two sorts, one of each, are killed once their hidden output is
+    there; a sort of the first name then finds and removes its stale
+    file, keeps the other name's, and writes the oracle's output."""
+    first, second = long_name("a"), long_name("b")
+    other = killed_with_hidden_output(case, second, lambda: hidden_long(case))
+    both = killed_with_hidden_output(case, first, lambda: len(hidden_long(case)) == 2
+                                     and hidden_long(case))
+    if len(other) != 1 or len(both) != 2:
+        raise Failure("test is wrong: the killed sorts left no hidden output each", both)
+    stale = sorted(set(both) - set(other))
+    case.rocksort_ok(["-T", case.temp_prefix, "-o", case.out(first), case.input("bulk.bam")])
+    case.expect_same(case.out(first), case.session.expected("bulk.bam", []))
+    left = sorted(os.listdir(case.out_dir))
+    if left != sorted(other + [first]):
+        raise Failure("the stale hidden output was not removed, or more was",
+                      [f"stale: {stale}", f"other: {other}", f"left: {left}"])
+    case.expect_no_temp_left()
+
+
+def test_stale_long_names_written_at_once(case):
+    """Two 251-byte -o names that differ only at their end (and their
+    default indexes of 255 bytes), sorted at once into one directory with
+    --write-index: each sort's hidden output and index take the first slot
+    (000000) of names of their own, and both end as the oracle's output,
+    with nothing else left."""
+    names = [long_name("a", 251), long_name("b", 251)]
+    with open(case.input("bulk.sam"), "rb") as f:
+        data = f.read()
+    with Background(case, ["--write-index", "-T", case.temp_prefix, "-o", case.out(names[0]),
+                           "-"], stdin=True, name="first") as one, \
+            Background(case, ["--write-index", "-T", case.temp_prefix + "2",
+                              "-o", case.out(names[1]), "-"], stdin=True, name="second") as two:
+        one.feed(data)
+        two.feed(data)
+        wait_until(lambda: len(hidden_long(case)) == 4 or not two.running(),
+                   "both sorts' hidden outputs and indexes", one)
+        if not two.running():
+            raise Failure(f"the second sort ended (exit status {two.wait()}) before "
+                          "its hidden files were seen", two.stderr_tail())
+        slots = [n[-6:] for n in hidden_long(case)]
+        if slots != ["000000"] * 4:
+            raise Failure("the two names' hidden files share names", hidden_long(case))
+        for sort in (one, two):
+            sort.end_input()
+            if sort.wait() != 0:
+                raise Failure("a sort failed", sort.stderr_tail())
+    for name in names:
+        case.expect_same(case.out(name), case.session.expected("bulk.sam", []))
+    case.expect_only_files(case.out_dir, names + [n + ".csi" for n in names])
+    case.expect_no_temp_left()
