@@ -11,6 +11,7 @@
 #include <unistd.h>
 #include <htslib/hfile.h>
 #include "readout/output_file.h"
+#include "readout/output_attrs.h"
 #include "readout/output_target.h"
 #include "readout/output_stale.h"
 #include "util/cleanup.h"
@@ -19,15 +20,6 @@
 static int failed(errmsg *err, const char *what, const char *path)
 {
     return errmsg_set(err, "%s '%s': %s", what, path, strerror(errno));
-}
-
-/* mkstemp makes the file 0600; a finished output should get the same
- * permissions any other new file would. */
-static void apply_umask(int fd)
-{
-    mode_t mask = umask(0);
-    umask(mask);
-    if (fchmod(fd, 0666 & ~mask) < 0) { /* harmless: the file stays private */ }
 }
 
 /* The real path of path's directory (a resumed sort finds a hidden name
@@ -113,7 +105,6 @@ static char *reserve_temp_beside(const char *path, int *fd_out, errmsg *err)
     if (r > 0) errmsg_set(err, "cannot keep a hidden file beside '%s': each was taken", path);
     free(dir);
     free(stem);
-    if (tmp) apply_umask(*fd_out);
     return tmp;
 }
 
@@ -313,6 +304,8 @@ int output_file_commit(output_file *o, errmsg *err)
         output_file_abort(o);
         return -1;
     }
+    if (o->final_path) output_attrs_carry(o->cache_fd, o->final_path);
+    if (o->idx_tmp_path) output_attrs_carry(o->idx_hold_fd, o->idx_final_path);
     if (!o->final_path) {
         cleanup_mark_finished();
     } else if (cleanup_commit_rename(o->tmp_path, o->final_path) < 0) {

@@ -5,7 +5,8 @@
  * destination's directory; output_file_commit() closes it and renames it into
  * place only when every write and the close succeeded, so a failed run
  * never leaves a truncated file that looks finished.  An index, if asked
- * for, follows the same rule.  Stdout ("-") and anything that is not a
+ * for, follows the same rule.  Each is private until then, and takes the
+ * mode, group and owner of the file it replaces (readout/output_attrs.h).  Stdout ("-") and anything that is not a
  * regular file (a device, a FIFO, /dev/stdout; see readout/output_target.h) are
  * written in place.
  * A hidden file is locked while this run may rename it, and the stale ones

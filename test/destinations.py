@@ -1,5 +1,6 @@
 """Tests of where rocksort writes: output paths that are not a new regular
-file, names as long as a name may be, and `make install`.
+file, what an output written over a file keeps of it, names as long as a
+name may be, and `make install`.
 
 A new name or a regular file is written under a temporary name and renamed
 into place; for a symlink that is its target, and the link stays.  Devices,
@@ -20,6 +21,7 @@ To run only these:
 """
 
 import atexit
+import grp
 import os
 import re
 import shutil
@@ -33,7 +35,8 @@ import robustness
 from background import WAIT
 from bgzf import BGZF_EOF, BGZF_HEAD
 from features import query
-from harness import REPO, SPILL, TIMEOUT, Failure, each, expect_error, run, tail, write_bytes
+from harness import (ORACLE_SCRIPT, PYTHON, REPO, SPILL, TIMEOUT, Failure, each, expect_error,
+                     run, tail, write_bytes)
 
 NOBODY = 65534  # uid and gid of the unprivileged user for the permission test
 
@@ -376,6 +379,125 @@ def test_dest_refuse_directory_not_writable(case):
             raise Failure("files were made in the locked directory")
     finally:
         shutil.rmtree(root, ignore_errors=True)
+
+
+# Over an existing file: its mode, group and owner stay, as samtools keeps them
+#
+# samtools opens an existing output with O_TRUNC, so the file keeps its inode
+# and everything on it; rocksort renames a new file over it and must give it
+# the same (readout/output_attrs.h).  Each test sorts with --write-index over
+# an output and an index made with the row's attributes, once with the
+# oracle and once with rocksort, and compares what each file ends with.
+
+def group_id(name, fallback):
+    try:
+        return grp.getgrnam(name).gr_gid
+    except KeyError:
+        return fallback
+
+
+DAEMON_GID = group_id("daemon", 1)   # a system group root is not in by default
+
+
+def under_umask(umask, cmd):
+    return ["sh", "-c", f'umask {umask:03o} && exec "$@"', "sh", *cmd]
+
+
+def make_existing(path, attrs):
+    """attrs: (mode, uid, gid), uid or gid None for the test's own; None:
+    no file there."""
+    if attrs is None:
+        return
+    mode, uid, gid = attrs
+    write_bytes(path, b"an older file\n")
+    os.chown(path, -1 if uid is None else uid, -1 if gid is None else gid)
+    os.chmod(path, mode)
+
+
+def attrs_of(path):
+    st = os.stat(path)
+    return (oct(stat.S_IMODE(st.st_mode)), st.st_uid, st.st_gid)
+
+
+def sort_over(case, cmd, out_dir, out_attrs, idx_attrs, umask, cwd, user=()):
+    """Sorts mixed.bam with --write-index to out_dir/out.bam, made first
+    with out_attrs and its index with idx_attrs (make_existing()), cmd the
+    sorter's command line up to its arguments. -> (output, index)"""
+    out = os.path.join(out_dir, "out.bam")
+    make_existing(out, out_attrs)
+    make_existing(out + ".csi", idx_attrs)
+    src = os.path.join(cwd, "in.bam")
+    result = run([*user, *under_umask(umask, [*cmd, "--write-index", "-o", out, src])],
+                 cwd=cwd, env=dict(case.session.env, TMPDIR=case.tmp))
+    if result.returncode != 0:
+        raise Failure(f"{os.path.basename(out_dir)}: exit status {result.returncode}",
+                      tail(result.stderr))
+    return out, out + ".csi"
+
+
+def expect_kept_like_oracle(case, base, out_attrs, idx_attrs, umask, user=(), cmd=None):
+    """In base (readable by `user`, with in.bam): the oracle into
+    base/theirs, rocksort (cmd) into base/ours, as `user` (a setpriv
+    command line) if given; both files end with the same mode, owner and
+    group, the same records, and an index that works.  The oracle runs as
+    root: the pyenv python cannot be run as another user here, and
+    samtools keeps the file's inode whoever runs it."""
+    dirs = {who: os.path.join(base, who) for who in ("theirs", "ours")}
+    for d in dirs.values():
+        os.mkdir(d)
+        if user:
+            os.chown(d, NOBODY, NOBODY)
+    oracle = [PYTHON, "-c", ORACLE_SCRIPT, "sort", "--no-PG"]
+    theirs = sort_over(case, oracle, dirs["theirs"], out_attrs, idx_attrs, umask, base)
+    ours = sort_over(case, [*(cmd or case.session.rocksort_cmd), "-T", dirs["ours"]],
+                     dirs["ours"], out_attrs, idx_attrs, umask, base, user)
+    for mine, want, what in zip(ours, theirs, ("output", "index")):
+        if attrs_of(mine) != attrs_of(want):
+            raise Failure(f"the {what} ends with (mode, uid, gid) {attrs_of(mine)}, "
+                          f"samtools' with {attrs_of(want)}")
+    case.expect_same(ours[0], theirs[0])
+    if query(case, *ours, "c1") != query(case, *theirs, "c1"):
+        raise Failure("the index finds other records than samtools' index")
+    case.expect_only_files(dirs["ours"], ["out.bam", "out.bam.csi"])
+    case.expect_no_temp_left()
+
+
+KEPT = [("dest_over_file_keeps_mode_0600", (0o600, None, None), (0o640, None, None), 0o022),
+        ("dest_over_file_keeps_mode_0640", (0o640, None, None), (0o600, None, None), 0o022),
+        ("dest_new_file_mode_by_umask", None, None, 0o027)]
+if os.geteuid() == 0:   # chown to another group or user
+    KEPT += [("dest_over_file_keeps_group", (0o640, None, DAEMON_GID),
+              (0o660, None, DAEMON_GID), 0o022),
+             ("dest_over_file_keeps_owner", (0o604, NOBODY, DAEMON_GID),
+              (0o600, NOBODY, None), 0o022)]
+
+
+@each(KEPT)
+def test_dest_over_file_keeps_attributes(case, out_attrs, idx_attrs, umask):
+    """--write-index over an output and an index (or none: a new file's
+    mode comes from the umask)."""
+    shutil.copy(case.input("mixed.bam"), os.path.join(case.dir, "in.bam"))
+    expect_kept_like_oracle(case, case.dir, out_attrs, idx_attrs, umask)
+
+
+if os.geteuid() == 0:   # setpriv to another user
+    def test_dest_user_keeps_group_of_theirs(case):
+        """As uid 65534 with the supplementary group daemon, over an output
+        of 65534:daemon mode 0640: a user may give a file any group they
+        are in, and the output keeps it (root, above, may give any)."""
+        base = tempfile.mkdtemp(prefix="rocksort-dest-")
+        try:
+            os.chmod(base, 0o755)
+            shutil.copy(case.input("mixed.bam"), os.path.join(base, "in.bam"))
+            os.chmod(os.path.join(base, "in.bam"), 0o644)
+            cmd = [shutil.copy(case.session.binary, base), *case.session.rocksort_cmd[1:]] \
+                if case.session.rocksort_cmd[0] == case.session.binary else None
+            user = ["setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}",
+                    f"--groups={DAEMON_GID}"]
+            attrs = (0o640, NOBODY, DAEMON_GID)
+            expect_kept_like_oracle(case, base, attrs, attrs, 0o022, user, cmd)
+        finally:
+            shutil.rmtree(base, ignore_errors=True)
 
 
 # Names as long as a name may be: the hidden name beside them fits too --------
