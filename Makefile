@@ -67,7 +67,7 @@ PYTHON    = .venv/bin/python
 # The engine: every object but main's, built once into a static library
 # that the binary, the C unit tests and the replayed fuzz targets link (as
 # samtools links its libst.a).
-LIB_OBJS = util/fd_budget.o util/cleanup.o util/name_fit.o util/progress.o util/thread_cpu.o util/pool_jobs.o util/disk_speed.o util/std_fds.o util/human_number.o \
+LIB_OBJS = util/fd_budget.o util/cleanup.o util/name_fit.o util/progress.o util/thread_cpu.o util/pool_jobs.o util/disk_speed.o util/std_fds.o util/human_number.o util/path_within.o \
            keys/sort_key.o keys/template_key.o keys/minimiser.o keys/key_ranges.o \
            codec/record_codec.o codec/group_codec.o codec/group_writer.o \
            resume/resume_state.o resume/resume_identity.o \

@@ -44,28 +44,62 @@ static int threaded_parsing_allowed(const sort_job *j)
     return j->in->format.format != sam || (!j->resume.on && j->in_file_size);
 }
 
-/* Threads decompress the input. */
-static void share_pool(sort_job *j)
+/* Whether the records will be parsed by htslib on threads: the pool, or an
+ * nthreads input option, where threaded_parsing_allowed(). */
+static int parsed_on_threads(const sort_job *j)
 {
-    if (!j->pool.pool) return;
-    thread_name_scope named;
-    thread_name_push(&named, THREAD_INPUT);   /* BGZF's reader thread takes the name */
-    if (threaded_parsing_allowed(j)) hts_set_thread_pool(j->in, &j->pool);
-    else if (j->in->format.compression == bgzf)
-        bgzf_thread_pool(j->in->fp.bgzf, j->pool.pool, j->pool.qsize);
-    thread_name_pop(&named);
+    if (!threaded_parsing_allowed(j)) return 0;
+    if (j->pool.pool) return 1;
+    for (const hts_opt *x = j->o->in_opts; x; x = x->next)
+        if (x->opt == HTS_OPT_NTHREADS) return 1;
+    return 0;
 }
 
-/* --input-fmt-option, but nthreads where it would turn on threaded SAM
- * parsing (above). */
+/* --input-fmt-option, all but nthreads: that one starts htslib's reader
+ * thread, which sort_load_start_threads() defers. */
 static int apply_input_options(sort_job *j)
 {
     for (const hts_opt *x = j->o->in_opts; x; x = x->next) {
-        if (x->opt == HTS_OPT_NTHREADS && !threaded_parsing_allowed(j)) continue;
+        if (x->opt == HTS_OPT_NTHREADS) continue;
         hts_opt one = *x;
         one.next = NULL;
         if (hts_opt_apply(j->in, &one) < 0) return -1;
     }
+    return 0;
+}
+
+/* nthreads from --input-fmt-option, where it would not turn on threaded
+ * SAM parsing that threaded_parsing_allowed() refuses. */
+static int apply_nthreads_option(sort_job *j)
+{
+    for (const hts_opt *x = j->o->in_opts; x; x = x->next) {
+        if (x->opt != HTS_OPT_NTHREADS || !threaded_parsing_allowed(j)) continue;
+        hts_opt one = *x;
+        one.next = NULL;
+        if (hts_opt_apply(j->in, &one) < 0) return -1;
+    }
+    return 0;
+}
+
+/* htslib's BGZF reader thread, once it has stopped on a block it cannot
+ * read (a file cut early, or inside its EOF marker), never answers
+ * bgzf_check_EOF() or bgzf_seek() again: both wait for it forever.  So the
+ * threads start, as samtools starts them, only after the header is read,
+ * the EOF marker checked and a resumed input positioned. */
+int sort_load_start_threads(sort_job *j)
+{
+    if (j->threads_started) return 0;
+    j->threads_started = 1;
+    if (j->pool.pool) {
+        thread_name_scope named;
+        thread_name_push(&named, THREAD_INPUT);   /* BGZF's reader thread takes the name */
+        if (threaded_parsing_allowed(j)) hts_set_thread_pool(j->in, &j->pool);
+        else if (j->in->format.compression == bgzf)
+            bgzf_thread_pool(j->in->fp.bgzf, j->pool.pool, j->pool.qsize);
+        thread_name_pop(&named);
+    }
+    if (apply_nthreads_option(j) < 0)
+        return sort_job_fail("bad --input-fmt-option nthreads for '%s'", j->o->in_fn);
     return 0;
 }
 
@@ -114,7 +148,6 @@ static int read_header(sort_job *j)
     struct stat st;
     if (strcmp(o->in_fn, "-") && stat(o->in_fn, &st) == 0 && S_ISREG(st.st_mode))
         j->in_file_size = (uint64_t)st.st_size;
-    share_pool(j);
     if (o->reference && hts_set_fai_filename(j->in, o->reference) < 0) {
         sort_job_fail("cannot load reference '%s' for '%s'", o->reference, o->in_fn);
         return -1;
@@ -128,8 +161,7 @@ static int read_header(sort_job *j)
         sort_job_fail("failed to read the header of '%s'", o->in_fn);
         return -1;
     }
-    /* htslib keeps its threaded SAM parser's state in in->state. */
-    j->read_lines = j->in->format.format == sam && !j->in->state;
+    j->read_lines = j->in->format.format == sam && !parsed_on_threads(j);
     if (j->read_lines && !j->in_file_size && sam_lines_header_cut(j->in, j->hdr))
         return report_header_cut(j);
     if (j->resume.on && !(j->resume.header_text = strdup(sam_hdr_str(j->hdr))))
@@ -402,7 +434,7 @@ int sort_load_input(sort_job *j)
         ret = -1;
         goto done;
     }
-    if (start_spiller(j) < 0) {
+    if (sort_load_start_threads(j) < 0 || start_spiller(j) < 0) {
         ret = -1;
         goto done;
     }

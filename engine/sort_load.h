@@ -1,7 +1,7 @@
 /* engine/sort_load.h -- the input: opened, checked, read into sorted batches.
  *
- * Contract: sort_load_open_input() opens the input, reads its header, checks that a
- * regular file looks whole (load/input_check.h), readies the sort order for the
+ * Contract: sort_load_open_input() opens the input, reads its header on this
+ * thread, checks that a regular file looks whole (load/input_check.h), readies the sort order for the
  * header and adds the @PG line.  sort_load_input() starts the spill thread and reads
  * every record into batches, each full one handed to the spill thread
  * (load/spill_queue.h); it refuses a record that names a reference the header
@@ -17,6 +17,13 @@
 
 int sort_load_open_input(sort_job *j);
 int sort_load_input(sort_job *j);
+
+/* Puts the input's reading on the pool (-@), once: after the header is read
+ * and the input positioned, never before (htslib's threaded reader, stopped
+ * on a cut block, would leave a later EOF check or seek waiting forever).
+ * sort_load_input() calls it; so does a resumed sort before it reads its
+ * stored records again.  0, or -1 once the failure is reported. */
+int sort_load_start_threads(sort_job *j);
 
 /* sort_load_open_input(), or 1 with nothing opened when the input holds no byte at
  * all (an empty or closed standard input): a resumed sort whose state holds

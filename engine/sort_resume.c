@@ -107,6 +107,7 @@ static int judge_passed_over(sort_job *j, const resume_note *n, const bam1_t *b,
  * Their digest stands for the state's: --verify checks them as read now. */
 static int read_past(sort_job *j, const resume_note *n, int to_end)
 {
+    if (sort_load_start_threads(j) < 0) return -1;
     bam1_t *b = bam_init1();
     uint64_t hash = 0, digest = 0, i = 0;
     int r = 0;

@@ -1,5 +1,6 @@
 /* engine/sort_setup.c -- see engine/sort_setup.h. */
 #include <stdio.h>
+#include <string.h>
 #include "engine/sort_setup.h"
 #include "engine/sort_job.h"
 #include "readout/output_target.h"
@@ -7,6 +8,7 @@
 #include "store/temp_dirs.h"
 #include "store/temp_env.h"
 #include "util/cleanup.h"
+#include "util/path_within.h"
 #include "util/std_fds.h"
 
 int sort_setup_std_fds(void)
@@ -23,9 +25,25 @@ int sort_setup_check_temp(const rocksort_opts *o)
     return 0;
 }
 
+/* A finished --resume sort removes DIR, and a failed one may keep it for a
+ * rerun that empties it: a file of the user's inside it would go too. */
+static int inside_state_dir(const rocksort_opts *o, const char *what, const char *path)
+{
+    if (!o->resume_dir || !path || !strcmp(path, "-") || !path_within_dir(path, o->resume_dir))
+        return 0;
+    return sort_job_fail("%s '%s' lies inside the --resume directory '%s', which holds only the "
+                         "sort's state and is removed when the sort ends: put it elsewhere",
+                         what, path, o->resume_dir);
+}
+
 int sort_setup_check_outputs(const rocksort_opts *o)
 {
     errmsg err;
+    if (inside_state_dir(o, "the output", o->out_fn) < 0
+        || inside_state_dir(o, "the index", o->index_fn) < 0)
+        return -1;
+    for (int i = 0; i < o->n_tmp_dirs; i++)
+        if (inside_state_dir(o, "the -T", o->tmp_dirs[i]) < 0) return -1;
     if (output_target_check(o->out_fn, &err) < 0
         || (o->index_fn && output_target_check(o->index_fn, &err) < 0))
         return sort_job_fail("%s", err.msg);

@@ -27,12 +27,12 @@ def bgzf_blocks(data):
     return blocks
 
 
-def bgzf_compress(raw, level=6):
-    """raw bytes as BGZF blocks (level 0: stored, so the bytes show as they
-    are inside the file), ended by the EOF block."""
+def bgzf_compress(raw, level=6, block=0xff00):
+    """raw bytes as BGZF blocks of `block` bytes each (level 0: stored, so
+    the bytes show as they are inside the file), ended by the EOF block."""
     out = bytearray()
-    for start in range(0, len(raw), 0xff00):
-        chunk = raw[start:start + 0xff00]
+    for start in range(0, len(raw), block):
+        chunk = raw[start:start + block]
         z = zlib.compressobj(level, zlib.DEFLATED, -15)
         body = z.compress(chunk) + z.flush()
         out += BGZF_HEAD + struct.pack("<H", len(body) + 25) + body
