@@ -114,6 +114,7 @@ static int read_header(sort_job *j)
     struct stat st;
     if (strcmp(o->in_fn, "-") && stat(o->in_fn, &st) == 0 && S_ISREG(st.st_mode))
         j->in_file_size = (uint64_t)st.st_size;
+    int header_cut = !j->in_file_size && sam_lines_header_cut(j->in);  /* before threads read */
     share_pool(j);
     if (o->reference && hts_set_fai_filename(j->in, o->reference) < 0) {
         sort_job_fail("cannot load reference '%s' for '%s'", o->reference, o->in_fn);
@@ -124,14 +125,13 @@ static int read_header(sort_job *j)
         return -1;
     }
     j->hdr = sam_hdr_read(j->in);
+    if (header_cut) return report_header_cut(j);     /* a cut line may not parse */
     if (!j->hdr) {
         sort_job_fail("failed to read the header of '%s'", o->in_fn);
         return -1;
     }
     /* htslib keeps its threaded SAM parser's state in in->state. */
     j->read_lines = j->in->format.format == sam && !j->in->state;
-    if (j->read_lines && !j->in_file_size && sam_lines_header_cut(j->in, j->hdr))
-        return report_header_cut(j);
     if (j->resume.on && !(j->resume.header_text = strdup(sam_hdr_str(j->hdr))))
         return sort_job_fail("out of memory reading '%s'", o->in_fn);
     /* The references htslib's BAM reader checks records against; adding

@@ -14,6 +14,7 @@ To run only these:  run_tests.py -k parse_
 import os
 import subprocess
 import threading
+from concurrent.futures import ThreadPoolExecutor
 
 from bgzf import bgzf_compress
 from harness import (TIMEOUT, Failure, each, expect_error, expect_outcome_of, stderr_lines,
@@ -248,8 +249,9 @@ def expect_stream_sorted(case, data_and_name, ext):
 
 # A stream that ends inside its header: the writer died before any record.  A
 # cut @SQ's LN would be a wrong header with exit 0.  htslib reads the header
-# itself, so the cut is told from the bytes read against the header's text;
-# whole headers with "\r\n" ends or a bare @CO line must still be sorted.
+# itself and forgets its lines' ends, so the header is peeked at before htslib
+# reads it; whole headers with "\r\n" ends or a bare @CO line must still be
+# sorted.
 HEADER_ONLY = [HD, SQ, "@SQ\tSN:c2\tLN:7000"]
 HEADER_CUTS = [("last_line_whole", "\n".join(HEADER_ONLY)),
                ("sq_length", "\n".join(HEADER_ONLY)[:-2])]
@@ -267,6 +269,74 @@ def test_parse_stream_cut_in_header(case):
             expect_cut_refused(case, result, "'-'", out)
     for name, text in WHOLE_HEADERS:
         expect_stream_sorted(case, (text.encode(), f"header_{name}"), ".sam")
+
+
+# Every cut of a small text on a stream (issue #50 item 3: a CRLF header cut
+# inside a line, or one cut just after "@CO" or "@CO<TAB>", was taken with exit
+# 0).  A cut that falls just after a newline leaves a whole text, which must
+# sort as 1.24 sorts it, silently; any other is refused: exit 1, one line naming
+# the input, no output.  Each run is short, and most wait out the grace a
+# refusal gives a signal, so they run side by side.
+EVERY_CUT_LINES = [HD, SQ, "@SQ\tSN:c2\tLN:7000", "@CO\tcut here",
+                   record("r1", rname="c2", pos=50), record("r2", pos=90)]
+EVERY_CUT_WORKERS = 8
+
+
+def expect_cut_outcome(case, data, threads, expected):
+    """rocksort -@ threads on the bytes data from a pipe: expected is the
+    oracle's output for them, or None where it must refuse.  -> [] or the
+    problem's lines."""
+    name = f"cut{len(data)}_threads{threads}"
+    out = case.out(f"{name}.bam")
+    env = dict(case.session.env, TMPDIR=case.tmp)
+    result = subprocess.run([*case.session.rocksort_cmd, "-@", threads, "-T",
+                             os.path.join(case.tmp, name), "-o", out, "-"], input=data,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            cwd=case.out_dir, env=env, timeout=TIMEOUT)
+    lines = stderr_lines(result.stderr)
+    cut = f"cut after {len(data)} bytes ({data[-12:]!r}), -@ {threads}"
+    if expected is None:
+        if result.returncode != 1 or len(lines) != 1 or "'-'" not in lines[0] \
+                or os.path.lexists(out):
+            return [f"{cut}: exit {result.returncode}, expected a one-line refusal naming "
+                    f"'-' and no output", *lines[:3]]
+        return []
+    if result.returncode != 0 or lines:
+        return [f"{cut}: exit {result.returncode}, expected 0 and a silent sort", *lines[:3]]
+    try:
+        case.expect_same(out, expected)
+    except Failure as failure:
+        return [f"{cut}: {failure.reason}", *failure.details[:3]]
+    return []
+
+
+def oracle_for_prefix(case, data):
+    """samtools 1.24's output for data (a whole text) as a file, or None if
+    it refuses it."""
+    src = os.path.join(case.dir, f"prefix{len(data)}.sam")
+    write_bytes(src, data)
+    expected = os.path.join(case.dir, f"expected{len(data)}.bam")
+    oracle = case.session.oracle("sort", ["--no-PG", "-o", expected, src])
+    return expected if oracle.returncode == 0 else None
+
+
+@each((f"parse_stream_every_cut_{name}", end) for name, end in (("lf", "\n"), ("crlf", "\r\n")))
+def test_parse_stream_every_cut(case, end):
+    text = (end.join(EVERY_CUT_LINES) + end).encode()
+    whole = [n for n in range(1, len(text) + 1) if text[n - 1] == ord("\n")]
+    with ThreadPoolExecutor(max_workers=EVERY_CUT_WORKERS) as pool:
+        expected = dict(zip(whole, pool.map(lambda n: oracle_for_prefix(case, text[:n]), whole)))
+        if None in expected.values():
+            raise Failure("test is wrong: samtools 1.24 refuses a whole text",
+                          [str(n) for n, e in expected.items() if e is None])
+        runs = [(n, threads) for n in range(len(text) + 1) for threads in ("0", "4")]
+        problems = pool.map(lambda run: expect_cut_outcome(case, text[:run[0]], run[1],
+                                                           expected.get(run[0])), runs)
+        problems = [p for p in problems if p]
+    if problems:
+        raise Failure(f"{len(problems)} of {len(runs)} cuts handled wrongly",
+                      [line for p in problems[:4] for line in p])
+    case.expect_no_temp_left()
 
 
 def test_parse_fifo_last_line_cut(case):
