@@ -1,26 +1,68 @@
 /* load/sam_lines.c -- see load/sam_lines.h. */
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
+#include <htslib/bgzf.h>
 #include <htslib/hfile.h>
+#include <htslib/kstring.h>
 #include "load/sam_lines.h"
+
+/* hts_getline() on gzipped or bgzipped SAM, which calls bgzf_getline(),
+ * noting whether the line ended with a newline (bgzf_getline() forgets it).
+ * Each step is one bgzf_read() within a block, or of the one byte that loads
+ * the next: BGZF's own call keeps its offsets as bgzf_getline() does (a
+ * resumed sort seeks to them).  The line is returned as bgzf_getline()
+ * returns it: without its "\n", nor a "\r" before where it ends. */
+static int compressed_line(samFile *in, kstring_t *s, int *newline)
+{
+    BGZF *fp = in->fp.bgzf;
+    s->l = 0;
+    *newline = 0;
+    in->lineno++;
+    for (;;) {
+        size_t n = 1;
+        if (fp->block_offset < fp->block_length) {
+            const char *at = (const char *)fp->uncompressed_block + fp->block_offset;
+            size_t left = (size_t)(fp->block_length - fp->block_offset);
+            const char *nl = memchr(at, '\n', left);
+            n = nl ? (size_t)(nl - at) + 1 : left;
+        }
+        if (ks_resize(s, s->l + n + 1) < 0) return -2;
+        ssize_t got = bgzf_read(fp, s->s + s->l, n);
+        if (got < 0) return -2;
+        if (got == 0) break;
+        s->l += (size_t)got;
+        if (s->s[s->l - 1] == '\n') {
+            *newline = 1;
+            break;
+        }
+    }
+    if (!s->l) return -1;
+    if (*newline) s->l--;
+    if (s->l && s->s[s->l - 1] == '\r') s->l--;
+    s->s[s->l] = '\0';
+    return s->l <= INT_MAX ? (int)s->l : INT_MAX;
+}
 
 /* The next line into in->line, as sam_read1() reads it.  A SAM file without
  * a header leaves its first line in in->line, read with the header from the
  * start of the input.  The bytes a plain line took past its text tell its
- * newline (hts_getline() strips it, and a "\r" before it). */
+ * newline (hts_getline() strips it, and a "\r" before it); a compressed
+ * line's is noted as read, but for that first line, taken to have one. */
 static int next_line(samFile *in, sam_lines *t)
 {
     int plain = in->format.compression == no_compression;
     int64_t start = 0;
+    int newline = 1;
     if (!in->line.l) {
         start = plain ? htell(in->fp.hfile) : 0;
-        int r = hts_getline(in, '\n', &in->line);
+        int r = plain ? hts_getline(in, '\n', &in->line) : compressed_line(in, &in->line, &newline);
         if (r < 0) return r;
     }
     t->line = in->lineno;
     t->read_any = 1;
     t->kept = 0;
-    t->newline = !plain || htell(in->fp.hfile) - start > (int64_t)in->line.l;
+    t->newline = plain ? htell(in->fp.hfile) - start > (int64_t)in->line.l : newline;
     return 0;
 }
 

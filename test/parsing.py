@@ -11,6 +11,7 @@ one line on stderr naming the input, no output and no temporary data.
 To run only these:  run_tests.py -k parse_
 """
 
+import gzip
 import os
 import subprocess
 import threading
@@ -176,16 +177,67 @@ def test_parse_no_final_newline_sam(case):
         expect_warning(lines, src)
 
 
-def test_parse_no_final_newline_bgzipped_sam(case):
-    """Bgzipped SAM ends with the BGZF EOF marker, which tells a whole
-    file: no warning."""
-    src = os.path.join(case.dir, "no_newline.sam.gz")
-    write_bytes(src, bgzf_compress(NO_NEWLINE_TEXT.encode()))
-    for order, tag in (([], "coord"), (["-n"], "name")):
-        lines = sort_like_oracle(case, src, order, tag)
-        if lines is None:
-            raise Failure("samtools 1.24 refused a whole last record")
-        expect_silent(lines)
+COMPRESSIONS = {"gzipped": gzip.compress, "bgzipped": bgzf_compress}
+
+
+def sorted_with_warning(case, args, expected, stdin=None, name=None):
+    """rocksort args (its input last, or '-' with stdin's bytes): exit 0,
+    the output 1.24 gave (expected), one warning line naming the input and
+    its missing newline."""
+    out = case.out("out.bam")
+    if os.path.exists(out):
+        os.remove(out)
+    if stdin is None:
+        result = case.rocksort(["-T", case.temp_prefix, "-o", out, *args])
+    else:
+        result = through_a_pipe(case, stdin, ["-T", case.temp_prefix, "-o", out, *args])
+    if result.returncode != 0:
+        raise Failure(f"{name}: rocksort exited with {result.returncode}", tail(result.stderr))
+    expect_warning(stderr_lines(result.stderr), "'-'" if stdin is not None else args[-1])
+    case.expect_same(out, expected)
+    case.expect_no_temp_left()
+
+
+@each((f"parse_no_final_newline_{name}_sam", name) for name in COMPRESSIONS)
+def test_parse_no_final_newline_compressed_sam(case, name):
+    """Gzipped or bgzipped SAM whose text has no final newline (issue #50
+    item 8): its compression's end shows a whole file, not a whole text,
+    which may have been cut before it was compressed.  It gets the plain
+    twin's warning, given by name or on a stream, at -@ 0 (read on this
+    thread) and -@ 4 (a file parsed by htslib's threads, its text's last
+    byte read again), and 1.24's records.  So does a text cut inside its
+    header, given by name."""
+    compress = COMPRESSIONS[name]
+    plain = os.path.join(case.dir, "no_newline.sam")
+    write_text(plain, NO_NEWLINE_TEXT)
+    src = os.path.join(case.dir, f"no_newline.{name}.sam.gz")
+    write_bytes(src, compress(NO_NEWLINE_TEXT.encode()))
+    expected = os.path.join(case.dir, "expected.bam")
+    case.session.oracle_ok("sort", ["--no-PG", "-o", expected, src])
+    for threads in ("0", "4"):
+        sorted_with_warning(case, ["-@", threads, plain], expected, name="the plain twin")
+        sorted_with_warning(case, ["-@", threads, src], expected, name=f"{name} by name")
+        sorted_with_warning(case, ["-@", threads], expected,
+                            stdin=compress(NO_NEWLINE_TEXT.encode()), name=f"{name} on a stream")
+    header = "\n".join(HEADER_ONLY)
+    src = os.path.join(case.dir, f"header_cut.{name}.sam.gz")
+    write_bytes(src, compress(header.encode()))
+    case.session.oracle_ok("sort", ["--no-PG", "-o", expected, src])
+    for threads in ("0", "4"):
+        sorted_with_warning(case, ["-@", threads, src], expected, name=f"{name} header by name")
+
+
+def test_parse_final_newline_compressed_sam_silent(case):
+    """The same texts whole, with their final newline: no warning, however
+    compressed and read."""
+    text = (NO_NEWLINE_TEXT + "\n").encode()
+    for name, compress in COMPRESSIONS.items():
+        src = os.path.join(case.dir, f"whole.{name}.sam.gz")
+        write_bytes(src, compress(text))
+        for threads in ("0", "4"):
+            lines = sort_like_oracle(case, src, ["-@", threads], f"{name}{threads}")
+            expect_silent(lines)
+        expect_stream_sorted(case, (compress(text), f"whole_{name}"), ".sam.gz")
 
 
 # --- a stream whose last line has no newline --------------------------------------
@@ -225,12 +277,14 @@ def test_parse_stream_cut(case, ending):
         expect_cut_refused(case, result, "'-'", out)
     if ending == NO_NEWLINE_LAST:
         expect_stream_sorted(case, (text + b"\n", "plain"), ".sam")
-        # Bgzipped SAM ends with the BGZF EOF marker, which tells a whole text.
-        expect_stream_sorted(case, (bgzf_compress(text), "bgzipped"), ".sam.gz")
+        # Bgzipped SAM ends with the BGZF EOF marker, which tells a whole
+        # stream but not a whole text: sorted, with a file's warning.
+        expect_stream_sorted(case, (bgzf_compress(text), "bgzipped"), ".sam.gz", warned=True)
 
 
-def expect_stream_sorted(case, data_and_name, ext):
-    """data on a pipe, at -@ 0 and 4: sorted as 1.24 sorts it, silently."""
+def expect_stream_sorted(case, data_and_name, ext, warned=False):
+    """data on a pipe, at -@ 0 and 4: sorted as 1.24 sorts it, silently (or
+    warned: with one line on its missing final newline)."""
     data, name = data_and_name
     src = os.path.join(case.dir, name + ext)
     write_bytes(src, data)
@@ -242,7 +296,10 @@ def expect_stream_sorted(case, data_and_name, ext):
         if result.returncode != 0:
             raise Failure(f"{name}: rocksort exited with {result.returncode}",
                           tail(result.stderr))
-        expect_silent(stderr_lines(result.stderr))
+        if warned:
+            expect_warning(stderr_lines(result.stderr), "'-'")
+        else:
+            expect_silent(stderr_lines(result.stderr))
         case.expect_same(out, expected)
     case.expect_no_temp_left()
 
