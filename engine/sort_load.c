@@ -148,6 +148,7 @@ static int read_header(sort_job *j)
     struct stat st;
     if (strcmp(o->in_fn, "-") && stat(o->in_fn, &st) == 0 && S_ISREG(st.st_mode))
         j->in_file_size = (uint64_t)st.st_size;
+    int header_cut = !j->in_file_size && sam_lines_header_cut(j->in);
     if (o->reference && hts_set_fai_filename(j->in, o->reference) < 0) {
         sort_job_fail("cannot load reference '%s' for '%s'", o->reference, o->in_fn);
         return -1;
@@ -157,13 +158,12 @@ static int read_header(sort_job *j)
         return -1;
     }
     j->hdr = sam_hdr_read(j->in);
+    if (header_cut) return report_header_cut(j);     /* a cut line may not parse */
     if (!j->hdr) {
         sort_job_fail("failed to read the header of '%s'", o->in_fn);
         return -1;
     }
     j->read_lines = j->in->format.format == sam && !parsed_on_threads(j);
-    if (j->read_lines && !j->in_file_size && sam_lines_header_cut(j->in, j->hdr))
-        return report_header_cut(j);
     if (j->resume.on && !(j->resume.header_text = strdup(sam_hdr_str(j->hdr))))
         return sort_job_fail("out of memory reading '%s'", o->in_fn);
     /* The references htslib's BAM reader checks records against; adding
@@ -395,11 +395,20 @@ int sort_load_read_first_record(sort_job *j)
     return ret;
 }
 
+/* Whether the last line read ended with a newline: -1 if not known (no
+ * line read here, or the read failed). */
+static int last_line_newline(const sort_job *j, int r)
+{
+    return r == -1 && j->read_lines && j->lines.read_any ? j->lines.newline : -1;
+}
+
 int sort_load_check_read_end(const sort_job *j, const bam1_t *b, int r)
 {
     errmsg err;
-    int whole = r < -1 ? -1 : input_check_end(j->in, j->o->in_fn, j->in_file_size, &err);
-    int cut = r == -1 && !j->in_file_size && j->read_lines && sam_lines_cut(&j->lines);
+    int whole = r < -1 ? -1 : input_check_end(j->in, j->o->in_fn, j->in_file_size,
+                                              last_line_newline(j, r), &err);
+    int cut = r == -1 && !j->in_file_size && j->read_lines && sam_lines_cut(&j->lines)
+              && j->in->format.compression == no_compression;
     if ((whole < 0 || cut) && ended_by_signal(j)) return -1;
     if (r < -1) {
         report_read_error(j, b, r);

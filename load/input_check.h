@@ -13,12 +13,18 @@
  * htslib reported.  file_size is 0 when the input is not a regular file.
  * Both return 0, or -1 with a one-line cause naming the file in err.
  *
- * Plain SAM has no end marker.  A last line without a newline that htslib
+ * SAM text has no end marker.  A last line without a newline that htslib
  * parsed is taken as complete, as samtools takes it: a line cut elsewhere
  * does not parse (too few fields, SEQ and QUAL of different lengths, a
  * broken tag).  A cut at the end of a field or inside the last tag's value
  * cannot be told from a complete line, so input_check_end() then returns 1
- * with a one-line warning naming the file in err.
+ * with a one-line warning naming the file in err: for a regular file, and
+ * for gzipped or bgzipped SAM on a stream, whose compression's end shows
+ * the stream whole, as a file's size does (not its text: it may have been
+ * cut before it was compressed).  newline says whether the last line read
+ * ended with one, if known (else -1): a file's text is then read for its
+ * last byte (of gzip, the whole text again; of BGZF, its last block).  On
+ * a plain stream the caller refuses such a line as a cut instead.
  */
 #ifndef INPUT_CHECK_H
 #define INPUT_CHECK_H
@@ -29,6 +35,6 @@
 #include "util/errmsg.h"
 
 int input_check_start(samFile *in, const char *fn, uint64_t file_size, errmsg *err);
-int input_check_end(samFile *in, const char *fn, uint64_t file_size, errmsg *err);
+int input_check_end(samFile *in, const char *fn, uint64_t file_size, int newline, errmsg *err);
 
 #endif

@@ -3,19 +3,21 @@
  *
  * Contract: sam_lines_read() reads the next record of a SAM input that
  * htslib does not parse on threads (in->state is NULL), as sam_read1()
- * would: htslib's hts_getline() and sam_parse1(), then the input's filter.
- * It returns what sam_read1() returns.  It notes whether the last line read
+ * would: htslib's hts_getline() (for gzipped or bgzipped SAM, the same
+ * reading of its BGZF) and sam_parse1(), then the input's filter.  It
+ * returns what sam_read1() returns.  It notes whether the last line read
  * ended with a newline, which htslib forgets: sam_lines_cut() says, after
- * -1 (the end) or a parse error, that the last line of plain SAM had none,
- * so the text was cut there (bgzipped SAM ends with the BGZF EOF marker
- * instead, and is not judged).  After a parse error (t->bad) the line that
- * failed is t->line, counted as htslib counts it (header lines included),
- * if the input was read from its start.
+ * -1 (the end) or a parse error, that the last line had none (of gzipped
+ * SAM without a header, its first line, which htslib reads with the
+ * header, is taken to have one).  After a parse error (t->bad) the line
+ * that failed is t->line, counted as htslib counts it (header lines
+ * included), if the input was read from its start.
  *
- * sam_lines_header_cut(), right after sam_hdr_read(), says that plain SAM
- * ended inside its header and the header's last line has no newline: 1 if
- * that is certain, else 0 (a cut header with "\r\n" ends, a bare @CO line
- * or @SQ lines from --reference's .fai is not told).  It peeks at the input.
+ * sam_lines_header_cut(), right before sam_hdr_read() and before any
+ * thread reads the input, says that a plain SAM stream ends inside its
+ * header, and without a newline: 1 if so, else 0 (also for a header past
+ * 1 GiB, or a peek that fails, which sam_hdr_read() then reports).  It
+ * peeks at the input, growing its hFILE's buffer to hold the header.
  *
  * sam_lines_find_error() reads a SAM file again from its start, without
  * threads, to the first line that does not parse: it returns 1 with that
@@ -39,7 +41,7 @@ typedef struct {
 
 int sam_lines_read(samFile *in, sam_hdr_t *h, bam1_t *b, sam_lines *t);
 int sam_lines_cut(const sam_lines *t);
-int sam_lines_header_cut(samFile *in, sam_hdr_t *h);
+int sam_lines_header_cut(samFile *in);
 
 typedef struct {
     const char *fn;

@@ -11,9 +11,11 @@ one line on stderr naming the input, no output and no temporary data.
 To run only these:  run_tests.py -k parse_
 """
 
+import gzip
 import os
 import subprocess
 import threading
+from concurrent.futures import ThreadPoolExecutor
 
 from bgzf import bgzf_compress
 from harness import (TIMEOUT, Failure, each, expect_error, expect_outcome_of, stderr_lines,
@@ -175,16 +177,67 @@ def test_parse_no_final_newline_sam(case):
         expect_warning(lines, src)
 
 
-def test_parse_no_final_newline_bgzipped_sam(case):
-    """Bgzipped SAM ends with the BGZF EOF marker, which tells a whole
-    file: no warning."""
-    src = os.path.join(case.dir, "no_newline.sam.gz")
-    write_bytes(src, bgzf_compress(NO_NEWLINE_TEXT.encode()))
-    for order, tag in (([], "coord"), (["-n"], "name")):
-        lines = sort_like_oracle(case, src, order, tag)
-        if lines is None:
-            raise Failure("samtools 1.24 refused a whole last record")
-        expect_silent(lines)
+COMPRESSIONS = {"gzipped": gzip.compress, "bgzipped": bgzf_compress}
+
+
+def sorted_with_warning(case, args, expected, stdin=None, name=None):
+    """rocksort args (its input last, or '-' with stdin's bytes): exit 0,
+    the output 1.24 gave (expected), one warning line naming the input and
+    its missing newline."""
+    out = case.out("out.bam")
+    if os.path.exists(out):
+        os.remove(out)
+    if stdin is None:
+        result = case.rocksort(["-T", case.temp_prefix, "-o", out, *args])
+    else:
+        result = through_a_pipe(case, stdin, ["-T", case.temp_prefix, "-o", out, *args])
+    if result.returncode != 0:
+        raise Failure(f"{name}: rocksort exited with {result.returncode}", tail(result.stderr))
+    expect_warning(stderr_lines(result.stderr), "'-'" if stdin is not None else args[-1])
+    case.expect_same(out, expected)
+    case.expect_no_temp_left()
+
+
+@each((f"parse_no_final_newline_{name}_sam", name) for name in COMPRESSIONS)
+def test_parse_no_final_newline_compressed_sam(case, name):
+    """Gzipped or bgzipped SAM whose text has no final newline (issue #50
+    item 8): its compression's end shows a whole file, not a whole text,
+    which may have been cut before it was compressed.  It gets the plain
+    twin's warning, given by name or on a stream, at -@ 0 (read on this
+    thread) and -@ 4 (a file parsed by htslib's threads, its text's last
+    byte read again), and 1.24's records.  So does a text cut inside its
+    header, given by name."""
+    compress = COMPRESSIONS[name]
+    plain = os.path.join(case.dir, "no_newline.sam")
+    write_text(plain, NO_NEWLINE_TEXT)
+    src = os.path.join(case.dir, f"no_newline.{name}.sam.gz")
+    write_bytes(src, compress(NO_NEWLINE_TEXT.encode()))
+    expected = os.path.join(case.dir, "expected.bam")
+    case.session.oracle_ok("sort", ["--no-PG", "-o", expected, src])
+    for threads in ("0", "4"):
+        sorted_with_warning(case, ["-@", threads, plain], expected, name="the plain twin")
+        sorted_with_warning(case, ["-@", threads, src], expected, name=f"{name} by name")
+        sorted_with_warning(case, ["-@", threads], expected,
+                            stdin=compress(NO_NEWLINE_TEXT.encode()), name=f"{name} on a stream")
+    header = "\n".join(HEADER_ONLY)
+    src = os.path.join(case.dir, f"header_cut.{name}.sam.gz")
+    write_bytes(src, compress(header.encode()))
+    case.session.oracle_ok("sort", ["--no-PG", "-o", expected, src])
+    for threads in ("0", "4"):
+        sorted_with_warning(case, ["-@", threads, src], expected, name=f"{name} header by name")
+
+
+def test_parse_final_newline_compressed_sam_silent(case):
+    """The same texts whole, with their final newline: no warning, however
+    compressed and read."""
+    text = (NO_NEWLINE_TEXT + "\n").encode()
+    for name, compress in COMPRESSIONS.items():
+        src = os.path.join(case.dir, f"whole.{name}.sam.gz")
+        write_bytes(src, compress(text))
+        for threads in ("0", "4"):
+            lines = sort_like_oracle(case, src, ["-@", threads], f"{name}{threads}")
+            expect_silent(lines)
+        expect_stream_sorted(case, (compress(text), f"whole_{name}"), ".sam.gz")
 
 
 # --- a stream whose last line has no newline --------------------------------------
@@ -224,12 +277,14 @@ def test_parse_stream_cut(case, ending):
         expect_cut_refused(case, result, "'-'", out)
     if ending == NO_NEWLINE_LAST:
         expect_stream_sorted(case, (text + b"\n", "plain"), ".sam")
-        # Bgzipped SAM ends with the BGZF EOF marker, which tells a whole text.
-        expect_stream_sorted(case, (bgzf_compress(text), "bgzipped"), ".sam.gz")
+        # Bgzipped SAM ends with the BGZF EOF marker, which tells a whole
+        # stream but not a whole text: sorted, with a file's warning.
+        expect_stream_sorted(case, (bgzf_compress(text), "bgzipped"), ".sam.gz", warned=True)
 
 
-def expect_stream_sorted(case, data_and_name, ext):
-    """data on a pipe, at -@ 0 and 4: sorted as 1.24 sorts it, silently."""
+def expect_stream_sorted(case, data_and_name, ext, warned=False):
+    """data on a pipe, at -@ 0 and 4: sorted as 1.24 sorts it, silently (or
+    warned: with one line on its missing final newline)."""
     data, name = data_and_name
     src = os.path.join(case.dir, name + ext)
     write_bytes(src, data)
@@ -241,15 +296,19 @@ def expect_stream_sorted(case, data_and_name, ext):
         if result.returncode != 0:
             raise Failure(f"{name}: rocksort exited with {result.returncode}",
                           tail(result.stderr))
-        expect_silent(stderr_lines(result.stderr))
+        if warned:
+            expect_warning(stderr_lines(result.stderr), "'-'")
+        else:
+            expect_silent(stderr_lines(result.stderr))
         case.expect_same(out, expected)
     case.expect_no_temp_left()
 
 
 # A stream that ends inside its header: the writer died before any record.  A
 # cut @SQ's LN would be a wrong header with exit 0.  htslib reads the header
-# itself, so the cut is told from the bytes read against the header's text;
-# whole headers with "\r\n" ends or a bare @CO line must still be sorted.
+# itself and forgets its lines' ends, so the header is peeked at before htslib
+# reads it; whole headers with "\r\n" ends or a bare @CO line must still be
+# sorted.
 HEADER_ONLY = [HD, SQ, "@SQ\tSN:c2\tLN:7000"]
 HEADER_CUTS = [("last_line_whole", "\n".join(HEADER_ONLY)),
                ("sq_length", "\n".join(HEADER_ONLY)[:-2])]
@@ -267,6 +326,74 @@ def test_parse_stream_cut_in_header(case):
             expect_cut_refused(case, result, "'-'", out)
     for name, text in WHOLE_HEADERS:
         expect_stream_sorted(case, (text.encode(), f"header_{name}"), ".sam")
+
+
+# Every cut of a small text on a stream (issue #50 item 3: a CRLF header cut
+# inside a line, or one cut just after "@CO" or "@CO<TAB>", was taken with exit
+# 0).  A cut that falls just after a newline leaves a whole text, which must
+# sort as 1.24 sorts it, silently; any other is refused: exit 1, one line naming
+# the input, no output.  Each run is short, and most wait out the grace a
+# refusal gives a signal, so they run side by side.
+EVERY_CUT_LINES = [HD, SQ, "@SQ\tSN:c2\tLN:7000", "@CO\tcut here",
+                   record("r1", rname="c2", pos=50), record("r2", pos=90)]
+EVERY_CUT_WORKERS = 8
+
+
+def expect_cut_outcome(case, data, threads, expected):
+    """rocksort -@ threads on the bytes data from a pipe: expected is the
+    oracle's output for them, or None where it must refuse.  -> [] or the
+    problem's lines."""
+    name = f"cut{len(data)}_threads{threads}"
+    out = case.out(f"{name}.bam")
+    env = dict(case.session.env, TMPDIR=case.tmp)
+    result = subprocess.run([*case.session.rocksort_cmd, "-@", threads, "-T",
+                             os.path.join(case.tmp, name), "-o", out, "-"], input=data,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            cwd=case.out_dir, env=env, timeout=TIMEOUT)
+    lines = stderr_lines(result.stderr)
+    cut = f"cut after {len(data)} bytes ({data[-12:]!r}), -@ {threads}"
+    if expected is None:
+        if result.returncode != 1 or len(lines) != 1 or "'-'" not in lines[0] \
+                or os.path.lexists(out):
+            return [f"{cut}: exit {result.returncode}, expected a one-line refusal naming "
+                    f"'-' and no output", *lines[:3]]
+        return []
+    if result.returncode != 0 or lines:
+        return [f"{cut}: exit {result.returncode}, expected 0 and a silent sort", *lines[:3]]
+    try:
+        case.expect_same(out, expected)
+    except Failure as failure:
+        return [f"{cut}: {failure.reason}", *failure.details[:3]]
+    return []
+
+
+def oracle_for_prefix(case, data):
+    """samtools 1.24's output for data (a whole text) as a file, or None if
+    it refuses it."""
+    src = os.path.join(case.dir, f"prefix{len(data)}.sam")
+    write_bytes(src, data)
+    expected = os.path.join(case.dir, f"expected{len(data)}.bam")
+    oracle = case.session.oracle("sort", ["--no-PG", "-o", expected, src])
+    return expected if oracle.returncode == 0 else None
+
+
+@each((f"parse_stream_every_cut_{name}", end) for name, end in (("lf", "\n"), ("crlf", "\r\n")))
+def test_parse_stream_every_cut(case, end):
+    text = (end.join(EVERY_CUT_LINES) + end).encode()
+    whole = [n for n in range(1, len(text) + 1) if text[n - 1] == ord("\n")]
+    with ThreadPoolExecutor(max_workers=EVERY_CUT_WORKERS) as pool:
+        expected = dict(zip(whole, pool.map(lambda n: oracle_for_prefix(case, text[:n]), whole)))
+        if None in expected.values():
+            raise Failure("test is wrong: samtools 1.24 refuses a whole text",
+                          [str(n) for n, e in expected.items() if e is None])
+        runs = [(n, threads) for n in range(len(text) + 1) for threads in ("0", "4")]
+        problems = pool.map(lambda run: expect_cut_outcome(case, text[:run[0]], run[1],
+                                                           expected.get(run[0])), runs)
+        problems = [p for p in problems if p]
+    if problems:
+        raise Failure(f"{len(problems)} of {len(runs)} cuts handled wrongly",
+                      [line for p in problems[:4] for line in p])
+    case.expect_no_temp_left()
 
 
 def test_parse_fifo_last_line_cut(case):
