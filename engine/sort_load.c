@@ -407,8 +407,7 @@ int sort_load_check_read_end(const sort_job *j, const bam1_t *b, int r)
     errmsg err;
     int whole = r < -1 ? -1 : input_check_end(j->in, j->o->in_fn, j->in_file_size,
                                               last_line_newline(j, r), &err);
-    int cut = r == -1 && !j->in_file_size && j->read_lines && sam_lines_cut(&j->lines)
-              && j->in->format.compression == no_compression;
+    int cut = r == -1 && !j->in_file_size && j->read_lines && sam_lines_cut(&j->lines);
     if ((whole < 0 || cut) && ended_by_signal(j)) return -1;
     if (r < -1) {
         report_read_error(j, b, r);

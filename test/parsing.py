@@ -202,10 +202,10 @@ def sorted_with_warning(case, args, expected, stdin=None, name=None):
 def test_parse_no_final_newline_compressed_sam(case, name):
     """Gzipped or bgzipped SAM whose text has no final newline (issue #50
     item 8): its compression's end shows a whole file, not a whole text,
-    which may have been cut before it was compressed.  It gets the plain
-    twin's warning, given by name or on a stream, at -@ 0 (read on this
-    thread) and -@ 4 (a file parsed by htslib's threads, its text's last
-    byte read again), and 1.24's records.  So does a text cut inside its
+    which may have been cut before it was compressed.  Given by name it
+    gets the plain twin's warning, at -@ 0 (read on this thread) and -@ 4
+    (parsed by htslib's threads, its text's last byte read again), and
+    1.24's records; on a stream it is refused as a plain stream is.  So does a text cut inside its
     header, given by name."""
     compress = COMPRESSIONS[name]
     plain = os.path.join(case.dir, "no_newline.sam")
@@ -217,8 +217,10 @@ def test_parse_no_final_newline_compressed_sam(case, name):
     for threads in ("0", "4"):
         sorted_with_warning(case, ["-@", threads, plain], expected, name="the plain twin")
         sorted_with_warning(case, ["-@", threads, src], expected, name=f"{name} by name")
-        sorted_with_warning(case, ["-@", threads], expected,
-                            stdin=compress(NO_NEWLINE_TEXT.encode()), name=f"{name} on a stream")
+        out = case.out(f"stream{threads}.bam")
+        result = through_a_pipe(case, compress(NO_NEWLINE_TEXT.encode()),
+                                ["-@", threads, "-T", case.temp_prefix, "-o", out])
+        expect_cut_refused(case, result, "'-'", out)
     header = "\n".join(HEADER_ONLY)
     src = os.path.join(case.dir, f"header_cut.{name}.sam.gz")
     write_bytes(src, compress(header.encode()))
@@ -278,8 +280,12 @@ def test_parse_stream_cut(case, ending):
     if ending == NO_NEWLINE_LAST:
         expect_stream_sorted(case, (text + b"\n", "plain"), ".sam")
         # Bgzipped SAM ends with the BGZF EOF marker, which tells a whole
-        # stream but not a whole text: sorted, with a file's warning.
-        expect_stream_sorted(case, (bgzf_compress(text), "bgzipped"), ".sam.gz", warned=True)
+        # stream but not a whole text (`aligner | bgzip`): refused too.
+        for threads in ("0", "4"):
+            out = case.out(f"bgzipped{threads}.bam")
+            result = through_a_pipe(case, bgzf_compress(text),
+                                    ["-@", threads, "-T", case.temp_prefix, "-o", out])
+            expect_cut_refused(case, result, "'-'", out)
 
 
 def expect_stream_sorted(case, data_and_name, ext, warned=False):
