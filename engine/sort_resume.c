@@ -13,6 +13,7 @@
 #include "engine/resume_fate.h"
 #include "resume/resume_identity.h"
 #include "engine/resume_progress.h"
+#include "engine/resume_recheck.h"
 #include "codec/record_codec.h"
 #include "engine/sort_load.h"
 #include "engine/sort_output.h"
@@ -159,6 +160,7 @@ static void restore_counts(sort_job *j, const store_resume *r, const resume_note
     j->resume.seconds_before = (double)n->micros / 1e6;
     j->resume.runs_taken = r->runs;
     j->resume.records_taken = n->records;
+    resume_recheck_take_back(j, n);
 }
 
 /* A stream must be the one the state was made from: its header first. */
@@ -314,14 +316,15 @@ static int identity_without_input(sort_job *j)
     return 0;
 }
 
-/* A state of another input goes once the store opens.  Before that, the
- * input's first record must read (or the input end after its header): an
- * input cut after its header, or SAM without its header, keeps DIR. */
+/* A state of another input, or a stale one (engine/resume_recheck.h), goes
+ * once the store opens.  Before that, the input's first record must read
+ * (or the input end after its header): an input cut after its header, or
+ * SAM without its header, keeps DIR. */
 static int readable_before_discarding(sort_job *j)
 {
     char *stored = NULL;
     int found = state_dir_identity(j->o->resume_dir, &stored);
-    int same = found > 0 && !strcmp(stored, j->resume.identity);
+    int same = found > 0 && !strcmp(stored, j->resume.identity) && !j->resume.stale;
     free(stored);
     return found == 0 || same ? 0 : sort_load_read_first_record(j);
 }
@@ -332,10 +335,12 @@ int sort_resume_open(sort_job *j)
     int file = regular_file(j->o->in_fn, &st);
     resume_fate_watch_signals(j);
     if (!file && named_input_missing(j) < 0) return -1;
+    if (file) resume_recheck_open(j);
     /* Nothing in DIR is discarded before the input is shown readable. */
     if ((file ? sort_load_open_input(j) : open_stream(j)) < 0) return -1;
     if (!(j->resume.identity = identity_of(j, file))) return -1;
     if (!j->in && identity_without_input(j) < 0) return -1;
+    if (file && resume_recheck_state(j) < 0) return -1;
     if (j->in && readable_before_discarding(j) < 0) return -1;
     if (sort_plan_open_store(j) < 0) return -1;
     resume_fate_state_opened(j);
