@@ -225,6 +225,9 @@ static int take_back_complete(sort_job *j, const store_resume *r, const resume_n
     if (header_from_state(j, r) < 0) return -1;
     restore_counts(j, r, n);
     int check = file ? j->o->verify && !n->digested : j->in != NULL;
+    resume_fate_resuming(j, !check ? "writing the output"
+                            : file ? "reading the input again for --verify's checksum first"
+                            : "checking the input against it first");
     return check ? read_past(j, n, 1) : 0;
 }
 
@@ -235,6 +238,8 @@ static int take_back_partial(sort_job *j, const store_resume *r, const resume_no
     j->resume.kind = kind_of(j, file);
     if (n->kind != j->resume.kind) return state_damaged(j, "its positions are of another kind");
     restore_counts(j, r, n);
+    resume_fate_resuming(j, file ? "reading the rest of the input"
+                                 : "checking the input against it, then reading the rest");
     return position_input(j, n);
 }
 
