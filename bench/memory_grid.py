@@ -121,7 +121,9 @@ def readout_runs(text):
 
 def passes(text):
     m = re.search(r"merge passes: (\d+) runs merged into (\d+)", text)
-    return f"{m.group(1)} -> {m.group(2)}" if m and m.group(1) != "0" else "-"
+    alone = re.search(r"merge passes: (\d+) runs rewritten one at a time", text)
+    return f"{m.group(1)} -> {m.group(2)}" if m else \
+        f"{alone.group(1)} -> {alone.group(1)}" if alone else "-"
 
 
 def main():

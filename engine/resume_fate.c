@@ -87,12 +87,6 @@ static void say_what_happened(const sort_job *j, const store_resume *r)
     if (r->discarded)
         fprintf(stderr, "samtools rocksort: not resuming from '%s': %s%s\n", dir, r->discarded,
                 j->resume.no_input ? "" : "; sorting afresh");
-    else if (r->complete)
-        fprintf(stderr, "samtools rocksort: resuming from '%s': the whole input is stored "
-                "(%" PRIu64 " runs); writing the output\n", dir, r->runs);
-    else if (r->runs && !j->resume.no_input)
-        fprintf(stderr, "samtools rocksort: resuming from '%s': %" PRIu64 " runs stored; "
-                "reading the rest of the input\n", dir, r->runs);
     int unlocked = store_state_unlocked(j->store);
     if (unlocked)
         sort_job_warn("the file system of '%s' does not lock files (%s): a second sort started on "
@@ -104,6 +98,18 @@ void resume_fate_state_opened(sort_job *j)
     find_dir(j);
     opened_store = j->store;
     say_what_happened(j, store_resumed(j->store));
+}
+
+void resume_fate_resuming(const sort_job *j, const char *next)
+{
+    const store_resume *r = store_resumed(j->store);
+    const char *dir = resume_fate_dir_shown(j);
+    if (r->complete)
+        fprintf(stderr, "samtools rocksort: resuming from '%s': the whole input is stored "
+                "(%" PRIu64 " runs); %s\n", dir, r->runs, next);
+    else
+        fprintf(stderr, "samtools rocksort: resuming from '%s': %" PRIu64 " runs stored; %s\n",
+                dir, r->runs, next);
 }
 
 void resume_fate_state_wrong(sort_job *j, const char *why)

@@ -12,9 +12,13 @@
  * another working directory is another state).
  * - resume_fate_watch_signals(), first: a signal from then on says what became
  *   of DIR (kept, with its runs once the store is open; or nothing stored).
- * - resume_fate_state_opened(), once the store is open: says what was taken
- *   back or why a state was discarded, and warns of a state its file
- *   system cannot lock.
+ * - resume_fate_state_opened(), once the store is open: says why a state
+ *   was discarded, and warns of a state its file system cannot lock.
+ * - resume_fate_resuming(): says what was taken back and what comes next,
+ *   once the take-back has passed every check that refuses at once (no
+ *   input to finish a partial state, another header, --verify with no
+ *   input): a line that says "writing the output" is never followed by a
+ *   refusal of that kind.
  * - resume_fate_close(), instead of store_close(): closes the store by the rule
  *   and, after a failure, says in one line whether DIR is kept (with its
  *   runs) or removed (and why).  Signals wait meanwhile, so that a
@@ -28,6 +32,7 @@
 
 void resume_fate_watch_signals(sort_job *j);
 void resume_fate_state_opened(sort_job *j);
+void resume_fate_resuming(const sort_job *j, const char *next);
 
 /* The state itself is wrong (why, a constant string): it goes when the
  * sort ends.  Does nothing without --resume. */

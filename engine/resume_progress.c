@@ -2,6 +2,7 @@
 #include <htslib/bgzf.h>
 #include <htslib/hfile.h>
 #include "engine/resume_progress.h"
+#include "engine/resume_recheck.h"
 #include "util/clock_util.h"
 #include "util/mix64.h"
 
@@ -19,7 +20,7 @@ uint64_t resume_progress_position(const sort_job *j)
     }
 }
 
-void resume_progress_note_now(const sort_job *j, byte_writer *w)
+void resume_progress_note_now(sort_job *j, byte_writer *w)
 {
     resume_note n = {
         .kind = j->resume.kind, .pos = j->resume.pos_before, .records = j->records_in,
@@ -29,6 +30,7 @@ void resume_progress_note_now(const sort_job *j, byte_writer *w)
         .micros = (uint64_t)(1e6 * (j->resume.seconds_before + now_seconds()
                                     - j->resume.load_started)),
     };
+    resume_recheck_note(j, &n);
     resume_state_note_encode(&n, w);
 }
 

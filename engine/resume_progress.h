@@ -4,7 +4,8 @@
  * resume_progress_position() before reading each record: the input's position in
  * the kind j->resume.kind says (resume/resume_state.h).  When a batch is full,
  * resume_progress_note_now() writes the note its run carries: that position and
- * the counts, checksums and loading time of every record before it.  A
+ * the counts, checksums and loading time of every record before it, and
+ * for a file its ctime and prefix (engine/resume_recheck.h).  A
  * stream's records are hashed as they are read (resume_progress_stream_hash(), from
  * each record's digest, codec/record_codec.h), so that a rerun can tell the same
  * stream again.  resume_progress_input_complete()
@@ -17,7 +18,7 @@
 #include "engine/sort_job.h"
 
 uint64_t resume_progress_position(const sort_job *j);
-void resume_progress_note_now(const sort_job *j, byte_writer *w);
+void resume_progress_note_now(sort_job *j, byte_writer *w);
 uint64_t resume_progress_stream_hash(uint64_t hash, uint64_t record_digest);
 int resume_progress_input_complete(sort_job *j);
 

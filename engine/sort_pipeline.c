@@ -22,6 +22,7 @@
 #include "engine/sort_report.h"
 #include "engine/sort_resume.h"
 #include "engine/resume_fate.h"
+#include "engine/resume_recheck.h"
 #include "util/cleanup.h"
 #include "util/thread_cpu.h"
 
@@ -102,6 +103,8 @@ static void cleanup(sort_job *j, int failed)
     free(j->resume.identity);
     free(j->resume.no_input);
     free(j->resume.dir_shown);
+    free(j->resume.stale);
+    resume_recheck_close(j);
     sort_key_spec_free(&j->sort);
     if (j->hdr) sam_hdr_destroy(j->hdr);
     if (j->in) sam_close(j->in);
@@ -115,6 +118,7 @@ int sort_pipeline_run(const rocksort_opts *o)
     memset(&j, 0, sizeof j);
     j.o = o;
     j.resume.on = o->resume_dir != NULL;
+    j.resume.prefix_fd = -1;
     sort_plan_allocator(o);
     spill_init(&j.q);
     thread_name_scope named;

@@ -159,6 +159,7 @@ int sort_plan_open_store(sort_job *j)
         .parts = READOUT_STREAMS,
         .state_dir = o->resume_dir,
         .identity = j->resume.identity,
+        .state_stale = j->resume.stale,
         .state_discarded = &j->resume.discarded,
         .state_other = j->resume.no_input ? &j->resume.other_state : NULL,
     };

@@ -112,16 +112,24 @@ static void report_dirs(const sort_job *j)
 }
 
 /* What the readers of the spilled runs held, and the merge passes that
- * made them fit. */
+ * made them fit.  A pass whose memory fits one run's readers rewrites each
+ * run alone, into one with a single group open: that merges nothing, and
+ * "6 runs merged into 6" said it did. */
 static void report_readers(const sort_job *j)
 {
     if (!j->readers.runs) return;
+    unsigned long long in = store_pass_runs_replaced(j->store),
+                       out = store_pass_runs_written(j->store);
     fprintf(stderr, "[rocksort] readout memory: readers of %llu runs hold %.1f MB of the %.1f MB "
-            "they may, at %zu KiB readahead; merge passes: %llu runs merged into %llu before "
-            "the readout\n", (unsigned long long)j->readers.runs, j->readers.bytes / 1e6,
-            j->readers.allowed / 1e6, j->readers.readahead >> 10,
-            (unsigned long long)store_pass_runs_replaced(j->store),
-            (unsigned long long)store_pass_runs_written(j->store));
+            "they may, at %zu KiB readahead; ", (unsigned long long)j->readers.runs,
+            j->readers.bytes / 1e6, j->readers.allowed / 1e6, j->readers.readahead >> 10);
+    if (!in)
+        fprintf(stderr, "no merge passes\n");
+    else if (in == out)
+        fprintf(stderr, "merge passes: %llu runs rewritten one at a time before the readout%s\n",
+                in, store_grouped(j->store) ? ", each to hold one group open" : "");
+    else
+        fprintf(stderr, "merge passes: %llu runs merged into %llu before the readout\n", in, out);
 }
 
 /* What the background merges rewrote, against the runs' own bytes, and
@@ -133,7 +141,10 @@ static void report_merges(const sort_job *j)
     if (!j->store || !runs) return;
     fprintf(stderr, "[rocksort] background merges: %.1f MB written, %.2f times the runs' %.1f MB",
             m.bytes / 1e6, (double)m.bytes / (double)runs, runs / 1e6);
-    if (m.kind == STORE_MERGES_TIERS)
+    /* A plan explains merges that ran, not a plan that never had to. */
+    if (!m.bytes && m.kind != STORE_MERGES_NONE)
+        fprintf(stderr, ": none ran (too few runs to start one)\n");
+    else if (m.kind == STORE_MERGES_TIERS)
         fprintf(stderr, ": ulimit -n leaves room for %d runs at the readout and %d in one "
                 "merge, too few to merge each run once, so runs of one size merge in tiers and "
                 "each byte is rewritten once per tier\n", m.readout_runs, m.width);

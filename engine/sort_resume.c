@@ -13,6 +13,7 @@
 #include "engine/resume_fate.h"
 #include "resume/resume_identity.h"
 #include "engine/resume_progress.h"
+#include "engine/resume_recheck.h"
 #include "codec/record_codec.h"
 #include "engine/sort_load.h"
 #include "engine/sort_output.h"
@@ -160,6 +161,7 @@ static void restore_counts(sort_job *j, const store_resume *r, const resume_note
     j->resume.seconds_before = (double)n->micros / 1e6;
     j->resume.runs_taken = r->runs;
     j->resume.records_taken = n->records;
+    resume_recheck_take_back(j, n);
 }
 
 /* A stream must be the one the state was made from: its header first. */
@@ -224,6 +226,9 @@ static int take_back_complete(sort_job *j, const store_resume *r, const resume_n
     if (header_from_state(j, r) < 0) return -1;
     restore_counts(j, r, n);
     int check = file ? j->o->verify && !n->digested : j->in != NULL;
+    resume_fate_resuming(j, !check ? "writing the output"
+                            : file ? "reading the input again for --verify's checksum first"
+                            : "checking the input against it first");
     return check ? read_past(j, n, 1) : 0;
 }
 
@@ -234,6 +239,8 @@ static int take_back_partial(sort_job *j, const store_resume *r, const resume_no
     j->resume.kind = kind_of(j, file);
     if (n->kind != j->resume.kind) return state_damaged(j, "its positions are of another kind");
     restore_counts(j, r, n);
+    resume_fate_resuming(j, file ? "reading the rest of the input"
+                                 : "checking the input against it, then reading the rest");
     return position_input(j, n);
 }
 
@@ -315,14 +322,15 @@ static int identity_without_input(sort_job *j)
     return 0;
 }
 
-/* A state of another input goes once the store opens.  Before that, the
- * input's first record must read (or the input end after its header): an
- * input cut after its header, or SAM without its header, keeps DIR. */
+/* A state of another input, or a stale one (engine/resume_recheck.h), goes
+ * once the store opens.  Before that, the input's first record must read
+ * (or the input end after its header): an input cut after its header, or
+ * SAM without its header, keeps DIR. */
 static int readable_before_discarding(sort_job *j)
 {
     char *stored = NULL;
     int found = state_dir_identity(j->o->resume_dir, &stored);
-    int same = found > 0 && !strcmp(stored, j->resume.identity);
+    int same = found > 0 && !strcmp(stored, j->resume.identity) && !j->resume.stale;
     free(stored);
     return found == 0 || same ? 0 : sort_load_read_first_record(j);
 }
@@ -333,10 +341,12 @@ int sort_resume_open(sort_job *j)
     int file = regular_file(j->o->in_fn, &st);
     resume_fate_watch_signals(j);
     if (!file && named_input_missing(j) < 0) return -1;
+    if (file) resume_recheck_open(j);
     /* Nothing in DIR is discarded before the input is shown readable. */
     if ((file ? sort_load_open_input(j) : open_stream(j)) < 0) return -1;
     if (!(j->resume.identity = identity_of(j, file))) return -1;
     if (!j->in && identity_without_input(j) < 0) return -1;
+    if (file && resume_recheck_state(j) < 0) return -1;
     if (j->in && readable_before_discarding(j) < 0) return -1;
     if (sort_plan_open_store(j) < 0) return -1;
     resume_fate_state_opened(j);

@@ -7,9 +7,12 @@
  *   nanoseconds), header, and a digest of IDENTITY_SAMPLES blocks of
  *   IDENTITY_SAMPLE_BYTES spread over it, first and last included.  An
  *   edit that keeps all of them (the same inode and size, the mtime put
- *   back, no sampled byte changed) is not seen.  The device number is left
- *   out: a network file system's differs from node to node and from mount
- *   to mount, so it would lose the state of a job requeued on another node.
+ *   back, no sampled byte changed) is not seen here: it changes the
+ *   ctime, which is not here either (a chmod changes it too) but in the
+ *   notes, with a CRC-32 of the stored bytes (engine/resume_recheck.h).
+ *   The device number is left out: a network file system's differs from
+ *   node to node and from mount to mount, so it would lose the state of a
+ *   job requeued on another node.
  * - A stream only as such: its header and records are checked as it is
  *   read again (engine/sort_resume.h).
  * - The order and its parameters; the reference (--reference, an input

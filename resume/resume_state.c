@@ -13,6 +13,9 @@ void resume_state_note_encode(const resume_note *n, byte_writer *w)
     bw_u64(w, n->stream_hash);
     bw_u64(w, n->placed);
     bw_u64(w, n->micros);
+    bw_u64(w, n->ctime);
+    bw_u64(w, n->prefix_bytes);
+    bw_u64(w, n->prefix_crc);
 }
 
 int resume_state_note_decode(const uint8_t *p, size_t len, resume_note *n)
@@ -27,6 +30,9 @@ int resume_state_note_decode(const uint8_t *p, size_t len, resume_note *n)
     n->stream_hash = br_u64(&r);
     n->placed = br_u64(&r);
     n->micros = br_u64(&r);
+    n->ctime = br_u64(&r);
+    n->prefix_bytes = br_u64(&r);
+    n->prefix_crc = br_u64(&r);
     if (r.bad || r.at != len) return -1;
     return n->kind >= POS_BGZF && n->kind <= POS_RECORDS ? 0 : -1;
 }

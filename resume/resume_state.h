@@ -3,7 +3,9 @@
  * Contract: a resume_note travels with each run into the store's journal
  * (store/rocks_state.h): where the input's next record starts once the run's
  * batch was full, in one of three kinds of position, and the counts and
- * checksums of every record before it.  resume_state_note_encode() and resume_state_note_decode()
+ * checksums of every record before it; for a file, its ctime and a CRC-32
+ * of the bytes those records lie in, for a rerun that finds the ctime
+ * changed (engine/resume_recheck.h).  resume_state_note_encode() and resume_state_note_decode()
  * turn it into bytes and back; resume_state_note_decode() returns -1 for bytes that are
  * not a note.  resume_state is what the engine keeps of it during a sort
  * (engine/sort_job.h, engine/sort_resume.h).
@@ -35,6 +37,9 @@ typedef struct {
     uint64_t stream_hash;       /* a stream's: an order-dependent hash of them */
     uint64_t placed;            /* a placed record was among them (-M) */
     uint64_t micros;            /* loading time spent on them, over every run of the sort */
+    uint64_t ctime;             /* a file's: its status change time when the run began (ns) */
+    uint64_t prefix_bytes;      /* a file's first bytes, holding every record before pos: */
+    uint64_t prefix_crc;        /* their CRC-32; 0 bytes when the kind has no byte offset */
 } resume_note;
 
 void resume_state_note_encode(const resume_note *n, byte_writer *w);
@@ -60,6 +65,12 @@ typedef struct {
                                    empty"): only a state of the whole input is finished */
     int other_state;            /* with no input: DIR holds another sort's state, kept */
     char *dir_shown;            /* DIR as messages name it: its real path once it exists */
+    int prefix_fd;              /* a file opened again for its prefix's CRC, or -1 */
+    int prefix_lost;            /* reading it failed: notes hold no prefix from then on */
+    uint64_t ctime, size;       /* the file's, as this run began (ctime in ns) */
+    uint64_t prefix_bytes;      /* the prefix checksummed so far, */
+    uint32_t prefix_crc;        /* and its CRC-32 */
+    char *stale;                /* why a state of this identity must still go, or NULL */
 } resume_state;
 
 #endif

@@ -25,7 +25,7 @@
 #include "util/cleanup.h"
 #include "store/state_dir.h"
 
-enum { REC_START = STATE_REC_START, REC_RUN = 'R', REC_KEEP = 'K', REC_DONE = 'C' };
+enum { REC_START = STATE_REC_START, REC_RUN = STATE_REC_RUN, REC_KEEP = 'K', REC_DONE = STATE_REC_DONE };
 
 /* The directory holds a state or nothing (store/state_dir.h), and exists:
  * created if missing. */
@@ -180,6 +180,7 @@ int store_state_prepare(rocks_store *st, const store_options *o, errmsg *err)
     st->n_parts = o->parts < 1 ? 1 : o->parts > STORE_DB_MAX_PARTS ? STORE_DB_MAX_PARTS : o->parts;
     char other[256];
     const char *why = run_journal_records(st->journal) ? other_sort(st, o, other, sizeof other) : NULL;
+    if (!why && run_journal_records(st->journal)) why = o->state_stale;
     if (why && o->state_other) return store_state_keep_other(st, o, why, err);
     if (why) store_state_discard(st, why);
     return why || !run_journal_records(st->journal) ? store_state_wipe(st, o, err) : 0;

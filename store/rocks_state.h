@@ -8,10 +8,11 @@
  * interrupted run of the same sort: one whose identity matches and whose
  * journal and database agree (the entries of every run are in the
  * database, or the last run's file is still there to take in).  Anything
- * else (another identity, a state that does not open or does not add up)
- * is discarded, and the sort starts afresh in the same directory; with
- * state_other, none is.  The state's layout is STORE_STATE_VERSION
- * (store/store_types.h); its directory and first record, store/state_dir.h.
+ * else (another identity, a state that does not open or does not add up,
+ * or one the caller calls stale: o->state_stale) is discarded, and the
+ * sort starts afresh in the same directory; with state_other, none is.
+ * The state's layout is STORE_STATE_VERSION (store/store_types.h); its
+ * directory and first record, store/state_dir.h.
  * store_resumed() says what happened.  store_keep() journals a blob the
  * caller wants back on resuming, in one of STORE_KEEP_SLOTS slots (the
  * header, the output's hidden name); store_complete() journals

@@ -8,6 +8,7 @@
 #include "store/rocks_merge.h"
 #include "store/rocks_state.h"
 #include "store/temp_env.h"
+#include "util/cleanup.h"
 
 
 /* RocksDB's own errors are malloc'd strings: put our context before them. */
@@ -135,11 +136,8 @@ static int next_part(const store_db *d)
     return d->first_part + (int)(d->runs % (uint64_t)d->n_parts);
 }
 
-/* Writes the SST, journals it (a resumable store), and moves it into the
- * database as part `part`: the journal always knows every run RocksDB
- * holds. */
-int store_runs_ingest(rocks_store *st, int part, uint64_t *size, const void *note, size_t note_len,
-                      errmsg *err)
+/* Finishes the run's SST: its size in *size. */
+static int finish_run(rocks_store *st, uint64_t *size, errmsg *err)
 {
     char *rerr = NULL;
     if (st->groups && group_writer_finish(st->groups, err) < 0) return -1;
@@ -147,27 +145,51 @@ int store_runs_ingest(rocks_store *st, int part, uint64_t *size, const void *not
     if (!rerr) rocksdb_sstfilewriter_file_size(st->writer, size);
     rocksdb_sstfilewriter_destroy(st->writer);
     st->writer = NULL;
-    if (rerr) return store_fail(err, st->run_path, rerr);
-    if (st->journal && store_state_journal_run(st, part, *size, note, note_len, err) < 0) return -1;
+    return rerr ? store_fail(err, st->run_path, rerr) : 0;
+}
+
+/* Journals the finished SST (a resumable store), then moves it into the
+ * database as part `part`: the journal always knows every run RocksDB
+ * holds. */
+static int add_run(rocks_store *st, int part, uint64_t size, const void *note, size_t note_len,
+                   errmsg *err)
+{
+    char *rerr = NULL;
+    if (st->journal && store_state_journal_run(st, part, size, note, note_len, err) < 0) return -1;
     const char *files[1] = { st->run_path };
     rocksdb_ingest_external_file_cf(part_db(st, part), st->part[part], files, 1, st->ingest,
                                     &rerr);
     return rerr ? store_fail(err, st->run_path, rerr) : 0;
 }
 
+int store_runs_ingest(rocks_store *st, int part, uint64_t *size, const void *note, size_t note_len,
+                      errmsg *err)
+{
+    return finish_run(st, size, err) < 0 ? -1 : add_run(st, part, *size, note, note_len, err);
+}
+
 int store_run_end(rocks_store *st, const void *note, size_t note_len, errmsg *err)
 {
     uint64_t size = 0;
     store_db *d = &st->dbs[st->run_db];
-    int part = next_part(d);
-    if (store_runs_ingest(st, part, &size, note, note_len, err) < 0) {
-        if (st->index) run_index_drop_run(st->index);
-        return -1;
+    int part = next_part(d), r = finish_run(st, &size, err);
+    /* A resumable store's run is journaled, taken in and counted with
+     * signals held, so that the runs a signal's line counts
+     * (engine/resume_fate.c) are those the journal holds: a rerun takes in
+     * a journaled run whose ingestion the signal cut short, and said one
+     * more than the line had. */
+    int held = r == 0 && st->journal;
+    if (held) cleanup_hold_signals();
+    if (r == 0) r = add_run(st, part, size, note, note_len, err);
+    if (r < 0 && st->index) run_index_drop_run(st->index);
+    else if (r == 0 && st->index && run_index_end_run(st->index, part) < 0)
+        r = errmsg_set(err, "out of memory indexing a run");
+    if (r == 0) {
+        st->runs++;
+        d->runs++;
     }
-    if (st->index && run_index_end_run(st->index, part) < 0)
-        return errmsg_set(err, "out of memory indexing a run");
-    st->runs++;
-    d->runs++;
+    if (held) cleanup_release_signals();
+    if (r < 0) return -1;
     if (part >= st->parts_used) st->parts_used = part + 1;
     st->bytes_written += size;
     store_merges_after_run(st, d);

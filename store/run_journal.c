@@ -48,8 +48,9 @@ static int add_index(run_journal *j, size_t at)
     return 0;
 }
 
-/* Reads the whole file, then keeps its good records. */
-static int load_records(run_journal *j, errmsg *err)
+/* Reads the whole file, then keeps its good records; a writer cuts a torn
+ * or damaged tail away. */
+static int load_records(run_journal *j, int writing, errmsg *err)
 {
     struct stat st;
     if (fstat(j->fd, &st) < 0) return fail(j, "cannot read", err);
@@ -67,8 +68,7 @@ static int load_records(run_journal *j, errmsg *err)
         at += FRAME + len;
     }
     j->size = at;
-    /* A torn or damaged tail is cut away. */
-    if (got > at && ftruncate(j->fd, (off_t)at) < 0) return fail(j, "cannot repair", err);
+    if (writing && got > at && ftruncate(j->fd, (off_t)at) < 0) return fail(j, "cannot repair", err);
     return 0;
 }
 
@@ -93,7 +93,24 @@ run_journal *run_journal_open(const char *path, errmsg *err)
             fail(j, "cannot lock", err);
         }
     }
-    if (ok && load_records(j, err) == 0) return j;
+    if (ok && load_records(j, 1, err) == 0) return j;
+    run_journal_close(j);
+    return NULL;
+}
+
+run_journal *run_journal_read(const char *path, errmsg *err)
+{
+    run_journal *j = calloc(1, sizeof *j);
+    if (!j || !(j->path = strdup(path))) {
+        free(j);
+        errmsg_set(err, "out of memory");
+        return NULL;
+    }
+    struct stat st;
+    j->fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    int ok = j->fd >= 0 && fstat(j->fd, &st) == 0 && S_ISREG(st.st_mode);
+    if (!ok) fail(j, "cannot read", err);
+    if (ok && load_records(j, 0, err) == 0) return j;
     run_journal_close(j);
     return NULL;
 }

@@ -27,6 +27,9 @@
 typedef struct run_journal run_journal;
 
 run_journal *run_journal_open(const char *path, errmsg *err);
+/* The same records, read without the lock and without cutting the file:
+ * a look at a journal that may be another process's. */
+run_journal *run_journal_read(const char *path, errmsg *err);
 void run_journal_close(run_journal *j);
 
 /* Whole records read back, plus those appended since. */

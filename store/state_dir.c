@@ -143,3 +143,48 @@ int state_dir_identity(const char *dir, char **identity)
     free(rec);
     return *identity ? 1 : r == 0 ? 0 : -1;
 }
+
+/* Past an 'R' record's fields before its note, as store_state_journal_run()
+ * writes them: part, entries, bytes, the groups' key spans, the samples. */
+static void skip_run_fields(byte_reader *r)
+{
+    size_t len;
+    for (int i = 0; i < 3; i++) br_u64(r);
+    for (uint64_t i = 0, n = br_u64(r); i < n && !r->bad; i++) {
+        br_bytes(r, &len);
+        br_bytes(r, &len);
+    }
+    for (uint64_t i = 0, n = br_u64(r); i < n && !r->bad; i++) {
+        br_bytes(r, &len);
+        br_u64(r);
+    }
+}
+
+int state_dir_last_note(const char *dir, uint8_t **note, size_t *len)
+{
+    errmsg ignored;
+    char *path = state_dir_join(dir, STATE_JOURNAL_NAME);
+    run_journal *jr = path ? run_journal_read(path, &ignored) : NULL;
+    free(path);
+    if (!jr) return -1;
+    const uint8_t *last = NULL;
+    int bad = 0;
+    for (size_t i = 1; i < run_journal_records(jr) && !bad; i++) {
+        size_t n;
+        const uint8_t *rec = run_journal_record(jr, i, &n);
+        byte_reader r = br_of(rec, n);
+        uint64_t type = br_u64(&r);
+        if (type != STATE_REC_RUN && type != STATE_REC_DONE) continue;
+        if (type == STATE_REC_RUN) skip_run_fields(&r);
+        const uint8_t *p = br_bytes(&r, &n);
+        bad = r.bad || r.at != r.n;
+        if (!bad) {
+            last = p;
+            *len = n;
+        }
+    }
+    *note = last && !bad ? malloc(*len + 1) : NULL;
+    if (*note) memcpy(*note, last, *len);
+    run_journal_close(jr);
+    return bad || (last && !*note) ? -1 : last ? 1 : 0;
+}

@@ -8,8 +8,9 @@
  * is no state's.  state_dir_start_write() appends that record's fields to w;
  * state_dir_start_read() reads them back (s->bad when they do not parse as
  * this version's: a state of rocksort 0.3 has no version, its identity's
- * length stands there).  state_dir_usable(), state_dir_peek() and
- * state_dir_identity() look at a directory before any store opens it.
+ * length stands there).  state_dir_usable(), state_dir_peek(),
+ * state_dir_identity() and state_dir_last_note() look at a directory
+ * before any store opens it.
  * state_dir_join() returns "dir/name", malloc'd, or NULL.
  */
 #ifndef STATE_DIR_H
@@ -24,6 +25,8 @@
 #define STATE_JOURNAL_NAME "journal"
 #define STATE_DB_NAME "db"
 #define STATE_REC_START 'S'
+#define STATE_REC_RUN 'R'       /* the other records' types (store/rocks_state.c) */
+#define STATE_REC_DONE 'C'
 
 typedef struct {
     uint64_t type, version, codec, parts;
@@ -50,5 +53,10 @@ int state_dir_peek(const char *dir, store_codec *codec, uint64_t *bytes);
  * one; -1 if its journal is not a state of this version, or does not read
  * (store_open() says why). */
 int state_dir_identity(const char *dir, char **identity);
+/* The caller's note on the last run or completion the journal in dir
+ * holds (store_run_end(), store_complete()), read without taking its lock:
+ * 1 with it malloc'd in *note; 0 if there is none; -1 if the journal does
+ * not read or a record does not parse (store_open() says why). */
+int state_dir_last_note(const char *dir, uint8_t **note, size_t *len);
 
 #endif

@@ -57,6 +57,9 @@ typedef struct {
     const char *state_dir;  /* --resume: the store lives here and outlives a kill
                                (store/rocks_state.h) */
     const char *identity;   /* with state_dir: what a later run must match to resume */
+    const char *state_stale;/* with state_dir, if not NULL: why a state of this identity
+                               is discarded all the same (its input changed where the
+                               identity does not look) */
     int *state_discarded;   /* with state_dir, if not NULL: set when store_open() discarded
                                an earlier state, even if it then failed */
     int *state_other;       /* with state_dir, if not NULL: a state of another identity,
@@ -89,8 +92,9 @@ typedef struct store_pass store_pass;
  * test/test_state_layout.c fails on a change to most of these until the
  * version is bumped and the layout's new hash recorded there.
  * 3: 'S' leads with it; notes say whether their digest covers every record.
- * 4: template-coordinate keys hold the cell barcode (CB). */
-#define STORE_STATE_VERSION 4
+ * 4: template-coordinate keys hold the cell barcode (CB).
+ * 5: notes hold a file's ctime and its stored prefix's CRC-32. */
+#define STORE_STATE_VERSION 5
 
 /* What a resumable store took back at its open (store_resumed(),
  * store/rocks_state.h), with the blobs kept in STORE_KEEP_SLOTS slots. */

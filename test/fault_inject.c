@@ -6,7 +6,10 @@
  * "flock" (any flock(), OFFSET 0: a file system without locks), on a
  * descriptor open on PATH, or on a file under PATH if it is a directory
  * (as /proc/self/fd names them); such a call fails with ERRNO.  Everything
- * else goes through untouched.  Built by the test that needs it, with the
+ * else goes through untouched.  "stall:MS:0:PATH" instead makes each link()
+ * of a file under PATH wait MS milliseconds first: RocksDB links a run into
+ * its database as it takes it in, so a test sees the run journaled and not
+ * yet taken in for that long.  Built by the test that needs it, with the
  * C compiler that built rocksort.
  */
 #define _GNU_SOURCE
@@ -15,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <limits.h>
 #include <sys/types.h>
 #include <unistd.h>
 
@@ -65,4 +69,20 @@ int flock(int fd, int operation)
     if (!real) real = (int (*)(int, int))dlsym(RTLD_NEXT, "flock");
     if (faulty(fd, "flock", 0)) return -1;
     return real(fd, operation);
+}
+
+int link(const char *from, const char *to)
+{
+    static int (*real)(const char *, const char *);
+    if (!real) real = (int (*)(const char *, const char *))dlsym(RTLD_NEXT, "link");
+    const char *spec = getenv("ROCKSORT_TEST_FAULT");
+    char target[PATH_MAX];
+    int ms, n = 0;
+    long long zero;
+    if (spec && sscanf(spec, "stall:%d:%lld:%n", &ms, &zero, &n) == 2 && n &&
+        realpath(from, target)) {
+        size_t plen = strlen(spec + n);
+        if (!strncmp(target, spec + n, plen) && target[plen] == '/') usleep((useconds_t)ms * 1000);
+    }
+    return real(from, to);
 }

@@ -15,7 +15,8 @@ import subprocess
 
 from faults import (INPUTS, LIMIT_FILES, decoded_digest, expect_one_line, expected_digest,
                     sort_with_file_limit, with_tmpfs)
-from harness import PYTHON, Failure, each, release_only
+from features import pass_counts
+from harness import PYTHON, Failure, each, release_only, run
 
 
 def test_fault_nofile_64_runs_pinned_open(case):
@@ -63,6 +64,42 @@ def test_fault_nofile_40_rewrites_bounded(case, stdin):
         raise Failure("the merges rewrote too much, or -v does not say why",
                       [merges[0].decode(errors="replace")[:300],
                        f"{written} bytes written to the temp directory for {runs} of runs"])
+
+
+# Under ulimit -n 40 merges are planned in tiers whether or not any runs:
+# bulk.bam at -m 4M writes 9 runs, too few for one; long.bam at -m 2M
+# leaves 3 runs whose groups only fit the readout rewritten one at a time.
+REPORT_ROWS = {"no_merge": ("bulk.bam", "4M"), "passes_alone": ("long.bam", "2M")}
+
+
+@each((f"fault_nofile_40_report_adds_up_{name}", name) for name in REPORT_ROWS)
+def test_fault_nofile_40_report_adds_up(case, name):
+    """-v explains the tiers only for merges that wrote something, and a
+    merge pass that rewrote each run alone says so: it said "0.0 MB
+    written ... runs of one size merge in tiers" and "3 runs merged into
+    3" (issue #50 item 8)."""
+    source, memory = REPORT_ROWS[name]
+    src = case.input(source) if source == "bulk.bam" else INPUTS.path(case.session, source)
+    out = case.out("out.bam")
+    result = run([PYTHON, "-c", LIMIT_FILES, "40", *case.session.rocksort_cmd, "--no-PG", "-v",
+                  "-m", memory, "-T", case.temp_prefix, "-o", out, src],
+                 cwd=case.out_dir, env=dict(case.session.env, TMPDIR=case.tmp))
+    err = result.stderr.decode(errors="replace")
+    merges = re.search(r"background merges: ([\d.]+) MB written.*", err)
+    passes = pass_counts(err)
+    if result.returncode != 0 or not merges or not passes:
+        raise Failure(f"exit status {result.returncode}, or no -v lines", err.splitlines()[-5:])
+    if name == "no_merge" and float(merges[1]) > 0 or \
+            name == "passes_alone" and not passes[0] == passes[1] > 0:
+        raise Failure("test is wrong: the sort did not come out as planned", [merges[0], passes])
+    if float(merges[1]) == 0 and ("tier" in merges[0] or "ulimit" in merges[0]):
+        raise Failure("-v explains merges in tiers that wrote nothing", [merges[0]])
+    if re.search(r"merge passes: (\d+) runs merged into \1\b", err):
+        raise Failure("-v says runs were merged into as many runs", [passes])
+    if source == "bulk.bam":
+        case.expect_same(out, case.session.expected(source, [], "out.bam"))
+    elif decoded_digest(out) != expected_digest(case, source, []):
+        raise Failure("the output differs from the oracle's")
 
 
 def sort_on_small_temp_disk(case, limit, size, src, expected):

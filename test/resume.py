@@ -149,9 +149,11 @@ def total_runs(case, source, shared, extra):
 
 def input_bytes_read(case, args, path):
     """Runs rocksort under strace; -> (stderr lines, bytes read from path
-    through the descriptor htslib reads it with: the last one opened on it,
-    as the temp space check reads the file's first blocks before, through
-    one of its own, to estimate the runs' size)."""
+    through the descriptor htslib reads it with: the one that reads the
+    most, as the temp space check reads the file's first blocks, and the
+    identity its sampled blocks, through descriptors of their own; and the
+    load reads each batch's bytes again through another, from the page
+    cache, for the stored prefix's CRC (engine/resume_recheck.h))."""
     log = os.path.join(case.dir, "strace.log")
     cmd = ["strace", "-f", "-qq", "-y", "-e", "trace=openat,read,pread64", "-e", "signal=none",
            "-o", log, *case.session.rocksort_cmd, "-v", *args, path]
@@ -163,17 +165,18 @@ def input_bytes_read(case, args, path):
     if result.returncode != 0:
         raise Failure(f"the rerun exited with {result.returncode}", tail(result.stderr))
     real = re.escape(os.path.realpath(path))
-    opened = re.compile(r"openat\(.*\)\s+=\s+\d+<" + real + ">")
-    reading = re.compile(r"(?:read|pread64)\(\d+<" + real + r">.*\)\s+=\s+(\d+)")
-    total = 0
+    opened = re.compile(r"openat\(.*\)\s+=\s+(\d+)<" + real + ">")
+    reading = re.compile(r"(?:read|pread64)\((\d+)<" + real + r">.*\)\s+=\s+(\d+)")
+    by_fd = {}
     with open(log) as f:
         for line in f:
-            if opened.search(line):
-                total = 0
+            m = opened.search(line)
+            if m:
+                by_fd[m[1]] = 0
             m = reading.search(line)
             if m:
-                total += int(m[1])
-    return stderr_lines(result.stderr), total
+                by_fd[m[1]] = by_fd.get(m[1], 0) + int(m[2])
+    return stderr_lines(result.stderr), max(by_fd.values(), default=0)
 
 
 # --- the tests -------------------------------------------------------------------

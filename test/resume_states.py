@@ -98,9 +98,11 @@ def journal_of_version(state, version):
     write_bytes(path, struct.pack("<II", len(first), zlib.crc32(first)) + first + rest)
 
 
-# 0.3.0's states have no version; version 3's template-coordinate keys lack CB.
+# 0.3.0's states have no version; version 3's template-coordinate keys lack CB;
+# version 4's notes lack the file's ctime and prefix CRC (issue #50).
 @each([("resume_state_of_another_version_starts_afresh", None),
-       ("resume_state_of_version_3_starts_afresh", 3)])
+       ("resume_state_of_version_3_starts_afresh", 3),
+       ("resume_state_of_version_4_starts_afresh", 4)])
 def test_resume_state_of_another_version(case, version):
     """A state whose journal has another layout is not taken back, whatever
     its runs hold: one line, and a fresh sort."""
