@@ -19,8 +19,8 @@
 #include "codec/group_writer.h"
 #include "keys/key_ranges.h"
 #include "store/run_index.h"
-#include "store/run_journal.h"
-#include "store/temp_dirs.h"
+#include "disk/run_journal.h"
+#include "disk/temp_dirs.h"
 
 /* For RocksDB's triggers and percentages: a value never reached. */
 #define ROCKS_NEVER (1 << 30)
@@ -35,7 +35,7 @@ typedef struct store_db {
                                    merges' memory (merge_width) */
     size_t merge_readahead;     /* each run a background merge reads, at a time */
     int first_part, n_parts;    /* its column families: parts first_part, ... */
-    uint64_t weight;            /* its share of the runs (store/temp_dirs.h) */
+    uint64_t weight;            /* its share of the runs (disk/temp_dirs.h) */
     uint64_t runs;              /* runs written to it */
     int bytes_counter;          /* temp_env_count_writes()'s handle; -1: none */
     int merges_planned;         /* a size hint or estimate set up background merges */

@@ -10,7 +10,7 @@
 #include "store/rocks_merge.h"
 #include "util/clock_util.h"
 #include "store/run_readers.h"
-#include "store/temp_env.h"
+#include "disk/temp_env.h"
 
 /* Percent by which neighbouring runs may differ and still be merged. */
 #define MERGE_SIZE_RATIO 10

@@ -25,7 +25,7 @@
 #include "store/rocks_state.h"
 #include "util/cleanup.h"
 #include "util/name_fit.h"
-#include "store/temp_env.h"
+#include "disk/temp_env.h"
 #include "store/run_readers.h"
 
 /* RocksDB's InfoLogLevel FATAL_LEVEL (c.h has no names for the levels). */
@@ -181,7 +181,7 @@ static int configure(rocks_store *st, store_db *d, const store_options *o, int p
 {
     d->opts = rocksdb_options_create();
     /* RocksDB's own environment, but the database's files are never synced
-     * (see store/temp_env.h).  First, as it replaces the options by a copy. */
+     * (see disk/temp_env.h).  First, as it replaces the options by a copy. */
     int env = temp_env_apply(&d->opts, pool, err);
     rocksdb_options_set_create_if_missing(d->opts, 1);
     /* A temporary directory is new; a state's database may be resumed. */

@@ -3,7 +3,7 @@
  * Contract: a resumable store (opt->state_dir).  The directory is created if
  * missing; one that holds anything but a store's journal and database is
  * refused, untouched.  The store journals every run before RocksDB takes
- * it in (store/run_journal.h): its key ranges, samples and groups, and the
+ * it in (disk/run_journal.h): its key ranges, samples and groups, and the
  * caller's note.  store_open() then takes back the runs of an earlier,
  * interrupted run of the same sort: one whose identity matches and whose
  * journal and database agree (the entries of every run are in the
@@ -31,7 +31,7 @@
 
 const store_resume *store_resumed(const rocks_store *st);
 /* 0, or the errno of the lock on the state that its file system refused
- * (store/run_journal.h): the state is then used unlocked. */
+ * (disk/run_journal.h): the state is then used unlocked. */
 int store_state_unlocked(const rocks_store *st);
 /* 1 with the state directory's path now in now (from /proc) when it is no
  * longer at the path given (renamed, or a directory above it), else 0. */

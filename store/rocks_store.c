@@ -7,7 +7,7 @@
 #include "store/rocks_store.h"
 #include "store/rocks_merge.h"
 #include "store/rocks_state.h"
-#include "store/temp_env.h"
+#include "disk/temp_env.h"
 #include "util/cleanup.h"
 
 

@@ -8,7 +8,7 @@
  * runs are bulk-loaded: the caller writes keys in increasing order between
  * store_run_begin() and store_run_end(), which builds an SST file in one of
  * the directories, dealt in turn in proportion to their weights
- * (store/temp_dirs.h), and ingests it there (no memtable, no write-ahead log, no
+ * (disk/temp_dirs.h), and ingests it there (no memtable, no write-ahead log, no
  * copy: the file is written where it stays).  With a size hint, universal
  * compaction merges each database's runs in the background so that the
  * final readout merges about 2*sqrt(T) of the T runs of each.  The runs are
@@ -19,7 +19,7 @@
  * database's runs all go to its first part.  Runs bypass the page cache:
  * the SST writer drops what it wrote, and reads and merges use direct I/O
  * where the temp file system allows it.  Nothing in the directories is
- * ever synced (store/temp_env.h): the runs need no durability.  A merge keeps its
+ * ever synced (disk/temp_env.h): the runs need no durability.  A merge keeps its
  * runs open, and so does the readout: the store stays within
  * max_open_files descriptors (store/merge_plan.h), shared among the databases,
  * merging more, and after the load if it must, when that is low.

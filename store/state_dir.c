@@ -8,7 +8,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include "store/state_dir.h"
-#include "store/run_journal.h"
+#include "disk/run_journal.h"
 
 char *state_dir_join(const char *dir, const char *name)
 {

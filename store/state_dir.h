@@ -1,6 +1,6 @@
 /* store/state_dir.h -- a resumable store's directory, and the record that makes it one.
  *
- * Contract: a state directory (--resume DIR) holds a journal (store/run_journal.h)
+ * Contract: a state directory (--resume DIR) holds a journal (disk/run_journal.h)
  * and a database, under the names below, and nothing else.  Its journal's
  * first record is 'S': the state's version (STORE_STATE_VERSION), then the
  * sort's identity, the runs' codec and the number of parts; it is written

@@ -13,7 +13,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <htslib/thread_pool.h>
-#include "store/temp_dirs.h"
+#include "disk/temp_dirs.h"
 
 /* How runs hold their records: RocksDB's block codecs, or groups of records
  * in columns (codec/group_codec.h), the compact runs. */
@@ -33,7 +33,7 @@ static inline int store_codec_in_blocks(store_codec c)
  * ("dir/name": the database goes in dir/name.rocksort.XXXXXX). */
 typedef struct {
     const char *path;
-    uint64_t weight;        /* its share of the runs (dir_turn, store/temp_dirs.h) */
+    uint64_t weight;        /* its share of the runs (dir_turn, disk/temp_dirs.h) */
 } store_dir;
 
 #define STORE_MAX_DIRS TEMP_MAX_DIRS
@@ -85,7 +85,7 @@ typedef struct store_pass store_pass;
 /* The layout of a state (--resume DIR), journaled first: a state of
  * another version is discarded, whatever it holds.  Bump it with any change
  * to what a state stores or how: the journal's records (store/rocks_state.c) and
- * framing (store/run_journal.c); the runs' keys (keys/sort_key.c, keys/template_key.c,
+ * framing (disk/run_journal.c); the runs' keys (keys/sort_key.c, keys/template_key.c,
  * keys/minimiser.c), values (codec/record_codec.h: htslib's in-memory bam1_core_t and
  * data) and groups (codec/group_codec.c); the run index's spans (store/run_index.c);
  * the caller's notes and kept blobs (resume/resume_state.c, engine/sort_resume.c).

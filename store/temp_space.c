@@ -18,7 +18,7 @@
 #include <htslib/hts_log.h>
 #include "store/temp_space.h"
 #include "store/rocks_merge.h"
-#include "util/disk_speed.h"
+#include "disk/disk_speed.h"
 #include "util/human_number.h"
 
 /* Run bytes per byte of BAM record: a key of ~21 bytes, the in-memory core

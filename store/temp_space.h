@@ -8,7 +8,7 @@
  * TEMP_SAMPLE_BYTES (read by htslib's BGZF reader, which also reads the
  * block that crosses that mark; nothing of a pipe), else from -s.
  * It compares that with the space free in the directories it is given (a
- * list: the -T directories, store/temp_dirs.h), all of them together, as the
+ * list: the -T directories, disk/temp_dirs.h), all of them together, as the
  * runs are dealt to them in proportion to their room; among several, one
  * with room for less than one run (of the chosen format, from the batch
  * size) gets none and its room does not count.  The runs' format
@@ -16,7 +16,7 @@
  * codec/group_codec.h), with or without an estimate, except at output levels 0
  * and 1 on a fast disk with room to spare (TEMP_ROOM_FOR_NONE times the
  * uncompressed runs' peak, and TEMP_FAST_DISK_MB_S or more by
- * util/disk_speed.h): there uncompressed runs, which spare the load the
+ * disk/disk_speed.h): there uncompressed runs, which spare the load the
  * encoding, are the faster choice.  A sort that resumes keeps the format
  * of the state it takes back.  When the
  * chosen format will not fit, it returns -1 and a one-line cause
@@ -32,7 +32,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include "store/store_types.h"
-#include "store/temp_dirs.h"
+#include "disk/temp_dirs.h"
 
 typedef enum {
     TEMP_AUTO = 0,      /* the default: compact */

@@ -94,7 +94,7 @@ def traced_syncs(case, extra):
 
 def test_temp_db_never_synced(case):
     """RocksDB syncs each run, its manifest and its directory; the temp
-    database's environment (store/temp_env.cc) turns that off for its own
+    database's environment (disk/temp_env.cc) turns that off for its own
     files only.  Under strace, a spilled sort makes no sync call on
     anything in the temp directory, with background merges (-s) or
     without, while htslib still syncs the output.  Built without that

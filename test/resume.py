@@ -31,7 +31,7 @@ RESUMING = re.compile(r"resuming from '[^']*': (?:the whole input is stored \()?
 # --- the state's journal, read as rocksort writes it (store/rocks_state.c) -----------
 
 def journal_frames(state):
-    """(offset, payload) of each whole record in DIR's journal (store/run_journal.c:
+    """(offset, payload) of each whole record in DIR's journal (disk/run_journal.c:
     a u32 length and a u32 CRC-32, then the payload)."""
     try:
         with open(os.path.join(state, JOURNAL), "rb") as f:

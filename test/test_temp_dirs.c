@@ -10,7 +10,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
-#include "store/temp_dirs.h"
+#include "disk/temp_dirs.h"
 #include "store/temp_space.h"
 #include "scratch_dir.h"
 #include "unit_report.h"

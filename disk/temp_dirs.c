@@ -1,10 +1,10 @@
-/* store/temp_dirs.c -- see store/temp_dirs.h. */
+/* disk/temp_dirs.c -- see disk/temp_dirs.h. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
-#include "store/temp_dirs.h"
+#include "disk/temp_dirs.h"
 
 /* The default place when no -T is given: $TMPDIR, else /tmp. */
 static const char *default_place(void)

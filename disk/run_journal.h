@@ -1,4 +1,4 @@
-/* store/run_journal.h -- an append-only log of records, kept whole across kills.
+/* disk/run_journal.h -- an append-only log of records, kept whole across kills.
  *
  * Contract: run_journal_open() opens (creating it if missing) the log at path,
  * takes an exclusive lock on it (a second process fails: one sort per

@@ -1,4 +1,4 @@
-/* store/temp_dirs.h -- the temporary directories: where the runs go, and in what shares.
+/* disk/temp_dirs.h -- the temporary directories: where the runs go, and in what shares.
  *
  * Contract: temp_dirs_measure() takes the places the runs may go (the -T
  * values, else $TMPDIR or /tmp) and measures each: the directory whose file

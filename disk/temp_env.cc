@@ -1,4 +1,4 @@
-/* store/temp_env.cc -- see store/temp_env.h.
+/* disk/temp_env.cc -- see disk/temp_env.h.
  *
  * Why: RocksDB makes every ingested run durable.  SstFileWriter::Finish
  * syncs the file, and ingestion syncs it and its directory again, so the
@@ -34,7 +34,7 @@
 #include <rocksdb/file_system.h>
 #include <rocksdb/utilities/object_registry.h>
 #include <unistd.h>
-#include "store/temp_env.h"
+#include "disk/temp_env.h"
 extern "C" {
 #include "util/cleanup.h"
 }

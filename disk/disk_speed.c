@@ -1,10 +1,10 @@
-/* util/disk_speed.c -- see util/disk_speed.h. */
+/* disk/disk_speed.c -- see disk/disk_speed.h. */
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-#include "util/disk_speed.h"
+#include "disk/disk_speed.h"
 #include "util/cleanup.h"
 #include "util/clock_util.h"
 

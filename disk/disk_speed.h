@@ -1,4 +1,4 @@
-/* util/disk_speed.h -- how fast a directory's file system takes a sequential write.
+/* disk/disk_speed.h -- how fast a directory's file system takes a sequential write.
  *
  * Contract: disk_speed_write_mb_s() writes DISK_PROBE_BYTES to a file of its own
  * in dir, with direct I/O so that the page cache does not hide the disk,

@@ -1,4 +1,4 @@
-/* store/run_journal.c -- see store/run_journal.h. */
+/* disk/run_journal.c -- see disk/run_journal.h. */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdlib.h>
@@ -8,7 +8,7 @@
 #include <unistd.h>
 #include <zlib.h>
 #include <htslib/hts_endian.h>
-#include "store/run_journal.h"
+#include "disk/run_journal.h"
 #include "util/grow_array.h"
 
 #define FRAME 8                         /* u32 length, u32 CRC-32 */

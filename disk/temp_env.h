@@ -1,4 +1,4 @@
-/* store/temp_env.h -- the RocksDB environment of the temporary database.
+/* disk/temp_env.h -- the RocksDB environment of the temporary database.
  *
  * Contract: temp_env_apply() gives *opts an environment that is RocksDB's
  * default one (POSIX files, the default thread pools, whose low-priority
