@@ -69,7 +69,7 @@ PYTHON    = .venv/bin/python
 # samtools links its libst.a).
 # Every C and C++ source of the layers' folders is in it: a new file needs
 # no entry here.
-LAYER_DIRS = util disk keys codec resume store load readout engine cli
+LAYER_DIRS = util disk keys codec resume store load output readout engine cli
 LAYER_SRCS = $(foreach d,$(LAYER_DIRS),$(wildcard $(d)/*.c $(d)/*.cc))
 LIB_OBJS = $(addsuffix .o,$(basename $(LAYER_SRCS))) bam_rocksort.o
 

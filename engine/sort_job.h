@@ -17,7 +17,7 @@
 #include <htslib/thread_pool.h>
 #include "engine/rocksort_opts.h"
 #include "load/batch.h"
-#include "readout/output_file.h"
+#include "output/output_file.h"
 #include "store/store.h"
 #include "util/progress.h"
 #include "load/spill_queue.h"

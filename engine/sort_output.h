@@ -1,6 +1,6 @@
 /* engine/sort_output.h -- the output: opened early, filled by the readout, committed.
  *
- * Contract: sort_output_open() opens the output before any sorting (readout/output_file.h:
+ * Contract: sort_output_open() opens the output before any sorting (output/output_file.h:
  * a temporary name beside a regular file), so that a name that cannot be
  * written fails at once, as does BAM output for a reference longer than
  * BAM can hold.  sort_output_readout() writes the header, then merges the spilled runs

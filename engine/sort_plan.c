@@ -6,7 +6,7 @@
 #endif
 #include "engine/sort_plan.h"
 #include "util/fd_budget.h"
-#include "readout/output_file.h"
+#include "output/output_file.h"
 #include "store/run_readers.h"
 #include "engine/resume_fate.h"
 

@@ -267,7 +267,7 @@ static int start_fresh(sort_job *j, const store_resume *r, int file)
 }
 
 /* A run killed by SIGKILL left the output and the index it was writing
- * under hidden names (readout/output_file.h): they go, and this run's names are
+ * under hidden names (output/output_file.h): they go, and this run's names are
  * journaled in their place.  Only a name of the hidden form is removed,
  * and not while a live sort holds it: a sort of the same -o may have
  * removed the stale file and made its own under that name since. */

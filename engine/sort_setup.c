@@ -3,7 +3,7 @@
 #include <string.h>
 #include "engine/sort_setup.h"
 #include "engine/sort_job.h"
-#include "readout/output_target.h"
+#include "output/output_target.h"
 #include "store/state_dir.h"
 #include "disk/temp_dirs.h"
 #include "disk/temp_env.h"

@@ -5,7 +5,7 @@
  * open (util/std_fds.h) and returns the mask of those that were closed
  * (bit fd).  sort_setup_check_temp() refuses the temp directories (-T) and
  * a --resume DIR that cannot hold a state; sort_setup_check_outputs() an
- * output, or its index, that can never be written (readout/output_target.h),
+ * output, or its index, that can never be written (output/output_target.h),
  * so that a sort is refused now, not after hours of sorting.  Each prints
  * its one-line cause and returns -1, else 0; neither creates anything.
  * sort_setup_process(), once and before sort_pipeline_run() starts any

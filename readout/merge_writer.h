@@ -20,7 +20,7 @@
 #include <stdint.h>
 #include <htslib/hfile.h>
 #include <htslib/sam.h>
-#include "readout/output_file.h"
+#include "output/output_file.h"
 #include "util/progress.h"
 #include "readout/run_merge.h"
 #include "util/errmsg.h"

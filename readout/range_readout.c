@@ -11,7 +11,7 @@
 #include "readout/range_readout.h"
 #include "util/clock_util.h"
 #include "readout/merge_writer.h"
-#include "readout/output_parts.h"
+#include "output/output_parts.h"
 #include "util/thread_cpu.h"
 
 /* The pieces in flight.  Workers take the next piece in key order, but

@@ -4,7 +4,7 @@
  * that take the pieces in key order; each merges its piece
  * (readout/merge_sources.h) and writes it through htslib in the output's format and
  * level, compressed on its own thread, into an in-memory file
- * (readout/output_parts.h).  The calling thread appends the finished pieces to the
+ * (output/output_parts.h).  The calling thread appends the finished pieces to the
  * output in order, without their EOF markers, while the next ones are
  * merged; at most K + 2 pieces are in flight, so memory stays bounded and
  * nothing goes through the temp directory.  The result is one file: the

@@ -4,7 +4,7 @@
 #include <unistd.h>
 #include "readout/readout_plan.h"
 #include "util/fd_budget.h"
-#include "readout/output_parts.h"
+#include "output/output_parts.h"
 #include "readout/readout_model.h"
 #include "readout/run_passes.h"
 

@@ -27,7 +27,7 @@
 #include "util/errmsg.h"
 #include "keys/key_ranges.h"
 #include "readout/merge_sources.h"
-#include "readout/output_file.h"
+#include "output/output_file.h"
 #include "util/progress.h"
 
 /* What the readout is asked to do, gathered by the engine. */

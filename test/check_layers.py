@@ -36,7 +36,7 @@ import re
 import subprocess
 import sys
 
-LAYERS = ["util", "disk", "keys", "codec", "resume", "store", "load", "readout", "engine", "cli", ""]
+LAYERS = ["util", "disk", "keys", "codec", "resume", "store", "load", "output", "readout", "engine", "cli", ""]
 SOURCE_EXT = (".c", ".cc", ".h")
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
 INTERNAL = "_internal"

@@ -385,7 +385,7 @@ def test_dest_refuse_directory_not_writable(case):
 #
 # samtools opens an existing output with O_TRUNC, so the file keeps its inode
 # and everything on it; rocksort renames a new file over it and must give it
-# the same (readout/output_attrs.h).  Each test sorts with --write-index over
+# the same (output/output_attrs.h).  Each test sorts with --write-index over
 # an output and an index made with the row's attributes, once with the
 # oracle and once with rocksort, and compares what each file ends with.
 

@@ -60,7 +60,7 @@ def runs_stored(state):
 
 
 def hidden_output(case, name, where=None):
-    """The hidden file the output is written under (readout/output_file.h), if any,
+    """The hidden file the output is written under (output/output_file.h), if any,
     in the output directory or `where`."""
     prefix, where = f".{name}.rocksort.", where or case.out_dir
     found = [n for n in os.listdir(where) if n.startswith(prefix)]

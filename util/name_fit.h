@@ -2,7 +2,7 @@
  * file system's limit on one name.
  *
  * Contract: rocksort makes names from names the user gave: the hidden
- * ".NAME.rocksort.XXXXXX" beside an output (readout/output_stale.h), the
+ * ".NAME.rocksort.XXXXXX" beside an output (output/output_stale.h), the
  * temporary database "PREFIX.rocksort.XXXXXX" (store/rocks_open.c).  A NAME
  * that fits on its own may not fit with those additions, where samtools,
  * which writes the name itself, succeeds.  name_fit() returns the part to

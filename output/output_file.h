@@ -1,4 +1,4 @@
-/* readout/output_file.h -- all-or-nothing output.
+/* output/output_file.h -- all-or-nothing output.
  *
  * Contract: for a new name or a regular file (a symlink's target, when the
  * name is a link), output_file_open() writes to a hidden temporary name in the
@@ -6,11 +6,11 @@
  * place only when every write and the close succeeded, so a failed run
  * never leaves a truncated file that looks finished.  An index, if asked
  * for, follows the same rule.  Each is private until then, and takes the
- * mode, group and owner of the file it replaces (readout/output_attrs.h).  Stdout ("-") and anything that is not a
- * regular file (a device, a FIFO, /dev/stdout; see readout/output_target.h) are
+ * mode, group and owner of the file it replaces (output/output_attrs.h).  Stdout ("-") and anything that is not a
+ * regular file (a device, a FIFO, /dev/stdout; see output/output_target.h) are
  * written in place.
  * A hidden file is locked while this run may rename it, and the stale ones
- * of the same name that killed runs left are removed first (readout/output_stale.h).
+ * of the same name that killed runs left are removed first (output/output_stale.h).
  * output_file_abort() removes the temporary files; on a destination written in
  * place it diverts the BGZF EOF marker to /dev/null, so a reader sees the
  * stream as truncated.
@@ -31,7 +31,7 @@ typedef struct {
     samFile *fp;
     int indexing;
     int cache_fd;       /* the temporary file, for dropping its pages, and holding its
-                           lock (readout/output_stale.h) until it is renamed; else -1 */
+                           lock (output/output_stale.h) until it is renamed; else -1 */
     int idx_hold_fd;    /* the index's temporary file, holding its lock; else -1 */
     int stream_fd;      /* written in place: its descriptor, to withhold the EOF marker */
     char *idx_write_path;   /* where the index is written */
@@ -64,7 +64,7 @@ int output_file_index_after(output_file *o, const char *idx_fn, int min_shift, i
                             errmsg *err);
 
 /* Call every few tens of MB written: the pages that reached the disk are
- * dropped from the page cache, so new writes reuse them (see readout/output_file.c). */
+ * dropped from the page cache, so new writes reuse them (see output/output_file.c). */
 void output_file_drop_written(output_file *o);
 
 int output_file_commit(output_file *o, errmsg *err);
@@ -77,7 +77,7 @@ int output_file_deflate_level(const char *mode, const hts_opt *opts);
 /* Removes path if it is a regular file under a hidden name of the form
  * outputs and indexes are written under (".NAME.rocksort.XXXXXX", by the
  * real path of its directory), not one of o's own, and no live sort holds
- * it (readout/output_stale.h): an earlier run that SIGKILL ended left it, and a
+ * it (output/output_stale.h): an earlier run that SIGKILL ended left it, and a
  * resumed sort that journaled it removes it, whatever this run's output
  * is.  1 if removed. */
 int output_file_remove_stale_partial(const output_file *o, const char *path);

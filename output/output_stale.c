@@ -1,4 +1,4 @@
-/* readout/output_stale.c -- see readout/output_stale.h. */
+/* output/output_stale.c -- see output/output_stale.h. */
 #include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -8,7 +8,7 @@
 #include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
-#include "readout/output_stale.h"
+#include "output/output_stale.h"
 #include "util/name_fit.h"
 
 char *output_stale_stem(const char *dir, const char *base)

@@ -1,4 +1,4 @@
-/* readout/output_parts.c -- see readout/output_parts.h. */
+/* output/output_parts.c -- see output/output_parts.h. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -6,7 +6,7 @@
 #include <sys/mman.h>
 #include <sys/sendfile.h>
 #include <unistd.h>
-#include "readout/output_parts.h"
+#include "output/output_parts.h"
 
 /* The empty BGZF block that ends every BGZF file (SAM/BAM specification,
  * section 4.1.2). */

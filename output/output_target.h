@@ -1,4 +1,4 @@
-/* readout/output_target.h -- what kind of destination an output path is, and
+/* output/output_target.h -- what kind of destination an output path is, and
  * whether it can be written at all.
  *
  * Contract: output_target() follows symlinks and sorts a path into one of

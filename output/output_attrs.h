@@ -1,8 +1,8 @@
-/* readout/output_attrs.h -- the owner, group and mode a finished output gets.
+/* output/output_attrs.h -- the owner, group and mode a finished output gets.
  *
  * Contract: samtools writes over an existing file in place (O_TRUNC), so
  * the file keeps its inode and with it its owner, group and mode; rocksort
- * renames a new file over it (readout/output_file.h).  Just before that
+ * renames a new file over it (output/output_file.h).  Just before that
  * rename, output_attrs_carry() gives the new file, open as fd, what the
  * file at final_path has then:
  * - its permission bits (not set-id or sticky bits, which writing to a

@@ -1,7 +1,7 @@
-/* readout/output_stale.h -- hidden outputs that a killed sort left behind.
+/* output/output_stale.h -- hidden outputs that a killed sort left behind.
  *
  * Contract: an output or index is written under a hidden name beside its
- * final one, ".NAME.rocksort.XXXXXX" (readout/output_file.h).  The sort writing it
+ * final one, ".NAME.rocksort.XXXXXX" (output/output_file.h).  The sort writing it
  * holds an flock() on it (output_stale_hold()) from its creation until it
  * is renamed into place or removed; SIGKILL leaves the file, and the lock
  * goes with the process.  So a hidden file whose lock can be taken is

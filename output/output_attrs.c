@@ -1,8 +1,8 @@
-/* readout/output_attrs.c -- see readout/output_attrs.h. */
+/* output/output_attrs.c -- see output/output_attrs.h. */
 #include <stdio.h>
 #include <sys/stat.h>
 #include <unistd.h>
-#include "readout/output_attrs.h"
+#include "output/output_attrs.h"
 
 #define PERMISSION_BITS 0777
 #define GROUP_BITS 0070

@@ -1,4 +1,4 @@
-/* readout/output_parts.h -- pieces of an output held in memory, appended in order.
+/* output/output_parts.h -- pieces of an output held in memory, appended in order.
  *
  * Contract: output_parts_slot_create() makes an anonymous in-memory file (memfd)
  * that holds one piece of the output at a time; -1 where the system has
@@ -18,7 +18,7 @@
 
 #include <stdint.h>
 #include <sys/types.h>
-#include "readout/output_file.h"
+#include "output/output_file.h"
 
 int output_parts_slot_create(void);
 

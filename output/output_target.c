@@ -1,4 +1,4 @@
-/* readout/output_target.c -- see readout/output_target.h. */
+/* output/output_target.c -- see output/output_target.h. */
 #include <errno.h>
 #include <libgen.h>
 #include <limits.h>
@@ -8,7 +8,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
-#include "readout/output_target.h"
+#include "output/output_target.h"
 
 #define FOLLOW_LINK (-2)
 #define MAX_LINK_HOPS 40    /* the kernel's own limit before ELOOP */

@@ -1,4 +1,4 @@
-/* readout/output_file.c -- see readout/output_file.h. */
+/* output/output_file.c -- see output/output_file.h. */
 #include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -10,10 +10,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include <htslib/hfile.h>
-#include "readout/output_file.h"
-#include "readout/output_attrs.h"
-#include "readout/output_target.h"
-#include "readout/output_stale.h"
+#include "output/output_file.h"
+#include "output/output_attrs.h"
+#include "output/output_target.h"
+#include "output/output_stale.h"
 #include "util/cleanup.h"
 
 /* "WHAT 'PATH': strerror(errno)"; returns -1. */
@@ -24,7 +24,7 @@ static int failed(errmsg *err, const char *what, const char *path)
 
 /* The real path of path's directory (a resumed sort finds a hidden name
  * again from any working directory), and the stem of the hidden names of
- * path's last name there (readout/output_stale.h): malloc'd into *dir and
+ * path's last name there (output/output_stale.h): malloc'd into *dir and
  * *stem; -1 if memory runs out. */
 static int split_beside(const char *path, char **dir, char **stem)
 {
@@ -62,7 +62,7 @@ int output_file_remove_stale_partial(const output_file *o, const char *path)
     return output_stale_hidden_form(base ? base + 1 : path, NULL) && output_stale_remove(path, 1);
 }
 
-/* One try at the hidden name `slot` of stem in dir (readout/output_stale.h;
+/* One try at the hidden name `slot` of stem in dir (output/output_stale.h;
  * mkstemp's random one for -1), created and locked: 0 with its name in
  * *tmp and descriptor in *fd; 1 if a live sort holds that slot, or a
  * sweeping sort took the file first; -1 with the cause in err. */
@@ -89,7 +89,7 @@ static int reserve_one(const char *dir, const char *stem, int slot, const char *
 
 /* A fresh, private, locked name beside path, created empty and registered
  * for cleanup, its descriptor in *fd_out: the lowest free slot, else a
- * random name; the stale hidden files of path (readout/output_stale.h) go first. */
+ * random name; the stale hidden files of path (output/output_stale.h) go first. */
 static char *reserve_temp_beside(const char *path, int *fd_out, errmsg *err)
 {
     enum { RANDOM_TRIES = 100 };
@@ -144,7 +144,7 @@ static int open_beside(output_file *o, const char *path, const char *mode, errms
     cleanup_hold_signals();
     o->tmp_path = reserve_temp_beside(path, &o->cache_fd, err);
     /* htslib writes through a duplicate of cache_fd: they share the file
-     * offset, so that output_parts_append() (readout/output_parts.h) writes at the end. */
+     * offset, so that output_parts_append() (output/output_parts.h) writes at the end. */
     int fd = o->tmp_path ? dup(o->cache_fd) : -1;
     hFILE *h = fd >= 0 ? hdopen(fd, "w") : NULL;
     o->fp = h ? hts_hopen(h, o->tmp_path, mode) : NULL;
@@ -247,7 +247,7 @@ void output_file_drop_written(output_file *o)
     if (o->cache_fd >= 0) posix_fadvise(o->cache_fd, 0, 0, POSIX_FADV_DONTNEED);
 }
 
-/* The descriptors that hold the hidden files' locks (readout/output_stale.h):
+/* The descriptors that hold the hidden files' locks (output/output_stale.h):
  * closed once the files have their final names, or are removed. */
 static void close_held_fds(output_file *o)
 {
