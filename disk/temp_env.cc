@@ -87,7 +87,7 @@ WriteCounter* counter_for(const std::string& name)
 
 /* Whether name is one of RocksDB's own tables ("000123.sst"): in the
  * temporary database only a merge writes those, as the runs are written
- * under names of the store's own and moved in (store/rocks_store.c). */
+ * under names of the store's own and moved in (store/store_run.c). */
 bool merged_run(const std::string& name)
 {
   size_t slash = name.rfind('/'), at = slash == std::string::npos ? 0 : slash + 1;

@@ -6,7 +6,7 @@
  * that do not read, a stored run that does not read back, records that do
  * not add up); at the open, another identity, version or format, or a
  * database that does not open or does not add up, discard it and the sort
- * starts afresh in DIR (store/rocks_state.h), once the input's header has been
+ * starts afresh in DIR (store/store_state.h), once the input's header has been
  * read (engine/sort_resume.h; no input discards no state of another sort).  Every
  * other failure, and a signal, keeps DIR.  Every line names DIR by its real path (a relative DIR from
  * another working directory is another state).

@@ -1,7 +1,7 @@
 /* engine/sort_resume.h -- a sort that picks up where a killed run of it stopped (--resume DIR).
  *
  * Contract: with o->resume_dir the store keeps its runs in DIR, journaled
- * (store/rocks_state.h), and each run carries a note of how far the input had
+ * (store/store_state.h), and each run carries a note of how far the input had
  * been read when its batch was full (resume/resume_state.h).  sort_resume_open() is
  * the open phase then (engine/sort_pipeline.c).  It opens the store under this
  * sort's identity (resume/resume_identity.h), takes back what an earlier,

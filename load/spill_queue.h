@@ -6,7 +6,7 @@
  * packed in key order, or as the batch itself.  If the input outgrows the
  * plan, the held batches are written as runs then.  spill_swap() hands a
  * full batch over, with the note the store journals with its run (a
- * resumable store, store/rocks_state.h; NULL or empty otherwise), whose buffer
+ * resumable store, store/store_state.h; NULL or empty otherwise), whose buffer
  * the queue takes over (*note is left empty), and returns an empty
  * one, or NULL once a spill failed (q->failed is set and q->error says
  * why).  After spill_stop(), packed[0..n_held) or

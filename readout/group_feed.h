@@ -1,7 +1,7 @@
 /* readout/group_feed.h -- one part's compact runs as decoded groups, in the order of their first keys.
  *
  * Contract: group_feed_open() starts a thread that reads the groups of one
- * part of the store (store/rocks_read.h) that hold records with keys from lo
+ * part of the store (store/store_iter.h) that hold records with keys from lo
  * (inclusive) to hi (exclusive), a NULL bound being open: first, in each
  * run, the group that begins below lo and holds records from lo on
  * (store_straddlers()); then every group whose first key lies in [lo, hi).

@@ -8,7 +8,7 @@
  * those readers do not fit it even at READERS_MIN_READAHEAD, it rewrites
  * the runs of the part whose readers take the most, from the oldest, in
  * groups as large as one merge's readers fit in that memory: each group is
- * merged (readout/run_merge.h) into one run (store/rocks_pass.h).  A
+ * merged (readout/run_merge.h) into one run (store/store_pass.h).  A
  * compact run's groups are decoded and written anew, so a run a pass wrote
  * holds one group open where a RocksDB merge kept one per run merged.  It
  * stops once the readers fit, or when no pass makes them smaller (every

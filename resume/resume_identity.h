@@ -2,7 +2,7 @@
  *
  * Contract: resume_identity() writes, one line each, everything that
  * decides which records a state's runs hold and in what order, so that a
- * rerun whose text differs starts afresh (store/rocks_state.h compares it).
+ * rerun whose text differs starts afresh (store/store_state.h compares it).
  * - A regular file by its real path, inode, size, modification time (in
  *   nanoseconds), header, and a digest of IDENTITY_SAMPLES blocks of
  *   IDENTITY_SAMPLE_BYTES spread over it, first and last included.  An

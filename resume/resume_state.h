@@ -1,7 +1,7 @@
 /* resume/resume_state.h -- how far a resumable sort got, as its runs record it.
  *
  * Contract: a resume_note travels with each run into the store's journal
- * (store/rocks_state.h): where the input's next record starts once the run's
+ * (store/store_state.h): where the input's next record starts once the run's
  * batch was full, in one of three kinds of position, and the counts and
  * checksums of every record before it; for a file, its ctime and a CRC-32
  * of the bytes those records lie in, for a rerun that finds the ctime

@@ -95,7 +95,7 @@ merge_plan merge_plan_within(const files_plan *f, uint64_t t)
     return merge_plan_tiers(f);
 }
 
-/* Tiers merge one at a time (store/rocks_merge.c starts each), so that one
+/* Tiers merge one at a time (store/store_merge.c starts each), so that one
  * merge takes the descriptors of every merge slot.  The trigger is never
  * reached but while a merge is let start. */
 merge_plan merge_plan_tiers(const files_plan *f)

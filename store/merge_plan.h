@@ -1,6 +1,6 @@
 /* store/merge_plan.h -- how many sorted runs to merge at once.
  *
- * Contract: pure arithmetic for the store (store/rocks_store.c, store/rocks_merge.c),
+ * Contract: pure arithmetic for the store (store/store_run.c, store/store_merge.c),
  * no RocksDB calls.
  * merge_plan_files_for() splits the descriptors the temporary database may use
  * between the runs the readout keeps open (every one) and the background

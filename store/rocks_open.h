@@ -1,8 +1,8 @@
 /* store/rocks_open.h -- the store's databases, one per temp directory: opened and closed.
  *
- * Contract: store_open() opens the store that store/rocks_store.h
+ * Contract: store_open() opens the store that store/store_run.h
  * describes, one database in each directory of opt->dirs, or a resumable
- * one in opt->state_dir (store/rocks_state.h); NULL with the cause in err.
+ * one in opt->state_dir (store/store_state.h); NULL with the cause in err.
  * store_close() closes the databases, and removes their directories unless
  * keep is set.  store_cause_outside() and store_shows_damage() read a
  * failure's cause for what it says of the stored runs.

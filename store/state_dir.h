@@ -25,7 +25,7 @@
 #define STATE_JOURNAL_NAME "journal"
 #define STATE_DB_NAME "db"
 #define STATE_REC_START 'S'
-#define STATE_REC_RUN 'R'       /* the other records' types (store/rocks_state.c) */
+#define STATE_REC_RUN 'R'       /* the other records' types (store/store_state.c) */
 #define STATE_REC_DONE 'C'
 
 typedef struct {

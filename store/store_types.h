@@ -5,7 +5,7 @@
  * module that needs only these (store/state_dir.h, store/run_readers.h,
  * store/temp_space.h) depends on no file of the store.  The functions are
  * declared in each file's own header (store/store.h includes them all);
- * store/rocks_store.h says what the store is.
+ * store/store_run.h says what the store is.
  */
 #ifndef STORE_TYPES_H
 #define STORE_TYPES_H
@@ -53,9 +53,9 @@ typedef struct {
                                (store/run_readers.h); 0: no limit */
     uint64_t readout_memory;/* what the readout's readers may hold; 0: no limit */
     int parts;              /* readers wanted in all, 1..STORE_DB_MAX_PARTS
-                               (store/rocks_store.h) */
+                               (store/store_run.h) */
     const char *state_dir;  /* --resume: the store lives here and outlives a kill
-                               (store/rocks_state.h) */
+                               (store/store_state.h) */
     const char *identity;   /* with state_dir: what a later run must match to resume */
     const char *state_stale;/* with state_dir, if not NULL: why a state of this identity
                                is discarded all the same (its input changed where the
@@ -73,9 +73,9 @@ typedef struct {
 #define STORE_MAX_PARTS STORE_MAX_DIRS
 
 typedef struct rocks_store rocks_store;
-/* One part's entries in key order (store/rocks_read.h). */
+/* One part's entries in key order (store/store_iter.h). */
 typedef struct store_iter store_iter;
-/* A merge pass over one part (store/rocks_pass.h). */
+/* A merge pass over one part (store/store_pass.h). */
 typedef struct store_pass store_pass;
 
 /* Compact runs: record bytes per group.  Larger groups barely compress
@@ -84,7 +84,7 @@ typedef struct store_pass store_pass;
 
 /* The layout of a state (--resume DIR), journaled first: a state of
  * another version is discarded, whatever it holds.  Bump it with any change
- * to what a state stores or how: the journal's records (store/rocks_state.c) and
+ * to what a state stores or how: the journal's records (store/store_state.c) and
  * framing (disk/run_journal.c); the runs' keys (keys/sort_key.c, keys/template_key.c,
  * keys/minimiser.c), values (codec/record_codec.h: htslib's in-memory bam1_core_t and
  * data) and groups (codec/group_codec.c); the run index's spans (store/run_index.c);
@@ -97,7 +97,7 @@ typedef struct store_pass store_pass;
 #define STORE_STATE_VERSION 5
 
 /* What a resumable store took back at its open (store_resumed(),
- * store/rocks_state.h), with the blobs kept in STORE_KEEP_SLOTS slots. */
+ * store/store_state.h), with the blobs kept in STORE_KEEP_SLOTS slots. */
 #define STORE_KEEP_SLOTS 3
 typedef struct {
     uint64_t runs;              /* runs taken back; 0: a fresh start */
@@ -126,7 +126,7 @@ typedef struct {
 
 /* What the background merges wrote, and how they were planned: for -v, to
  * say why.  With several databases, the narrowest merges of any
- * (store_merges(), store/rocks_merge.h). */
+ * (store_merges(), store/store_merge.h). */
 typedef enum {
     STORE_MERGES_NONE,          /* none planned or needed */
     STORE_MERGES_ONCE,          /* at most one rewrite per byte, about 2*sqrt(T) runs left */

@@ -17,7 +17,7 @@
 #include <htslib/hts.h>
 #include <htslib/hts_log.h>
 #include "store/temp_space.h"
-#include "store/rocks_merge.h"
+#include "store/store_merge.h"
 #include "disk/disk_speed.h"
 #include "util/human_number.h"
 

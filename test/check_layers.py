@@ -46,12 +46,12 @@ INTERNAL = "_internal"
 # files all export cram_*.
 STORE_PREFIX = ("store_",)
 PREFIXES = {
-    "store/rocks_store": STORE_PREFIX,
-    "store/rocks_open": STORE_PREFIX,
-    "store/rocks_read": STORE_PREFIX,
-    "store/rocks_merge": STORE_PREFIX,
-    "store/rocks_state": STORE_PREFIX,
-    "store/rocks_pass": STORE_PREFIX,
+    "store/store_run": STORE_PREFIX,
+    "store/store": STORE_PREFIX,
+    "store/store_iter": STORE_PREFIX,
+    "store/store_merge": STORE_PREFIX,
+    "store/store_state": STORE_PREFIX,
+    "store/store_pass": STORE_PREFIX,
     "keys/key_ranges": ("key_ranges_", "key_samples_"),
     "load/batch": ("batch_",),
     "load/spill_queue": ("spill_",),

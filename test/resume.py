@@ -28,7 +28,7 @@ JOURNAL = "journal"
 RESUMING = re.compile(r"resuming from '[^']*': (?:the whole input is stored \()?(\d+) runs")
 
 
-# --- the state's journal, read as rocksort writes it (store/rocks_state.c) -----------
+# --- the state's journal, read as rocksort writes it (store/store_state.c) -----------
 
 def journal_frames(state):
     """(offset, payload) of each whole record in DIR's journal (disk/run_journal.c:
@@ -313,7 +313,7 @@ def test_resume_kill_formats(case, name, shared):
     kill_when(case, args + [src], lambda: runs_stored(state) >= 8, "8 runs stored")
     lines = rerun(case, args + [src])
     # A kill between the 8th run's journal record and its ingestion may
-    # leave it out (store/rocks_state.c): at least 7 come back.
+    # leave it out (store/store_state.c): at least 7 come back.
     if (resumed_runs(lines) or 0) < 7:
         raise Failure("the rerun did not take back the stored runs", lines)
     want = oracle_output(case, src, shared)

@@ -39,7 +39,7 @@ def killed_with_runs(case, name, runs=5):
 
 def stored_bytes(state):
     """Where a plain SAM's next record starts after the last stored run: the
-    position in the note of the journal's last 'R' record (store/rocks_state.c:
+    position in the note of the journal's last 'R' record (store/store_state.c:
     part, entries, bytes, groups' key spans, samples, then the note, whose
     second field is the position)."""
     def skip_bytes(p, at):

@@ -166,7 +166,7 @@ def test_resume_partial_stdin_same_header_other_records_keeps_state(case):
     runs = runs_stored(state)
     other = case.rocksort(args, stdin=same_header_other_records(case))
     # A kill between a run's journal record and its ingestion leaves that
-    # run to be taken in or forgotten by the next open (store/rocks_state.c).
+    # run to be taken in or forgotten by the next open (store/store_state.c).
     expect_kept(case, other, state, runs - 1, "standard input differs")
     lines = rerun(case, args, stdin=src)
     if (resumed_runs(lines) or 0) < runs - 1:

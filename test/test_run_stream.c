@@ -1,6 +1,6 @@
 /* test_run_stream.c -- unit tests: the spilled runs read ahead on a thread.
  *
- * A store (store/rocks_store.h) in a fresh temp directory holds records with
+ * A store (store/store_run.h) in a fresh temp directory holds records with
  * 8-byte big-endian keys and values whose bytes follow from the key, dealt
  * over a few runs so that their order comes from RocksDB's merge; some
  * values are several chunks long.  Tiny chunks force a hand-over every few

@@ -3,7 +3,7 @@
  *
  * Contract: rocksort makes names from names the user gave: the hidden
  * ".NAME.rocksort.XXXXXX" beside an output (output/output_stale.h), the
- * temporary database "PREFIX.rocksort.XXXXXX" (store/rocks_open.c).  A NAME
+ * temporary database "PREFIX.rocksort.XXXXXX" (store/store.c).  A NAME
  * that fits on its own may not fit with those additions, where samtools,
  * which writes the name itself, succeeds.  name_fit() returns the part to
  * use in place of NAME: NAME itself whenever the whole name fits (so the

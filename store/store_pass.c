@@ -1,5 +1,5 @@
-/* store/rocks_pass.c -- the store's merge passes: see store/rocks_pass.h
- * and store/rocks_db.h.
+/* store/store_pass.c -- the store's merge passes: see store/store_pass.h
+ * and store/store_db_internal.h.
  *
  * A pass rewrites every run of one part, the oldest first, a few at a
  * time: the caller reads each run of a group on its own (store/sst_read.h),
@@ -17,10 +17,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "store/rocks_db.h"
-#include "store/rocks_pass.h"
-#include "store/rocks_store.h"
-#include "store/rocks_read.h"
+#include "store/store_db_internal.h"
+#include "store/store_pass.h"
+#include "store/store_run.h"
+#include "store/store_iter.h"
 
 struct store_pass {
     rocks_store *st;

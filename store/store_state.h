@@ -1,4 +1,4 @@
-/* store/rocks_state.h -- a resumable store: its journal.
+/* store/store_state.h -- a resumable store: its journal.
  *
  * Contract: a resumable store (opt->state_dir).  The directory is created if
  * missing; one that holds anything but a store's journal and database is
@@ -39,7 +39,7 @@ int store_state_moved(const rocks_store *st, char *now, size_t size);
 int store_keep(rocks_store *st, int slot, const void *blob, size_t len, errmsg *err);
 int store_complete(rocks_store *st, const void *note, size_t note_len, errmsg *err);
 
-/* For store/rocks_open.c and store/rocks_store.c: the journal, in one database.
+/* For store/store.c and store/store_run.c: the journal, in one database.
  * store_state_prepare() checks and locks the directory before the database
  * opens, and sets st->dbs[0].dir; a fresh or discarded state has its
  * identity journaled then, before its database exists.  store_state_restore()

@@ -1,11 +1,11 @@
-/* store/rocks_db.h -- the store's state: its databases and what it keeps
+/* store/store_db_internal.h -- the store's state: its databases and what it keeps
  * of them, shared by the store's RocksDB files.
  *
- * Contract: store/rocks_open.c opens the databases (one per temp directory)
- * and closes them; store/rocks_store.c writes runs into them; store/rocks_read.c reads
- * them back; store/rocks_merge.c decides when RocksDB merges runs (universal
- * compaction) and waits for those merges; store/rocks_state.c journals a
- * resumable store; store/rocks_pass.c rewrites a part's runs in merge passes.
+ * Contract: store/store.c opens the databases (one per temp directory)
+ * and closes them; store/store_run.c writes runs into them; store/store_iter.c reads
+ * them back; store/store_merge.c decides when RocksDB merges runs (universal
+ * compaction) and waits for those merges; store/store_state.c journals a
+ * resumable store; store/store_pass.c rewrites a part's runs in merge passes.
  * Each of them declares its functions, those the others call too, in its
  * own header.  Nothing outside store/ includes this one: the rest of the
  * program sees store/store.h.
@@ -71,7 +71,7 @@ struct rocks_store {
     int encode_threads;         /* store_options' compression_threads */
     group_writer *groups;       /* compact runs: records go in groups (codec/group_codec.h) */
     run_index *index;           /* compact runs: each run's groups (store/run_index.h) */
-    /* A resumable store (store/rocks_state.c). */
+    /* A resumable store (store/store_state.c). */
     char *state_dir;            /* NULL: a temporary directory */
     int state_owned;            /* the directory is ours to remove */
     int state_fd;               /* the directory, held open to remove it wherever it goes; -1 */
@@ -83,7 +83,7 @@ struct rocks_store {
     uint8_t *note_blob;         /* resume.note's copy */
     uint64_t run_entries;       /* the run being written: the keys put in it, */
     size_t run_first_sample;    /* and where its samples start */
-    /* Merge passes (store/rocks_pass.c). */
+    /* Merge passes (store/store_pass.c). */
     int passing;                /* a pass writes the run: nothing is sampled */
     int merges_left_to_passes;  /* background merges not planned: passes will merge */
     uint64_t pass_runs_in, pass_runs_out;   /* runs a pass replaced, and by how many */

@@ -1,4 +1,4 @@
-/* store/rocks_state.c -- a resumable store: its journal.  See store/rocks_state.h
+/* store/store_state.c -- a resumable store: its journal.  See store/store_state.h
  * and store/state_dir.h (the directory and its first record).
  *
  * The journal's records: 'S' (the state's version, then the identity, the
@@ -19,8 +19,8 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
-#include "store/rocks_db.h"
-#include "store/rocks_state.h"
+#include "store/store_db_internal.h"
+#include "store/store_state.h"
 #include "util/byte_io.h"
 #include "util/cleanup.h"
 #include "store/state_dir.h"

@@ -1,4 +1,4 @@
-/* store/rocks_merge.h -- the store's merges of runs: RocksDB's universal
+/* store/store_merge.h -- the store's merges of runs: RocksDB's universal
  * compaction, planned, followed and waited for.
  *
  * Contract: each database merges its runs in the background as
@@ -46,14 +46,14 @@ int store_catch_up_runs(const rocks_store *st);
 /* Sorted runs the readout will merge: the database's files (all in level 0). */
 int store_sorted_runs(rocks_store *st);
 /* A part's runs, each an open file for its readers (store/run_readers.h;
- * the groups they hold: store_part_groups_open(), store/rocks_store.h). */
+ * the groups they hold: store_part_groups_open(), store/store_run.h). */
 int store_part_runs(rocks_store *st, int part);
 
 /* What the background merges wrote, and how they were planned
  * (store_merge_report, store/store_types.h). */
 store_merge_report store_merges(const rocks_store *st);
 
-/* For store/rocks_open.c and store/rocks_store.c: a database's compaction
+/* For store/store.c and store/store_run.c: a database's compaction
  * options at open (share: its fraction of the runs), and after each run
  * the merges the open-file budget forces when none were planned. */
 struct store_db;

@@ -1,10 +1,10 @@
-/* store/rocks_read.c -- the store's runs read back: see store/rocks_read.h
- * and store/rocks_db.h.
+/* store/store_iter.c -- the store's runs read back: see store/store_iter.h
+ * and store/store_db_internal.h.
  */
 #include <stdlib.h>
 #include <string.h>
-#include "store/rocks_db.h"
-#include "store/rocks_read.h"
+#include "store/store_db_internal.h"
+#include "store/store_iter.h"
 #include "store/sst_read.h"
 
 /* The read options hold pointers to the bounds, which the iterator owns.

@@ -1,4 +1,4 @@
-/* store/rocks_pass.h -- the store's merge passes: a part's runs rewritten, a few at a time.
+/* store/store_pass.h -- the store's merge passes: a part's runs rewritten, a few at a time.
  *
  * Contract: merge passes (driven by readout/run_passes.h), once store_settle()
  * has stopped the background merges, never on a resumable store (its

@@ -1,6 +1,6 @@
-/* store/rocks_open.c -- the store's databases, one per temp directory: made,
+/* store/store.c -- the store's databases, one per temp directory: made,
  * configured, opened, closed and removed.  See store/rocks_open.h and
- * store/rocks_db.h.
+ * store/store_db_internal.h.
  *
  * Why one database per directory (doc/DESIGN.md, "Several temp
  * directories"): RocksDB's own way to spread files over directories,
@@ -18,11 +18,11 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
-#include "store/rocks_db.h"
+#include "store/store_db_internal.h"
 #include "store/rocks_open.h"
-#include "store/rocks_store.h"
-#include "store/rocks_merge.h"
-#include "store/rocks_state.h"
+#include "store/store_run.h"
+#include "store/store_merge.h"
+#include "store/store_state.h"
 #include "util/cleanup.h"
 #include "util/name_fit.h"
 #include "disk/temp_env.h"

@@ -1,4 +1,4 @@
-/* store/rocks_store.h -- the temporary RocksDB that holds sorted runs: the
+/* store/store_run.h -- the temporary RocksDB that holds sorted runs: the
  * store, and its runs written.
  *
  * Contract: store_open() creates a fresh directory (mkdtemp, mode 0700) in
@@ -27,9 +27,9 @@
  * Failures return -1 (NULL for store_open()) with the cause in an errmsg
  * (util/errmsg.h), naming the directory of the failed write.
  * Each of the store's files declares its own functions: store/rocks_open.h
- * (open, close), this header (runs written), store/rocks_merge.h (merges),
- * store/rocks_read.h (runs read back), store/rocks_pass.h (merge passes),
- * store/rocks_state.h (a resumable store); store/store_types.h the types
+ * (open, close), this header (runs written), store/store_merge.h (merges),
+ * store/store_iter.h (runs read back), store/store_pass.h (merge passes),
+ * store/store_state.h (a resumable store); store/store_types.h the types
  * and constants they share; store/store.h includes them all.
  */
 #ifndef ROCKS_STORE_H
@@ -72,15 +72,15 @@ size_t store_samples(const rocks_store *st);
 const key_sample *store_sample_at(const rocks_store *st, size_t i);
 
 /* Parts holding runs: the readout merges store_iter_open_range(st, 0..n-1, ...)
- * (store/rocks_read.h). */
+ * (store/store_iter.h). */
 int store_parts(const rocks_store *st);
 
 /* True when runs hold groups of records in columns (compact runs): see
- * store/rocks_read.h for what that means to a reader. */
+ * store/store_iter.h for what that means to a reader. */
 int store_grouped(const rocks_store *st);
 
 /* What the readers of a part will hold (store/run_readers.h): its runs (each
- * an open file, store_part_runs(), store/rocks_merge.h), and for compact runs
+ * an open file, store_part_runs(), store/store_merge.h), and for compact runs
  * the groups a merge of the part holds decoded at once (a RocksDB merge
  * copies groups whole, so one per run ever written to the part, or written
  * by a merge pass); 0 for records. */
@@ -101,7 +101,7 @@ const char *store_run_dir(const rocks_store *st);
 int store_dirs(const rocks_store *st);
 store_dir_report store_dir_at(const rocks_store *st, int i);
 
-/* For the store's own files (store/rocks_db.h).  store_fail(): RocksDB's
+/* For the store's own files (store/store_db_internal.h).  store_fail(): RocksDB's
  * malloc'd error as the cause in err, after `what`; returns -1.
  * store_runs_prepare() sets up the runs' writer (compact runs' groups and
  * index), store_runs_close() frees it with the samples. */

@@ -1,4 +1,4 @@
-/* store/rocks_read.h -- the store's runs read back: iterators over a part, and
+/* store/store_iter.h -- the store's runs read back: iterators over a part, and
  * compact runs' groups found by key.
  *
  * Contract: one part's entries in key order: records, or in compact runs the
@@ -43,7 +43,7 @@ size_t store_straddlers(const rocks_store *st, int part, const uint8_t *lo, size
 int store_get(rocks_store *st, int part, const uint8_t *key, size_t klen, size_t readahead,
               uint8_t **val, size_t *vlen, errmsg *err);
 
-/* For store/rocks_pass.c: an iterator over one SST file (a merge pass's input). */
+/* For store/store_pass.c: an iterator over one SST file (a merge pass's input). */
 store_iter *store_iter_over_file(const char *path, int direct, size_t readahead, errmsg *err);
 
 #endif

@@ -1,12 +1,12 @@
-/* store/rocks_store.c -- the store's runs: written, sampled, ingested where they were
- * written.  See store/rocks_store.h; the databases are opened in store/rocks_open.c. */
+/* store/store_run.c -- the store's runs: written, sampled, ingested where they were
+ * written.  See store/store_run.h; the databases are opened in store/store.c. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "store/rocks_db.h"
-#include "store/rocks_store.h"
-#include "store/rocks_merge.h"
-#include "store/rocks_state.h"
+#include "store/store_db_internal.h"
+#include "store/store_run.h"
+#include "store/store_merge.h"
+#include "store/store_state.h"
 #include "disk/temp_env.h"
 #include "util/cleanup.h"
 
@@ -129,7 +129,7 @@ int store_run_put(rocks_store *st, const uint8_t *key, size_t klen,
 
 /* A database's runs are dealt to its parts in turn while nothing merges
  * them; a merge only takes runs of one part, so with merges planned (or
- * tiers: store/rocks_merge.c) they all go to its first part. */
+ * tiers: store/store_merge.c) they all go to its first part. */
 static int next_part(const store_db *d)
 {
     if (d->merges_planned || d->plan.tiered) return d->first_part;

@@ -1,13 +1,13 @@
-/* store/rocks_merge.c -- the store's merges of runs: see store/rocks_merge.h
- * and store/rocks_db.h.
+/* store/store_merge.c -- the store's merges of runs: see store/store_merge.h
+ * and store/store_db_internal.h.
  */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-#include "store/rocks_db.h"
-#include "store/rocks_merge.h"
+#include "store/store_db_internal.h"
+#include "store/store_merge.h"
 #include "util/clock_util.h"
 #include "store/run_readers.h"
 #include "disk/temp_env.h"
@@ -32,7 +32,7 @@ static uint64_t runs_for(const rocks_store *st, uint64_t size)
     return st->run_bytes ? (size + st->run_bytes - 1) / st->run_bytes : 1;
 }
 
-/* See store_plan_merges() in store/rocks_merge.h: compact runs whose groups
+/* See store_plan_merges() in store/store_merge.h: compact runs whose groups
  * exceed the readout's memory are merged in passes instead. */
 static int merges_pointless(const rocks_store *st, uint64_t runs)
 {
