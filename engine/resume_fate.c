@@ -97,12 +97,12 @@ void resume_fate_state_opened(sort_job *j)
 {
     find_dir(j);
     opened_store = j->store;
-    say_what_happened(j, store_resumed(j->store));
+    say_what_happened(j, store_state_resumed(j->store));
 }
 
 void resume_fate_resuming(const sort_job *j, const char *next)
 {
-    const store_resume *r = store_resumed(j->store);
+    const store_resume *r = store_state_resumed(j->store);
     const char *dir = resume_fate_dir_shown(j);
     if (r->complete)
         fprintf(stderr, "samtools rocksort: resuming from '%s': the whole input is stored "

@@ -41,7 +41,7 @@ int resume_progress_input_complete(sort_job *j)
     j->resume.pos_before = resume_progress_position(j);
     resume_progress_note_now(j, &w);
     int r = w.failed ? errmsg_set(&err, "out of memory")
-          : store_complete(j->store, w.p, w.n, &err);
+          : store_state_complete(j->store, w.p, w.n, &err);
     bw_free(&w);
     return r < 0 ? sort_job_fail("%s", err.msg) : 0;
 }

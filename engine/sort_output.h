@@ -18,7 +18,7 @@
 /* Before the load. */
 int sort_output_open(sort_job *j);
 
-/* After the load, once store_settle() has returned. */
+/* After the load, once store_merge_settle() has returned. */
 int sort_output_readout(sort_job *j);
 
 /* Last, after sort_report_check_accounting() (engine/sort_report.h). */

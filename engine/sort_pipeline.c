@@ -56,12 +56,12 @@ static int keep_store(const sort_job *j, int failed)
     return j->o->keep_db && !failed;
 }
 
-/* Merges still running in the background end first (store_settle()). */
+/* Merges still running in the background end first (store_merge_settle()). */
 static int settle_and_readout(sort_job *j)
 {
     progress_set_phase(j->prog, PHASE_SETTLE);
     sort_report_mark(j, MARK_SETTLE);
-    j->t_settle = store_settle(j->store);
+    j->t_settle = store_merge_settle(j->store);
     progress_set_phase(j->prog, PHASE_READOUT);
     sort_report_mark(j, MARK_READOUT);
     int ret = sort_output_readout(j);

@@ -238,5 +238,5 @@ void sort_plan_from_input(sort_job *j, int64_t consumed)
     if (j->o->size_hint) return;
     double expansion = (double)j->bytes_in / (double)consumed;
     j->size_estimate = (uint64_t)(expansion * (double)j->in_file_size);
-    j->merge_width = store_plan_merges(j->store, j->size_estimate);
+    j->merge_width = store_merge_plan(j->store, j->size_estimate);
 }

@@ -136,7 +136,7 @@ static void report_readers(const sort_job *j)
  * why they merged that way. */
 static void report_merges(const sort_job *j)
 {
-    store_merge_report m = store_merges(j->store);
+    store_merge_report m = store_merge_summary(j->store);
     uint64_t runs = store_bytes_written(j->store);
     if (!j->store || !runs) return;
     fprintf(stderr, "[rocksort] background merges: %.1f MB written, %.2f times the runs' %.1f MB",

@@ -260,7 +260,7 @@ static int start_fresh(sort_job *j, const store_resume *r, int file)
     j->resume.kind = kind_of(j, file);
     j->resume.hash_stream = !file;
     j->resume.digested = 1;
-    if (store_keep(j->store, KEPT_HEADER, j->resume.header_text, strlen(j->resume.header_text),
+    if (store_state_keep(j->store, KEPT_HEADER, j->resume.header_text, strlen(j->resume.header_text),
                    &err) < 0)
         return sort_job_fail("%s", err.msg);
     return 0;
@@ -281,7 +281,7 @@ static int replace_hidden_outputs(sort_job *j, const store_resume *r)
         if (path) output_file_remove_stale_partial(&j->out, path);
         free(path);
         errmsg err;
-        if (now[i] && store_keep(j->store, slots[i], now[i], strlen(now[i]), &err) < 0)
+        if (now[i] && store_state_keep(j->store, slots[i], now[i], strlen(now[i]), &err) < 0)
             return sort_job_fail("%s", err.msg);
     }
     return 0;
@@ -350,7 +350,7 @@ int sort_resume_open(sort_job *j)
     if (j->in && readable_before_discarding(j) < 0) return -1;
     if (sort_plan_open_store(j) < 0) return -1;
     resume_fate_state_opened(j);
-    const store_resume *r = store_resumed(j->store);
+    const store_resume *r = store_state_resumed(j->store);
     int ret = r->runs || r->complete ? take_back(j, r, file) : start_fresh(j, r, file);
     /* The records this run loads without a digest leave the notes' digest short. */
     if (!j->o->verify && !j->resume.hash_stream && !j->resume.input_stored)

@@ -113,15 +113,15 @@ static int is_stopping(group_feed *f)
  * on: RocksDB's iterator, bounded below by lo, passes over it. */
 static int send_straddlers(group_feed *f, errmsg *err)
 {
-    size_t cap = store_indexed_runs(f->st);
+    size_t cap = store_iter_indexed_runs(f->st);
     key_sample *keys = malloc((cap ? cap : 1) * sizeof *keys);
     if (!keys) return errmsg_set(err, "out of memory reading the temporary runs");
-    size_t n = store_straddlers(f->st, f->part, f->lo, f->lo_len, keys);
+    size_t n = store_iter_straddlers(f->st, f->part, f->lo, f->lo_len, keys);
     int r = 0;
     for (size_t i = 0; i < n && r == 0 && !is_stopping(f); i++) {
         uint8_t *blob;
         size_t len;
-        r = store_get(f->st, f->part, keys[i].key, keys[i].len, f->readahead, &blob, &len, err);
+        r = store_iter_get(f->st, f->part, keys[i].key, keys[i].len, f->readahead, &blob, &len, err);
         if (r == 0) {
             r = send_group(f, blob, len, err);
             free(blob);

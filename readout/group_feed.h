@@ -4,7 +4,7 @@
  * part of the store (store/store_iter.h) that hold records with keys from lo
  * (inclusive) to hi (exclusive), a NULL bound being open: first, in each
  * run, the group that begins below lo and holds records from lo on
- * (store_straddlers()); then every group whose first key lies in [lo, hi).
+ * (store_iter_straddlers()); then every group whose first key lies in [lo, hi).
  * The groups are decoded (codec/group_codec.h) ahead of use on that thread,
  * straight from where RocksDB holds them, and come out in the order of
  * their first keys, which is the order a merge must open them in.

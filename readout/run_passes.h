@@ -3,7 +3,7 @@
  * Contract: run_passes_readers() gives the readers one merge of every spilled
  * run holds (store/run_readers.h's shape): the store's runs, each part's
  * reader, and for compact runs the groups open at once.  run_passes_merge()
- * takes the store after store_settle() and the memory the readout's
+ * takes the store after store_merge_settle() and the memory the readout's
  * readers may hold (less what a pass's writer holds: writer_bytes).  While
  * those readers do not fit it even at READERS_MIN_READAHEAD, it rewrites
  * the runs of the part whose readers take the most, from the oldest, in

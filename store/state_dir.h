@@ -54,7 +54,7 @@ int state_dir_peek(const char *dir, store_codec *codec, uint64_t *bytes);
  * (store_open() says why). */
 int state_dir_identity(const char *dir, char **identity);
 /* The caller's note on the last run or completion the journal in dir
- * holds (store_run_end(), store_complete()), read without taking its lock:
+ * holds (store_run_end(), store_state_complete()), read without taking its lock:
  * 1 with it malloc'd in *note; 0 if there is none; -1 if the journal does
  * not read or a record does not parse (store_open() says why). */
 int state_dir_last_note(const char *dir, uint8_t **note, size_t *len);

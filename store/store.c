@@ -1,5 +1,5 @@
 /* store/store.c -- the store's databases, one per temp directory: made,
- * configured, opened, closed and removed.  See store/rocks_open.h and
+ * configured, opened, closed and removed.  See store/store.h and
  * store/store_db_internal.h.
  *
  * Why one database per directory (doc/DESIGN.md, "Several temp
@@ -19,7 +19,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include "store/store_db_internal.h"
-#include "store/rocks_open.h"
+#include "store/store.h"
 #include "store/store_run.h"
 #include "store/store_merge.h"
 #include "store/store_state.h"
@@ -207,7 +207,7 @@ static int configure(rocks_store *st, store_db *d, const store_options *o, int p
     rocksdb_options_set_block_based_table_factory(d->opts, st->table);
     uint64_t total = 0;
     for (int i = 0; i < st->n_dbs; i++) total += st->dbs[i].weight;
-    store_merges_configure(st, d, o, total ? (double)d->weight / (double)total : 1);
+    store_merge_configure(st, d, o, total ? (double)d->weight / (double)total : 1);
     return env;
 }
 
@@ -347,7 +347,7 @@ static int set_up(rocks_store *st, const store_options *o, errmsg *err)
         if (configure(st, d, o, pool, err) < 0) return errmsg_prefix(err, "%s", d->dir);
         configure_direct_io(st, d);
     }
-    if (store_runs_prepare(st, o, err) < 0) return -1;
+    if (store_run_prepare(st, o, err) < 0) return -1;
     if (o->state_dir) return open_state(st, o, err);
     for (int i = 0; i < st->n_dbs; i++)
         if (open_database(st, &st->dbs[i], err) < 0) return -1;
@@ -409,7 +409,7 @@ static void free_db(store_db *d)
 void store_close(rocks_store *st, int keep)
 {
     if (!st) return;
-    store_runs_close(st);
+    store_run_free(st);
     close_parts(st);
     for (int i = 0; i < st->n_dbs; i++) remove_db(st, &st->dbs[i], keep);
     if (st->state_dir) store_state_close(st, keep);
@@ -420,3 +420,50 @@ void store_close(rocks_store *st, int keep)
     free(st->paths);
     free(st);
 }
+
+/* What the store holds: see store/store.h. */
+uint64_t store_runs_ingested(const rocks_store *st) { return st->runs; }
+uint64_t store_bytes_written(const rocks_store *st) { return st->bytes_written; }
+const char *store_path(const rocks_store *st) { return st->paths ? st->paths : st->dbs[0].dir; }
+int store_dirs(const rocks_store *st) { return st->n_dbs; }
+
+store_dir_report store_dir_at(const rocks_store *st, int i)
+{
+    const store_db *d = &st->dbs[i];
+    return (store_dir_report){ d->dir, d->runs, temp_env_bytes_written(d->bytes_counter) };
+}
+
+int store_direct_io(const rocks_store *st)
+{
+    int all = st && st->n_dbs > 0;
+    for (int i = 0; all && i < st->n_dbs; i++) all = st->dbs[i].direct_io;
+    return all;
+}
+
+int store_grouped(const rocks_store *st) { return st->groups != NULL; }
+
+int store_parts(const rocks_store *st) { return st->parts_used; }
+store_codec store_runs_codec(const rocks_store *st) { return st->codec; }
+int store_resumable(const rocks_store *st) { return st->journal != NULL; }
+
+uint64_t store_part_groups_open(const rocks_store *st, int part)
+{
+    return st->index ? run_index_part_runs(st->index, part) : 0;
+}
+
+int store_part_runs(rocks_store *st, int part)
+{
+    /* One level (store_merge_configure()): every run is a level-0 file. */
+    return (int)store_part_property(st, part, "rocksdb.num-files-at-level0");
+}
+
+int store_sorted_runs(rocks_store *st)
+{
+    int n = 0;
+    for (int p = 0; p < st->n_parts; p++) n += store_part_runs(st, p);
+    return n;
+}
+
+int store_catch_up_runs(const rocks_store *st) { return st->catch_up_runs; }
+size_t store_samples(const rocks_store *st) { return st->samples.n; }
+const key_sample *store_sample_at(const rocks_store *st, size_t i) { return &st->samples.v[i]; }

@@ -1,21 +1,105 @@
-/* store/store.h -- the store's interface: one include for the layers above.
+/* store/store.h -- the store: opened and closed, what it holds; and the one
+ * include for the layers above.
  *
- * Contract: the store (store/store_run.h says what it is) declares its
- * functions in one header per file; this one includes them all, with the
- * state directory's checks (store/state_dir.h), for the loader, the
- * readout and the engine.  The store's own files include the precise
- * headers instead.
+ * Contract: store_open() opens the store that store/store_run.h
+ * describes, one database in each directory of opt->dirs, or a resumable
+ * one in opt->state_dir (store/store_state.h); NULL with the cause in err.
+ * store_close() closes the databases, and removes their directories unless
+ * keep is set.  store_cause_outside() and store_shows_damage() read a
+ * failure's cause for what it says of the stored runs.  The rest say what
+ * the store holds: its directories, parts, runs and samples.
+ * Each of the store's other files declares its functions in its own
+ * header: store/store_run.h (runs written), store/store_merge.h (merges),
+ * store/store_iter.h (runs read back), store/store_pass.h (merge passes),
+ * store/store_state.h (a resumable store); store/store_types.h the types
+ * and constants they share.  This header includes them all, with the
+ * state directory's checks (store/state_dir.h), the readers' arithmetic
+ * (store/run_readers.h) and the temp space check (store/temp_space.h):
+ * the loader, the output, the readout and the engine include it alone.
+ * The store's own files include the precise headers, and the databases'
+ * state in store/store_db_internal.h, which nothing outside store/ sees.
  */
 #ifndef STORE_H
 #define STORE_H
 
+#include <stddef.h>
+#include <stdint.h>
+#include "util/errmsg.h"
+#include "keys/key_bytes.h"
 #include "store/store_types.h"
-#include "store/rocks_open.h"
 #include "store/store_run.h"
 #include "store/store_merge.h"
 #include "store/store_iter.h"
 #include "store/store_pass.h"
 #include "store/store_state.h"
 #include "store/state_dir.h"
+#include "store/run_readers.h"
+#include "store/temp_space.h"
+
+/* The databases the open-file budget can hold, each with its own files and
+ * room for a few runs: the caller spreads the runs over at most this many
+ * directories.  max_open_files < 0: no limit. */
+int store_dirs_that_fit(int max_open_files);
+
+rocks_store *store_open(const store_options *opt, errmsg *err);
+
+/* What a failure's cause, as the store gave it (RocksDB's text names the
+ * errno), says of the stored runs.  store_cause_outside(): a cause outside
+ * them (a full disk, no permission, a lock held, too few descriptors or
+ * memory, an I/O error), after which they may read back on a mended
+ * machine; a state is kept then.  store_shows_damage(): the runs
+ * themselves are damaged, for no such cause (RocksDB's Corruption: a
+ * checksum that does not match, a file missing or cut short; a group of
+ * records that does not decode); a state is removed then. */
+#define STORE_RUN_CORRUPT "a temporary run is corrupt"
+int store_cause_outside(const char *msg);
+int store_shows_damage(const char *msg);
+
+/* Closes the databases; removes their directories unless keep is set. */
+void store_close(rocks_store *st, int keep);
+
+
+/* Runs ingested, and every byte RocksDB wrote (runs, merges, its own files). */
+uint64_t store_runs_ingested(const rocks_store *st);
+uint64_t store_bytes_written(const rocks_store *st);
+
+/* Keys sampled from the runs as they were written (store/store_run.h),
+ * for splitting the key space into ranges of about equal size
+ * (readout/range_readout.h). */
+size_t store_samples(const rocks_store *st);
+const key_sample *store_sample_at(const rocks_store *st, size_t i);
+
+/* Parts holding runs: the readout merges store_iter_open_range(st, 0..n-1, ...)
+ * (store/store_iter.h). */
+int store_parts(const rocks_store *st);
+
+/* True when runs hold groups of records in columns (compact runs): see
+ * store/store_iter.h for what that means to a reader. */
+int store_grouped(const rocks_store *st);
+
+/* What the readers of a part will hold (store/run_readers.h): its runs (each
+ * an open file), and for compact runs the groups a merge of the part holds
+ * decoded at once (a RocksDB merge copies groups whole, so one per run ever
+ * written to the part, or written by a merge pass); 0 for records. */
+int store_part_runs(rocks_store *st, int part);
+uint64_t store_part_groups_open(const rocks_store *st, int part);
+/* Sorted runs the readout will merge: the databases' files (all in level 0). */
+int store_sorted_runs(rocks_store *st);
+/* Runs that store_merge_settle() merged to meet the budget (0: none needed). */
+int store_catch_up_runs(const rocks_store *st);
+
+/* The runs' codec, and whether the store is resumable (--resume). */
+store_codec store_runs_codec(const rocks_store *st);
+int store_resumable(const rocks_store *st);
+
+/* True when runs are read with direct I/O (every temp file system allows it). */
+int store_direct_io(const rocks_store *st);
+/* The databases' directories, for messages: one, or several as
+ * "a/samtools-rocksort.X', 'b/samtools-rocksort.Y" (to be quoted '%s'). */
+const char *store_path(const rocks_store *st);
+
+/* The databases, one per directory: for -v and -k. */
+int store_dirs(const rocks_store *st);
+store_dir_report store_dir_at(const rocks_store *st, int i);
 
 #endif

@@ -10,10 +10,12 @@
  * own header.  Nothing outside store/ includes this one: the rest of the
  * program sees store/store.h.
  */
-#ifndef ROCKS_DB_H
-#define ROCKS_DB_H
+#ifndef STORE_DB_INTERNAL_H
+#define STORE_DB_INTERNAL_H
 
+#include <stdlib.h>
 #include <rocksdb/c.h>
+#include "util/errmsg.h"
 #include "store/store_types.h"
 #include "store/merge_plan.h"
 #include "codec/group_writer.h"
@@ -96,6 +98,24 @@ static const char *const store_part_names[STORE_DB_MAX_PARTS] = { "default", "pa
 static inline rocksdb_t *part_db(const rocks_store *st, int p)
 {
     return st->dbs[st->part_db[p]].db;
+}
+
+/* A count RocksDB keeps per column family (a property such as
+ * "rocksdb.num-files-at-level0") of part p; 0 if it says none. */
+static inline uint64_t store_part_property(rocks_store *st, int p, const char *name)
+{
+    char *v = rocksdb_property_value_cf(part_db(st, p), st->part[p], name);
+    uint64_t n = v ? strtoull(v, NULL, 10) : 0;
+    free(v);
+    return n;
+}
+
+/* RocksDB's malloc'd error as the cause in err, after `what`; returns -1. */
+static inline int store_fail(errmsg *err, const char *what, char *rocks_err)
+{
+    errmsg_set(err, "%s: %s", what, rocks_err);
+    free(rocks_err);
+    return -1;
 }
 
 #endif

@@ -123,7 +123,7 @@ void store_iter_close(store_iter *si)
     free(si);
 }
 
-int store_get(rocks_store *st, int part, const uint8_t *key, size_t klen, size_t readahead,
+int store_iter_get(rocks_store *st, int part, const uint8_t *key, size_t klen, size_t readahead,
               uint8_t **val, size_t *vlen, errmsg *err)
 {
     rocksdb_readoptions_t *read = read_options(readahead);
@@ -141,12 +141,12 @@ int store_get(rocks_store *st, int part, const uint8_t *key, size_t klen, size_t
     return *val ? 0 : errmsg_set(err, "a group of a temporary run is missing");
 }
 
-size_t store_indexed_runs(const rocks_store *st)
+size_t store_iter_indexed_runs(const rocks_store *st)
 {
     return st->index ? run_index_runs(st->index) : 0;
 }
 
-size_t store_straddlers(const rocks_store *st, int part, const uint8_t *lo, size_t lo_len,
+size_t store_iter_straddlers(const rocks_store *st, int part, const uint8_t *lo, size_t lo_len,
                         key_sample *out)
 {
     return st->index ? run_index_straddlers(st->index, part, lo, lo_len, out) : 0;

@@ -9,8 +9,8 @@
  * returns 0, or -1 with the iterator's error in err.  Close every iterator
  * before store_close().
  */
-#ifndef ROCKS_READ_H
-#define ROCKS_READ_H
+#ifndef STORE_ITER_H
+#define STORE_ITER_H
 
 #include <stddef.h>
 #include <stdint.h>
@@ -34,13 +34,13 @@ void store_iter_close(store_iter *it);
 /* When runs hold groups of records in columns (compact runs,
  * store_grouped()), an iterator with a lower bound lo misses, in each run,
  * the group that begins below lo and holds records from lo on:
- * store_straddlers() names those (store/run_index.h), with room in out for
- * store_indexed_runs() keys, and store_get() reads one.  store_get()
+ * store_iter_straddlers() names those (store/run_index.h), with room in out for
+ * store_iter_indexed_runs() keys, and store_iter_get() reads one.  store_iter_get()
  * returns 0 with a malloc'd value, or -1 with the cause in err. */
-size_t store_indexed_runs(const rocks_store *st);
-size_t store_straddlers(const rocks_store *st, int part, const uint8_t *lo, size_t lo_len,
+size_t store_iter_indexed_runs(const rocks_store *st);
+size_t store_iter_straddlers(const rocks_store *st, int part, const uint8_t *lo, size_t lo_len,
                         key_sample *out);
-int store_get(rocks_store *st, int part, const uint8_t *key, size_t klen, size_t readahead,
+int store_iter_get(rocks_store *st, int part, const uint8_t *key, size_t klen, size_t readahead,
               uint8_t **val, size_t *vlen, errmsg *err);
 
 /* For store/store_pass.c: an iterator over one SST file (a merge pass's input). */

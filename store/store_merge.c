@@ -26,13 +26,13 @@
  * (merge_plan_files_for).  Similar-size picking keeps merged runs, each many
  * times a fresh one, out of later merges: each byte is rewritten once.
  * Without a size hint compaction stays off, unless the runs would need more
- * open files than the process may have (see store_merges_after_run). */
+ * open files than the process may have (see store_merge_after_run). */
 static uint64_t runs_for(const rocks_store *st, uint64_t size)
 {
     return st->run_bytes ? (size + st->run_bytes - 1) / st->run_bytes : 1;
 }
 
-/* See store_plan_merges() in store/store_merge.h: compact runs whose groups
+/* See store_merge_plan() in store/store_merge.h: compact runs whose groups
  * exceed the readout's memory are merged in passes instead. */
 static int merges_pointless(const rocks_store *st, uint64_t runs)
 {
@@ -42,7 +42,7 @@ static int merges_pointless(const rocks_store *st, uint64_t runs)
 }
 
 /* Each database merges its own runs: its share of the size plans them. */
-void store_merges_configure(rocks_store *st, store_db *d, const store_options *o, double share)
+void store_merge_configure(rocks_store *st, store_db *d, const store_options *o, double share)
 {
     merge_plan p = { 2, d->files.merge_width, d->files.max_runs, 0 };
     int pointless = o->size_hint > 0 && merges_pointless(st, runs_for(st, o->size_hint));
@@ -71,27 +71,19 @@ void store_merges_configure(rocks_store *st, store_db *d, const store_options *o
     rocksdb_options_set_level0_file_num_compaction_trigger(d->opts, p.trigger);
 }
 
-static uint64_t part_property(rocks_store *st, int part, const char *name)
-{
-    char *v = rocksdb_property_value_cf(part_db(st, part), st->part[part], name);
-    uint64_t n = v ? strtoull(v, NULL, 10) : 0;
-    free(v);
-    return n;
-}
-
 /* A per-part count, summed over the parts of d, or of every database when
  * d is NULL. */
 static uint64_t int_property(rocks_store *st, const store_db *d, const char *name)
 {
     int from = d ? d->first_part : 0, to = d ? d->first_part + d->n_parts : st->n_parts;
     uint64_t n = 0;
-    for (int i = from; i < to; i++) n += part_property(st, i, name);
+    for (int i = from; i < to; i++) n += store_part_property(st, i, name);
     return n;
 }
 
 static int db_runs(rocks_store *st, const store_db *d)
 {
-    /* One level (see store_merges_configure): every run is a level-0 file. */
+    /* One level (see store_merge_configure): every run is a level-0 file. */
     return (int)int_property(st, d, "rocksdb.num-files-at-level0");
 }
 
@@ -100,7 +92,7 @@ static int parts_holding_runs(rocks_store *st, const store_db *d)
 {
     int n = 0;
     for (int i = d->first_part; i < d->first_part + d->n_parts; i++)
-        n += part_property(st, i, "rocksdb.num-files-at-level0") > 0;
+        n += store_part_property(st, i, "rocksdb.num-files-at-level0") > 0;
     return n > 1 ? n : 1;
 }
 
@@ -109,7 +101,7 @@ static uint64_t running_merges(rocks_store *st)
 {
     uint64_t n = 0;
     for (int i = 0; i < st->n_dbs; i++)
-        n += part_property(st, st->dbs[i].first_part, "rocksdb.num-running-compactions");
+        n += store_part_property(st, st->dbs[i].first_part, "rocksdb.num-running-compactions");
     return n;
 }
 
@@ -123,7 +115,7 @@ static uint64_t failed_merges(rocks_store *st, const store_db *d)
     uint64_t n = 0;
     for (int i = 0; i < st->n_dbs; i++)
         if (!d || d == &st->dbs[i])
-            n += part_property(st, st->dbs[i].first_part, "rocksdb.background-errors");
+            n += store_part_property(st, st->dbs[i].first_part, "rocksdb.background-errors");
     return n;
 }
 
@@ -167,7 +159,7 @@ static int start_merging(rocks_store *st, const store_db *d, int trigger, int mi
 
 /* Each database plans for its share of the runs, and merges only past
  * STORE_MERGE_MIN_RUNS of its own. */
-int store_plan_merges(rocks_store *st, uint64_t size_estimate)
+int store_merge_plan(rocks_store *st, uint64_t size_estimate)
 {
     uint64_t total = 0;
     int fewest = 0;
@@ -226,12 +218,12 @@ static void nap(void) { nap_ms(NAP_MS); }
 
 static int part_runs(rocks_store *st, const store_db *d)
 {
-    return (int)part_property(st, d->first_part, "rocksdb.num-files-at-level0");
+    return (int)store_part_property(st, d->first_part, "rocksdb.num-files-at-level0");
 }
 
 static uint64_t part_merges(rocks_store *st, const store_db *d)
 {
-    return part_property(st, d->first_part, "rocksdb.num-running-compactions");
+    return store_part_property(st, d->first_part, "rocksdb.num-running-compactions");
 }
 
 /* The first part's trigger (the others hold no runs that tiers merge):
@@ -290,7 +282,7 @@ static void follow_tiers(rocks_store *st, store_db *d)
 /* After each run: tiers follow it.  Without a plan, once d holds more runs
  * than half of what the readout could keep open, tiers start, and every
  * later run goes to the first part with them. */
-void store_merges_after_run(rocks_store *st, store_db *d)
+void store_merge_after_run(rocks_store *st, store_db *d)
 {
     if (!d->plan.tiered && (d->compaction_forced || d->merges_planned ||
                             db_runs(st, d) < d->files.max_runs / 2))
@@ -430,7 +422,7 @@ static void merge_down_to_budget(rocks_store *st)
     }
 }
 
-double store_settle(rocks_store *st)
+double store_merge_settle(rocks_store *st)
 {
     double t0 = now_seconds();
     for (int i = 0; i < st->n_dbs; i++) set_auto_compaction(st, &st->dbs[i], 0);
@@ -439,19 +431,7 @@ double store_settle(rocks_store *st)
     return now_seconds() - t0;
 }
 
-int store_part_runs(rocks_store *st, int part)
-{
-    return (int)part_property(st, part, "rocksdb.num-files-at-level0");
-}
-
-int store_sorted_runs(rocks_store *st)
-{
-    return (int)int_property(st, NULL, "rocksdb.num-files-at-level0");
-}
-
-int store_catch_up_runs(const rocks_store *st) { return st->catch_up_runs; }
-
-store_merge_report store_merges(const rocks_store *st)
+store_merge_report store_merge_summary(const rocks_store *st)
 {
     store_merge_report r = { STORE_MERGES_NONE, 0, 0, 0, st && st->merges_left_to_passes };
     for (int i = 0; st && i < st->n_dbs; i++) {

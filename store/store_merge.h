@@ -2,13 +2,13 @@
  * compaction, planned, followed and waited for.
  *
  * Contract: each database merges its runs in the background as
- * store_plan_merges() (or a size hint at store_open()) set it up, within
- * its share of the open-file budget (store/merge_plan.h); store_settle()
+ * store_merge_plan() (or a size hint at store_open()) set it up, within
+ * its share of the open-file budget (store/merge_plan.h); store_merge_settle()
  * ends the merges before the readout.  The rest report what they did, and
  * how many runs the readout will merge.
  */
-#ifndef ROCKS_MERGE_H
-#define ROCKS_MERGE_H
+#ifndef STORE_MERGE_H
+#define STORE_MERGE_H
 
 #include <stdint.h>
 #include "store/store_types.h"
@@ -26,7 +26,7 @@
  * outside the merges' reach.  Returns the fewest runs a background merge
  * takes, 0 if there will be no merges, -1 if RocksDB refused the change. */
 #define STORE_MERGE_MIN_RUNS 32
-int store_plan_merges(rocks_store *st, uint64_t size_estimate);
+int store_merge_plan(rocks_store *st, uint64_t size_estimate);
 
 /* The most runs one background merge may take when `size` bytes arrive in
  * runs of run_bytes: the merge budget above, or 0 if no merges would be
@@ -39,26 +39,18 @@ int store_merge_width(uint64_t size, uint64_t run_bytes, int hinted);
  * until at most 2*sqrt(T) remain (T: runs written, when above
  * STORE_MERGE_MIN_RUNS), and in any case until the readout can keep every
  * run open.  Returns the seconds spent. */
-double store_settle(rocks_store *st);
-/* Runs that store_settle() merged to meet the budget (0: none needed). */
-int store_catch_up_runs(const rocks_store *st);
-
-/* Sorted runs the readout will merge: the database's files (all in level 0). */
-int store_sorted_runs(rocks_store *st);
-/* A part's runs, each an open file for its readers (store/run_readers.h;
- * the groups they hold: store_part_groups_open(), store/store_run.h). */
-int store_part_runs(rocks_store *st, int part);
+double store_merge_settle(rocks_store *st);
 
 /* What the background merges wrote, and how they were planned
  * (store_merge_report, store/store_types.h). */
-store_merge_report store_merges(const rocks_store *st);
+store_merge_report store_merge_summary(const rocks_store *st);
 
 /* For store/store.c and store/store_run.c: a database's compaction
  * options at open (share: its fraction of the runs), and after each run
  * the merges the open-file budget forces when none were planned. */
 struct store_db;
-void store_merges_configure(rocks_store *st, struct store_db *d, const store_options *o,
+void store_merge_configure(rocks_store *st, struct store_db *d, const store_options *o,
                             double share);
-void store_merges_after_run(rocks_store *st, struct store_db *d);
+void store_merge_after_run(rocks_store *st, struct store_db *d);
 
 #endif

@@ -10,7 +10,7 @@
  * show the newest copy only.  Compact runs' index (store/run_index.h) names each
  * run's groups: the pass's runs are filed as they are written and the
  * part's older runs forgotten at the end, so every part is rewritten
- * whole.  Nothing merges in the background meanwhile (store_settle() has
+ * whole.  Nothing merges in the background meanwhile (store_merge_settle() has
  * stopped it), and a resumable store is never passed over: its journal
  * names the runs a later run takes back.
  */
@@ -88,7 +88,7 @@ store_pass *store_pass_begin(rocks_store *st, int part, errmsg *err)
     if (st->groups) {
         int threads = st->encode_threads < PASS_ENCODE_THREADS ? st->encode_threads
                                                                 : PASS_ENCODE_THREADS;
-        group_writer *gw = store_runs_group_writer(st, threads);
+        group_writer *gw = store_run_group_writer(st, threads);
         if (!gw) {
             store_pass_abort(p);
             errmsg_set(err, "out of memory");
@@ -138,7 +138,7 @@ int store_pass_run_begin(store_pass *p, errmsg *err)
     char name[40];
     snprintf(name, sizeof name, "pass-%06llu.sst", (unsigned long long)p->st->pass_runs_out);
     p->st->passing = 1;
-    return store_runs_open_writer(p->st, p->st->part_db[p->part], name, err);
+    return store_run_open_writer(p->st, p->st->part_db[p->part], name, err);
 }
 
 /* RocksDB says nothing when it keeps a file: the part's count tells. */
@@ -168,7 +168,7 @@ int store_pass_run_end(store_pass *p, int runs, errmsg *err)
     rocks_store *st = p->st;
     uint64_t size = 0;
     st->passing = 0;
-    if (store_runs_ingest(st, p->part, &size, NULL, 0, err) < 0) {
+    if (store_run_ingest(st, p->part, &size, NULL, 0, err) < 0) {
         if (st->index) run_index_drop_run(st->index);
         return -1;
     }

@@ -1,6 +1,6 @@
 /* store/store_pass.h -- the store's merge passes: a part's runs rewritten, a few at a time.
  *
- * Contract: merge passes (driven by readout/run_passes.h), once store_settle()
+ * Contract: merge passes (driven by readout/run_passes.h), once store_merge_settle()
  * has stopped the background merges, never on a resumable store (its
  * journal names the runs a later run takes back).  store_pass_begin()
  * lists a part's runs, the oldest first; the caller reads them, each on its
@@ -14,8 +14,8 @@
  * the part's store_part_groups_open().  The -v report's counts: runs a pass
  * replaced, and runs passes wrote.
  */
-#ifndef ROCKS_PASS_H
-#define ROCKS_PASS_H
+#ifndef STORE_PASS_H
+#define STORE_PASS_H
 
 #include <stddef.h>
 #include <stdint.h>

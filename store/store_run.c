@@ -12,35 +12,28 @@
 
 
 /* RocksDB's own errors are malloc'd strings: put our context before them. */
-int store_fail(errmsg *err, const char *what, char *rocks_err)
-{
-    errmsg_set(err, "%s: %s", what, rocks_err);
-    free(rocks_err);
-    return -1;
-}
-
 static int put_group(void *store, const group_span *span, const uint8_t *blob, size_t len,
                      errmsg *err);
 
-group_writer *store_runs_group_writer(rocks_store *st, int threads)
+group_writer *store_run_group_writer(rocks_store *st, int threads)
 {
     return group_writer_create_on(st->pool, threads, STORE_GROUP_BYTES, put_group, st);
 }
 
-int store_runs_prepare(rocks_store *st, const store_options *o, errmsg *err)
+int store_run_prepare(rocks_store *st, const store_options *o, errmsg *err)
 {
     st->pool = o->pool;
     st->encode_threads = o->compression_threads;
     /* Groups go in under their first record's keys (see readout/group_feed.h). */
     if (o->compression == STORE_CODEC_COLUMNS &&
-        (!(st->groups = store_runs_group_writer(st, o->compression_threads))
+        (!(st->groups = store_run_group_writer(st, o->compression_threads))
          || !(st->index = run_index_create())))
         return errmsg_set(err, "out of memory");
     return 0;
 }
 
 /* A new SST at `name` in database db, for a run or a merge pass's run. */
-int store_runs_open_writer(rocks_store *st, int db, const char *name, errmsg *err)
+int store_run_open_writer(rocks_store *st, int db, const char *name, errmsg *err)
 {
     /* RocksDB counts per key in a thread-local perf context, and each count
      * is a __tls_get_addr call through the shared library: a visible share
@@ -65,7 +58,7 @@ int store_run_begin(rocks_store *st, errmsg *err)
     char name[32];
     snprintf(name, sizeof name, "run-%06llu.sst", (unsigned long long)st->runs);
     /* The run is written where it stays: ingestion then only links it. */
-    if (store_runs_open_writer(st, st->n_dbs > 1 ? temp_dirs_turn_next(&st->turn) : 0, name, err) < 0)
+    if (store_run_open_writer(st, st->n_dbs > 1 ? temp_dirs_turn_next(&st->turn) : 0, name, err) < 0)
         return -1;
     st->unsampled = STORE_SAMPLE_BYTES;     /* sample the run's first key */
     st->run_first_sample = st->samples.n;
@@ -83,9 +76,6 @@ static void sample_record(rocks_store *st, const uint8_t *key, size_t klen, size
     if (s->n) s->v[s->n - 1].weight += bytes;
     st->unsampled += bytes;
 }
-
-size_t store_samples(const rocks_store *st) { return st->samples.n; }
-const key_sample *store_sample_at(const rocks_store *st, size_t i) { return &st->samples.v[i]; }
 
 static int put_pair(rocks_store *st, const uint8_t *key, size_t klen,
                     const uint8_t *val, size_t vlen, errmsg *err)
@@ -162,7 +152,7 @@ static int add_run(rocks_store *st, int part, uint64_t size, const void *note, s
     return rerr ? store_fail(err, st->run_path, rerr) : 0;
 }
 
-int store_runs_ingest(rocks_store *st, int part, uint64_t *size, const void *note, size_t note_len,
+int store_run_ingest(rocks_store *st, int part, uint64_t *size, const void *note, size_t note_len,
                       errmsg *err)
 {
     return finish_run(st, size, err) < 0 ? -1 : add_run(st, part, *size, note, note_len, err);
@@ -192,41 +182,13 @@ int store_run_end(rocks_store *st, const void *note, size_t note_len, errmsg *er
     if (r < 0) return -1;
     if (part >= st->parts_used) st->parts_used = part + 1;
     st->bytes_written += size;
-    store_merges_after_run(st, d);
+    store_merge_after_run(st, d);
     return 0;
 }
 
-uint64_t store_runs_ingested(const rocks_store *st) { return st->runs; }
-uint64_t store_bytes_written(const rocks_store *st) { return st->bytes_written; }
-const char *store_path(const rocks_store *st) { return st->paths ? st->paths : st->dbs[0].dir; }
 const char *store_run_dir(const rocks_store *st) { return st->dbs[st->run_db].dir; }
-int store_dirs(const rocks_store *st) { return st->n_dbs; }
 
-store_dir_report store_dir_at(const rocks_store *st, int i)
-{
-    const store_db *d = &st->dbs[i];
-    return (store_dir_report){ d->dir, d->runs, temp_env_bytes_written(d->bytes_counter) };
-}
-
-int store_direct_io(const rocks_store *st)
-{
-    int all = st && st->n_dbs > 0;
-    for (int i = 0; all && i < st->n_dbs; i++) all = st->dbs[i].direct_io;
-    return all;
-}
-
-int store_grouped(const rocks_store *st) { return st->groups != NULL; }
-
-int store_parts(const rocks_store *st) { return st->parts_used; }
-store_codec store_runs_codec(const rocks_store *st) { return st->codec; }
-int store_resumable(const rocks_store *st) { return st->journal != NULL; }
-
-uint64_t store_part_groups_open(const rocks_store *st, int part)
-{
-    return st->index ? run_index_part_runs(st->index, part) : 0;
-}
-
-void store_runs_close(rocks_store *st)
+void store_run_free(rocks_store *st)
 {
     if (st->writer) rocksdb_sstfilewriter_destroy(st->writer);
     st->writer = NULL;

@@ -26,14 +26,15 @@
  * store_close() removes the directories unless asked to keep them.
  * Failures return -1 (NULL for store_open()) with the cause in an errmsg
  * (util/errmsg.h), naming the directory of the failed write.
- * Each of the store's files declares its own functions: store/rocks_open.h
- * (open, close), this header (runs written), store/store_merge.h (merges),
- * store/store_iter.h (runs read back), store/store_pass.h (merge passes),
- * store/store_state.h (a resumable store); store/store_types.h the types
- * and constants they share; store/store.h includes them all.
+ * Each of the store's files declares its own functions: store/store.h
+ * (open, close, what the store holds; and it includes the others), this
+ * header (runs written), store/store_merge.h (merges), store/store_iter.h
+ * (runs read back), store/store_pass.h (merge passes), store/store_state.h
+ * (a resumable store); store/store_types.h the types and constants they
+ * share.
  */
-#ifndef ROCKS_STORE_H
-#define ROCKS_STORE_H
+#ifndef STORE_RUN_H
+#define STORE_RUN_H
 
 #include <stddef.h>
 #include <stdint.h>
@@ -57,65 +58,30 @@ int store_run_end(rocks_store *st, const void *note, size_t note_len, errmsg *er
 int store_run_put_group(rocks_store *st, const group_span *span, const uint8_t *blob,
                         size_t len, uint64_t record_bytes, errmsg *err);
 
-uint64_t store_runs_ingested(const rocks_store *st);
-uint64_t store_bytes_written(const rocks_store *st);
-
-/* Keys sampled from the runs as they were written, for splitting the key
- * space into ranges of about equal size (readout/range_readout.h): the first key of
- * every run, then one after every STORE_SAMPLE_BYTES of records.  A
- * sample's weight is the record bytes from it up to the next sample of its
- * run.  Merges move records between runs but do not change the set of
- * keys, so the samples stay valid.  Sampling is best effort: out of memory,
- * it stops. */
+/* Keys sampled from the runs as they are written (store_samples(),
+ * store/store.h): the first key of every run, then one after every
+ * STORE_SAMPLE_BYTES of records.  A sample's weight is the record bytes
+ * from it up to the next sample of its run.  Merges move records between
+ * runs but do not change the set of keys, so the samples stay valid.
+ * Sampling is best effort: out of memory, it stops. */
 #define STORE_SAMPLE_BYTES (1u << 20)
-size_t store_samples(const rocks_store *st);
-const key_sample *store_sample_at(const rocks_store *st, size_t i);
 
-/* Parts holding runs: the readout merges store_iter_open_range(st, 0..n-1, ...)
- * (store/store_iter.h). */
-int store_parts(const rocks_store *st);
-
-/* True when runs hold groups of records in columns (compact runs): see
- * store/store_iter.h for what that means to a reader. */
-int store_grouped(const rocks_store *st);
-
-/* What the readers of a part will hold (store/run_readers.h): its runs (each
- * an open file, store_part_runs(), store/store_merge.h), and for compact runs
- * the groups a merge of the part holds decoded at once (a RocksDB merge
- * copies groups whole, so one per run ever written to the part, or written
- * by a merge pass); 0 for records. */
-uint64_t store_part_groups_open(const rocks_store *st, int part);
-/* The runs' codec, and whether the store is resumable (--resume). */
-store_codec store_runs_codec(const rocks_store *st);
-int store_resumable(const rocks_store *st);
-
-/* True when runs are read with direct I/O (every temp file system allows it). */
-int store_direct_io(const rocks_store *st);
-/* The databases' directories, for messages: one, or several as
- * "a/samtools-rocksort.X', 'b/samtools-rocksort.Y" (to be quoted '%s'). */
-const char *store_path(const rocks_store *st);
 /* The directory the last run was written to, or is being written to. */
 const char *store_run_dir(const rocks_store *st);
 
-/* The databases, one per directory: for -v and -k. */
-int store_dirs(const rocks_store *st);
-store_dir_report store_dir_at(const rocks_store *st, int i);
-
-/* For the store's own files (store/store_db_internal.h).  store_fail(): RocksDB's
- * malloc'd error as the cause in err, after `what`; returns -1.
- * store_runs_prepare() sets up the runs' writer (compact runs' groups and
- * index), store_runs_close() frees it with the samples. */
-int store_fail(errmsg *err, const char *what, char *rocks_err);
-int store_runs_prepare(rocks_store *st, const store_options *o, errmsg *err);
-void store_runs_close(rocks_store *st);
+/* For the store's own files (store/store_db_internal.h).
+ * store_run_prepare() sets up the runs' writer (compact runs' groups and
+ * index), store_run_free() frees it with the samples. */
+int store_run_prepare(rocks_store *st, const store_options *o, errmsg *err);
+void store_run_free(rocks_store *st);
 /* A run's SST, opened as `name` in database db; then, once its entries are
  * in, written, journaled (a resumable store) and moved into part `part`,
- * its size in *size (store_runs_ingest()). */
-int store_runs_open_writer(rocks_store *st, int db, const char *name, errmsg *err);
+ * its size in *size (store_run_ingest()). */
+int store_run_open_writer(rocks_store *st, int db, const char *name, errmsg *err);
 /* A writer of compact runs' groups into the run being written, encoding
  * on `threads` of the store's pool; NULL when out of memory. */
-group_writer *store_runs_group_writer(rocks_store *st, int threads);
-int store_runs_ingest(rocks_store *st, int part, uint64_t *size, const void *note, size_t note_len,
+group_writer *store_run_group_writer(rocks_store *st, int threads);
+int store_run_ingest(rocks_store *st, int part, uint64_t *size, const void *note, size_t note_len,
                       errmsg *err);
 
 #endif

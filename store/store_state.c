@@ -447,7 +447,7 @@ void store_state_close(rocks_store *st, int keep)
     for (int s = 0; s < STORE_KEEP_SLOTS; s++) free(st->kept_blob[s]);
 }
 
-const store_resume *store_resumed(const rocks_store *st) { return &st->resume; }
+const store_resume *store_state_resumed(const rocks_store *st) { return &st->resume; }
 int store_state_unlocked(const rocks_store *st) { return st->journal ? run_journal_unlocked(st->journal) : 0; }
 
 int store_state_moved(const rocks_store *st, char *now, size_t size)
@@ -469,12 +469,12 @@ static int append_blob(rocks_store *st, uint64_t type, int slot, const void *blo
     return r;
 }
 
-int store_keep(rocks_store *st, int slot, const void *blob, size_t len, errmsg *err)
+int store_state_keep(rocks_store *st, int slot, const void *blob, size_t len, errmsg *err)
 {
     return append_blob(st, REC_KEEP, slot, blob, len, err);
 }
 
-int store_complete(rocks_store *st, const void *note, size_t note_len, errmsg *err)
+int store_state_complete(rocks_store *st, const void *note, size_t note_len, errmsg *err)
 {
     return append_blob(st, REC_DONE, 0, note, note_len, err);
 }

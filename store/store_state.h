@@ -13,31 +13,31 @@
  * sort starts afresh in the same directory; with state_other, none is.
  * The state's layout is STORE_STATE_VERSION (store/store_types.h); its
  * directory and first record, store/state_dir.h.
- * store_resumed() says what happened.  store_keep() journals a blob the
+ * store_state_resumed() says what happened.  store_state_keep() journals a blob the
  * caller wants back on resuming, in one of STORE_KEEP_SLOTS slots (the
- * header, the output's hidden name); store_complete() journals
+ * header, the output's hidden name); store_state_complete() journals
  * that the whole input is stored, with a last note.  A discarded state's
  * blobs are still reported in kept[]: what they name (a half-written
  * output) outlives the state.  store_close() removes
  * the whole directory unless asked to keep it.
  */
-#ifndef ROCKS_STATE_H
-#define ROCKS_STATE_H
+#ifndef STORE_STATE_H
+#define STORE_STATE_H
 
 #include <stddef.h>
 #include <stdint.h>
 #include "util/errmsg.h"
 #include "store/store_types.h"
 
-const store_resume *store_resumed(const rocks_store *st);
+const store_resume *store_state_resumed(const rocks_store *st);
 /* 0, or the errno of the lock on the state that its file system refused
  * (disk/run_journal.h): the state is then used unlocked. */
 int store_state_unlocked(const rocks_store *st);
 /* 1 with the state directory's path now in now (from /proc) when it is no
  * longer at the path given (renamed, or a directory above it), else 0. */
 int store_state_moved(const rocks_store *st, char *now, size_t size);
-int store_keep(rocks_store *st, int slot, const void *blob, size_t len, errmsg *err);
-int store_complete(rocks_store *st, const void *note, size_t note_len, errmsg *err);
+int store_state_keep(rocks_store *st, int slot, const void *blob, size_t len, errmsg *err);
+int store_state_complete(rocks_store *st, const void *note, size_t note_len, errmsg *err);
 
 /* For store/store.c and store/store_run.c: the journal, in one database.
  * store_state_prepare() checks and locks the directory before the database

@@ -96,16 +96,16 @@ typedef struct store_pass store_pass;
  * 5: notes hold a file's ctime and its stored prefix's CRC-32. */
 #define STORE_STATE_VERSION 5
 
-/* What a resumable store took back at its open (store_resumed(),
+/* What a resumable store took back at its open (store_state_resumed(),
  * store/store_state.h), with the blobs kept in STORE_KEEP_SLOTS slots. */
 #define STORE_KEEP_SLOTS 3
 typedef struct {
     uint64_t runs;              /* runs taken back; 0: a fresh start */
     const char *discarded;      /* NULL, or why an earlier state was not used */
-    int complete;               /* the whole input is stored (store_complete()) */
+    int complete;               /* the whole input is stored (store_state_complete()) */
     const uint8_t *note;        /* the last run's or the completion's note */
     size_t note_len;
-    const uint8_t *kept[STORE_KEEP_SLOTS];  /* the last store_keep() blob of each slot, or NULL */
+    const uint8_t *kept[STORE_KEEP_SLOTS];  /* the last store_state_keep() blob of each slot, or NULL */
     size_t kept_len[STORE_KEEP_SLOTS];
 } store_resume;
 
@@ -126,7 +126,7 @@ typedef struct {
 
 /* What the background merges wrote, and how they were planned: for -v, to
  * say why.  With several databases, the narrowest merges of any
- * (store_merges(), store/store_merge.h). */
+ * (store_merge_summary(), store/store_merge.h). */
 typedef enum {
     STORE_MERGES_NONE,          /* none planned or needed */
     STORE_MERGES_ONCE,          /* at most one rewrite per byte, about 2*sqrt(T) runs left */

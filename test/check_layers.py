@@ -8,7 +8,7 @@ The engine's sources live in one folder per layer, lowest first:
 
 A module is a C file with its header (NAME.c or NAME.cc, NAME.h) and its
 private header NAME_internal.h if it has one, named by its path without the
-extension (store/rocks_open).  The checks:
+extension (store/store_run).  The checks:
 
 1. Includes.  A file includes only headers of its own folder or of a folder
    below it; the top level (bamtk.c, bam_rocksort.c) may include any.
@@ -41,17 +41,8 @@ SOURCE_EXT = (".c", ".cc", ".h")
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
 INTERNAL = "_internal"
 
-# Modules whose exports carry a prefix other than their file name.  The
-# store's six RocksDB files form one interface (store_*), as htslib's cram/
-# files all export cram_*.
-STORE_PREFIX = ("store_",)
+# Modules whose exports carry a prefix other than their file name.
 PREFIXES = {
-    "store/store_run": STORE_PREFIX,
-    "store/store": STORE_PREFIX,
-    "store/store_iter": STORE_PREFIX,
-    "store/store_merge": STORE_PREFIX,
-    "store/store_state": STORE_PREFIX,
-    "store/store_pass": STORE_PREFIX,
     "keys/key_ranges": ("key_ranges_", "key_samples_"),
     "load/batch": ("batch_",),
     "load/spill_queue": ("spill_",),
