@@ -1,7 +1,7 @@
 /* codec/group_codec.h -- many sorted records as one compact RocksDB value.
  *
  * Contract: a group_encoder collects (key, value) pairs, values laid out as
- * codec/record_codec.h packs them.  group_codec_encode() writes them as one blob and
+ * codec/record.h packs them.  group_codec_encode() writes them as one blob and
  * empties the encoder: the pairs are split into columns (key lengths, keys,
  * the fixed record cores byte by byte, aux lengths, names, CIGARs, bases,
  * qualities, aux), qualities compressed by htscodecs' order-1 rANS

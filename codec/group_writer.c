@@ -3,7 +3,7 @@
 #include <htslib/thread_pool.h>
 #include "codec/group_writer.h"
 #include "codec/group_codec.h"
-#include "util/thread_cpu.h"
+#include "util/thread.h"
 
 typedef struct {
     group_encoder *enc;

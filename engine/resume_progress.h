@@ -7,7 +7,7 @@
  * the counts, checksums and loading time of every record before it, and
  * for a file its ctime and prefix (engine/resume_recheck.h).  A
  * stream's records are hashed as they are read (resume_progress_stream_hash(), from
- * each record's digest, codec/record_codec.h), so that a rerun can tell the same
+ * each record's digest, codec/record.h), so that a rerun can tell the same
  * stream again.  resume_progress_input_complete()
  * journals, after the last run, that the whole input is stored; 0, or -1
  * once the failure is reported.

@@ -20,12 +20,12 @@
 #include "output/output_file.h"
 #include "store/store.h"
 #include "util/progress.h"
-#include "load/spill_queue.h"
+#include "load/spill.h"
 #include "store/temp_space.h"
 #include "readout/range_readout.h"
 #include "resume/resume_state.h"
 #include "load/sam_lines.h"
-#include "util/thread_cpu.h"
+#include "util/thread.h"
 
 /* The readout's readers of the spilled runs, for -v: the runs read at
  * once, what their readers hold (store/run_readers.h) against what they may,

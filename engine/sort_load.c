@@ -11,10 +11,10 @@
 #include "util/cleanup.h"
 #include "util/clock_util.h"
 #include "load/input_check.h"
-#include "codec/record_codec.h"
+#include "codec/record.h"
 #include "engine/resume_fate.h"
 #include "engine/resume_progress.h"
-#include "util/thread_cpu.h"
+#include "util/thread.h"
 
 
 int sort_load_prepare_header(sort_job *j)

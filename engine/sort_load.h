@@ -4,7 +4,7 @@
  * thread, checks that a regular file looks whole (load/input_check.h), readies the sort order for the
  * header and adds the @PG line.  sort_load_input() starts the spill thread and reads
  * every record into batches, each full one handed to the spill thread
- * (load/spill_queue.h); it refuses a record that names a reference the header
+ * (load/spill.h); it refuses a record that names a reference the header
  * lacks, and an input that ends before its real end.
  * On success every batch but the last is a run or held in memory, the last
  * is sorted in j->tail, and the spill thread has stopped.  Each returns 0,

@@ -10,7 +10,7 @@
 #include "readout/run_passes.h"
 #include "store/run_readers.h"
 #include "engine/sort_plan.h"
-#include "util/thread_cpu.h"
+#include "util/thread.h"
 #include "engine/resume_fate.h"
 
 /* BAM stores reference lengths and positions in 32 bits, and CRAM 3 its

@@ -3,7 +3,7 @@
  * The pipeline, each phase in a file of its own:
  *   open     the input and its header (engine/sort_load.c), the output
  *            (engine/sort_output.c), the temporary store (engine/sort_plan.c);
- *   load     records into batches; the spill thread (load/spill_queue.c) sorts
+ *   load     records into batches; the spill thread (load/spill.c) sorts
  *            each full one and writes it as a run, or holds it in memory
  *            when the whole input is expected to fit (engine/sort_load.c);
  *   readout  the runs, the held batches and the last batch merged in key
@@ -24,7 +24,7 @@
 #include "engine/resume_fate.h"
 #include "engine/resume_recheck.h"
 #include "util/cleanup.h"
-#include "util/thread_cpu.h"
+#include "util/thread.h"
 
 static int open_all(sort_job *j)
 {

@@ -41,7 +41,7 @@ int sort_plan_open_store(sort_job *j);
 int sort_plan_temp_space(sort_job *j);
 
 /* Whether the spill thread hands its work to the -@ pool
- * (load/spill_queue.h): with more than two threads.  -@ 2 and below keep
+ * (load/spill.h): with more than two threads.  -@ 2 and below keep
  * sorting and writing on the spill thread, as they always did. */
 int sort_plan_spill_pooled(const sort_job *j);
 

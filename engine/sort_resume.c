@@ -14,7 +14,7 @@
 #include "resume/resume_identity.h"
 #include "engine/resume_progress.h"
 #include "engine/resume_recheck.h"
-#include "codec/record_codec.h"
+#include "codec/record.h"
 #include "engine/sort_load.h"
 #include "engine/sort_output.h"
 #include "engine/sort_plan.h"

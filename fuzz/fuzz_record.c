@@ -11,7 +11,7 @@
 #include <htslib/sam.h>
 #include "keys/sort_key.h"
 #include "keys/minimiser.h"
-#include "codec/record_codec.h"
+#include "codec/record.h"
 #include "order_rules.h"
 
 typedef struct {

@@ -10,7 +10,7 @@
  * key_cmp() is the one order of keys everywhere: the batch sort, RocksDB's
  * bytewise comparator, the merges.  key_sample is the one key-with-length
  * the code passes around: a sampled key and the record bytes it stands for
- * (keys/key_ranges.h, store_samples()), or a bound of a key range; key_dup()
+ * (keys/key_samples.h, store_samples()), or a bound of a key range; key_dup()
  * is how a key is kept beyond the buffer it came in.
  */
 #ifndef KEY_BYTES_H

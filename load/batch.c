@@ -19,7 +19,7 @@
 #include <sys/mman.h>
 #include "load/batch_internal.h"
 #include "keys/key_bytes.h"
-#include "codec/record_codec.h"
+#include "codec/record.h"
 
 #define HUGE_PAGE (2u << 20)
 #define FIRST_ENTRIES 4096  /* entry slots a new batch starts with */

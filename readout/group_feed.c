@@ -13,7 +13,7 @@
 #include <string.h>
 #include "readout/group_feed.h"
 #include "util/grow_array.h"
-#include "util/thread_cpu.h"
+#include "util/thread.h"
 
 typedef struct {
     fed_group g;

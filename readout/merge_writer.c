@@ -5,7 +5,7 @@
 #include <htslib/cram.h>
 #include <htslib/hfile.h>
 #include "readout/merge_writer.h"
-#include "codec/record_codec.h"
+#include "codec/record.h"
 
 /* CIGAR operations that BAM's 16-bit count holds.  htslib writes a longer
  * CIGAR as a CG tag, reading it as 32-bit words, which must be aligned. */

@@ -12,7 +12,7 @@
 #include "util/clock_util.h"
 #include "readout/merge_writer.h"
 #include "output/output_parts.h"
-#include "util/thread_cpu.h"
+#include "util/thread.h"
 
 /* The pieces in flight.  Workers take the next piece in key order, but
  * never more than n_slots ahead of the writer; piece i passes through slot

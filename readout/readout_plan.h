@@ -16,7 +16,7 @@
  * piece (more would be read twice).  With K > 1 it
  * cuts the key space into many pieces of about equal data, from the
  * samples taken as runs were written (store_samples()) and from the
- * batches held in memory (keys/key_ranges.h): no pass over the data.  It
+ * batches held in memory (keys/key_samples.h): no pass over the data.  It
  * returns 0, or -1 with the cause in err.  The pieces are merged by
  * readout/range_readout.h.
  */
@@ -25,7 +25,7 @@
 
 #include <htslib/sam.h>
 #include "util/errmsg.h"
-#include "keys/key_ranges.h"
+#include "keys/key_samples.h"
 #include "readout/merge_sources.h"
 #include "output/output_file.h"
 #include "util/progress.h"

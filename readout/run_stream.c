@@ -9,7 +9,7 @@
 #include "store/store.h"
 #include "codec/packed_record.h"
 #include "readout/run_stream.h"
-#include "util/thread_cpu.h"
+#include "util/thread.h"
 
 typedef struct {
     uint8_t *data;

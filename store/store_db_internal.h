@@ -19,7 +19,7 @@
 #include "store/store_types.h"
 #include "store/merge_plan.h"
 #include "codec/group_writer.h"
-#include "keys/key_ranges.h"
+#include "keys/key_samples.h"
 #include "store/run_index.h"
 #include "disk/run_journal.h"
 #include "disk/temp_dirs.h"

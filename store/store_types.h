@@ -86,7 +86,7 @@ typedef struct store_pass store_pass;
  * another version is discarded, whatever it holds.  Bump it with any change
  * to what a state stores or how: the journal's records (store/store_state.c) and
  * framing (disk/run_journal.c); the runs' keys (keys/sort_key.c, keys/template_key.c,
- * keys/minimiser.c), values (codec/record_codec.h: htslib's in-memory bam1_core_t and
+ * keys/minimiser.c), values (codec/record.h: htslib's in-memory bam1_core_t and
  * data) and groups (codec/group_codec.c); the run index's spans (store/run_index.c);
  * the caller's notes and kept blobs (resume/resume_state.c, engine/sort_resume.c).
  * test/test_state_layout.c fails on a change to most of these until the

@@ -43,11 +43,11 @@ INTERNAL = "_internal"
 
 # Modules whose exports carry a prefix other than their file name.
 PREFIXES = {
-    "keys/key_ranges": ("key_ranges_", "key_samples_"),
+    "keys/key_samples": ("key_ranges_", "key_samples_"),
     "load/batch": ("batch_",),
-    "load/spill_queue": ("spill_",),
-    "codec/record_codec": ("record_",),
-    "util/thread_cpu": ("thread_",),
+    "load/spill": ("spill_",),
+    "codec/record": ("record_",),
+    "util/thread": ("thread_",),
 }
 
 # Circles allowed inside one folder, each with the DESIGN section that names

@@ -144,7 +144,7 @@ def test_cores_threads_named_by_role(case, threads, more):
 # -- the parallel load against the oracle -----------------------------------------------
 #
 # With more than two threads the spill thread hands its work to the -@ pool
-# (load/spill_queue.h): a batch sorted in parts, each part at least 4096
+# (load/spill.h): a batch sorted in parts, each part at least 4096
 # records, and a compact run's groups encoded in ranges.  Batches of many
 # thousand records take that path: bulk_large's 160,000 records under
 # --max-memory 12M spill some 13 runs of about 12,000 records (two or more

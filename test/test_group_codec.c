@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <htslib/sam.h>
-#include "codec/record_codec.h"
+#include "codec/record.h"
 #include "codec/group_codec.h"
 #include "codec/group_writer.h"
 #include "store/store.h"

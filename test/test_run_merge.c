@@ -10,11 +10,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include "keys/sort_key.h"
-#include "codec/record_codec.h"
+#include "codec/record.h"
 #include "load/batch.h"
 #include "load/batch_sort.h"
 #include "readout/run_merge.h"
-#include "keys/key_ranges.h"
+#include "keys/key_samples.h"
 #include "order_rules.h"
 #include "unit_report.h"
 

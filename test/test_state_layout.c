@@ -5,7 +5,7 @@
  * only when both have the same STORE_STATE_VERSION (store/store_types.h).  This
  * test hashes what a state holds for fixed records (with the tags the
  * orders read: RG, MC, CB, MI, a -t tag): every order's keys (with -t), the
- * values (codec/record_codec.h), a note (resume/resume_state.h) and the
+ * values (codec/record.h), a note (resume/resume_state.h) and the
  * first journal record (store/state_dir.h), and compares the hash with the one
  * recorded here for the current version.  A change to any of them fails
  * it until the version is bumped and the new hash recorded, so that no
@@ -24,7 +24,7 @@
 #include "keys/sort_key.h"
 #include "util/byte_io.h"
 #include "util/mix64.h"
-#include "codec/record_codec.h"
+#include "codec/record.h"
 #include "resume/resume_state.h"
 #include "store/store.h"
 #include "store/state_dir.h"

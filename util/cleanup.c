@@ -13,7 +13,7 @@
 #include <unistd.h>
 #include "util/cleanup.h"
 #include "util/grow_array.h"
-#include "util/thread_cpu.h"
+#include "util/thread.h"
 
 /* A directory whose files background threads may still be creating is
  * emptied and removed up to this many times, this far apart. */

@@ -8,7 +8,7 @@
 #include "util/progress.h"
 #include "util/clock_util.h"
 #include "util/human_number.h"
-#include "util/thread_cpu.h"
+#include "util/thread.h"
 
 #define TTY_TICK 1.0
 /* Seconds between plain lines when the caller gives no interval. */

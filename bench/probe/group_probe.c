@@ -11,7 +11,7 @@
 #include <string.h>
 #include <time.h>
 #include <htslib/sam.h>
-#include "codec/record_codec.h"
+#include "codec/record.h"
 #include "keys/key_bytes.h"
 #include "codec/group_codec.h"
 

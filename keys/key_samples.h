@@ -1,4 +1,4 @@
-/* keys/key_ranges.h -- split the key space into ranges holding about equal data.
+/* keys/key_samples.h -- split the key space into ranges holding about equal data.
  *
  * Contract: the caller adds samples of the keys to be merged, each with the
  * record bytes it stands for (the spilled runs' samples, store_samples();

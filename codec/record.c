@@ -1,6 +1,6 @@
-/* codec/record_codec.c -- see codec/record_codec.h. */
+/* codec/record.c -- see codec/record.h. */
 #include <string.h>
-#include "codec/record_codec.h"
+#include "codec/record.h"
 #include "util/mix64.h"
 
 void record_value_pack(const bam1_t *b, uint8_t *out)

@@ -1,6 +1,6 @@
-/* keys/key_ranges.c -- see keys/key_ranges.h. */
+/* keys/key_samples.c -- see keys/key_samples.h. */
 #include <stdlib.h>
-#include "keys/key_ranges.h"
+#include "keys/key_samples.h"
 #include "util/grow_array.h"
 
 int key_samples_add(key_samples *s, const uint8_t *key, size_t len, uint64_t weight)

@@ -1,11 +1,11 @@
-/* load/spill_queue.c -- see load/spill_queue.h. */
+/* load/spill.c -- see load/spill.h. */
 #include <pthread.h>
 #include <stdlib.h>
-#include "load/spill_queue.h"
+#include "load/spill.h"
 #include "load/batch_sort.h"
 #include "util/clock_util.h"
 #include "util/pool_jobs.h"
-#include "util/thread_cpu.h"
+#include "util/thread.h"
 
 void spill_init(spill_queue *q)
 {

@@ -1,4 +1,4 @@
-/* codec/record_codec.h -- a BAM record as a RocksDB value, and back.
+/* codec/record.h -- a BAM record as a RocksDB value, and back.
  *
  * Contract: the value is htslib's in-memory record: the bam1_core_t followed by
  * the variable-length data (name, CIGAR, sequence, qualities, aux).  It keeps

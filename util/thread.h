@@ -1,4 +1,4 @@
-/* util/thread_cpu.h -- threads named by their role, and the CPU time each spends.
+/* util/thread.h -- threads named by their role, and the CPU time each spends.
  *
  * Contract: every thread rocksort starts carries a name that says its role
  * (THREAD_* below), which `top -H`, `perf` and /proc/PID/task/TID/comm

@@ -1,4 +1,4 @@
-/* load/spill_queue.h -- the spill thread: full batches in, sorted runs out.
+/* load/spill.h -- the spill thread: full batches in, sorted runs out.
  *
  * Contract: two batches alternate.  The loader fills one while the spill
  * thread sorts the other and writes it to the store as one run, or, while

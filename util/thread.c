@@ -1,4 +1,4 @@
-/* util/thread_cpu.c -- see util/thread_cpu.h.
+/* util/thread.c -- see util/thread.h.
  *
  * A live thread's CPU time comes from /proc/self/task/TID/schedstat (the
  * scheduler's nanoseconds on a CPU, what CLOCK_THREAD_CPUTIME_ID reads),
@@ -15,7 +15,7 @@
 #include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
-#include "util/thread_cpu.h"
+#include "util/thread.h"
 #include "util/grow_array.h"
 
 void thread_set_name(const char *name)
