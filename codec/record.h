@@ -5,8 +5,8 @@
  * 64-bit positions, which the on-disk BAM layout cannot, and it is private to
  * one process run, so its layout never needs to be portable.
  */
-#ifndef RECORD_CODEC_H
-#define RECORD_CODEC_H
+#ifndef RECORD_H
+#define RECORD_H
 
 #include <stddef.h>
 #include <stdint.h>

@@ -40,7 +40,7 @@ static int by_key(const void *a, const void *b)
 /* A split goes at the first sample whose preceding weight reaches the next
  * share.  A split equal to the smallest key or to the previous split would
  * only make an empty range, so it is left out. */
-int key_ranges_choose(key_samples *s, int k, key_sample *splits)
+int key_samples_split(key_samples *s, int k, key_sample *splits)
 {
     if (k < 2 || s->n == 0) return 0;
     qsort(s->v, s->n, sizeof *s->v, by_key);

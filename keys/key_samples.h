@@ -1,8 +1,9 @@
-/* keys/key_samples.h -- split the key space into ranges holding about equal data.
+/* keys/key_samples.h -- sampled keys with their weights, and the key space split
+ * into ranges holding about equal data.
  *
  * Contract: the caller adds samples of the keys to be merged, each with the
  * record bytes it stands for (the spilled runs' samples, store_samples();
- * entries of the batches held in memory).  key_ranges_choose() sorts them
+ * entries of the batches held in memory).  key_samples_split() sorts them
  * and returns up to k - 1 split keys at equal shares of the total weight,
  * in increasing order and distinct; range r holds the keys from split r - 1
  * (inclusive) to split r (exclusive), the first and last ranges being open.
@@ -11,8 +12,8 @@
  * that outlives its sources (the store's) owns copies instead: it adds
  * with key_samples_add_copy() and frees with key_samples_free_copies().
  */
-#ifndef KEY_RANGES_H
-#define KEY_RANGES_H
+#ifndef KEY_SAMPLES_H
+#define KEY_SAMPLES_H
 
 #include <stddef.h>
 #include <stdint.h>
@@ -33,6 +34,6 @@ int key_samples_add_copy(key_samples *s, const uint8_t *key, size_t len, uint64_
 void key_samples_free_copies(key_samples *s);
 
 /* Writes at most k - 1 splits; returns how many. */
-int key_ranges_choose(key_samples *s, int k, key_sample *splits);
+int key_samples_split(key_samples *s, int k, key_sample *splits);
 
 #endif

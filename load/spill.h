@@ -22,8 +22,8 @@
  * other, in input order.  The loader's first touch of a batch's memory
  * goes to the pool too (spill_loaded(), load/touch_ahead.h).
  */
-#ifndef SPILL_QUEUE_H
-#define SPILL_QUEUE_H
+#ifndef SPILL_H
+#define SPILL_H
 
 #include <pthread.h>
 #include <stdatomic.h>

@@ -185,7 +185,7 @@ int readout_plan_ranges(const readout_request *rq, range_plan *p, errmsg *err)
     p->splits = malloc((size_t)(want - 1) * sizeof *p->splits);
     if (!p->splits) return errmsg_set(err, "out of memory for the final merge");
     gather_samples(rq->in, &p->samples);
-    p->n = 1 + key_ranges_choose(&p->samples, want, p->splits);
+    p->n = 1 + key_samples_split(&p->samples, want, p->splits);
     p->threads = p->n < k ? p->n : k;
     if (p->n > 1 && open_slots(p) < 0) {    /* no memfd here: one stream after all */
         readout_plan_free(p);

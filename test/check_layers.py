@@ -41,14 +41,9 @@ SOURCE_EXT = (".c", ".cc", ".h")
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
 INTERNAL = "_internal"
 
-# Modules whose exports carry a prefix other than their file name.
-PREFIXES = {
-    "keys/key_samples": ("key_ranges_", "key_samples_"),
-    "load/batch": ("batch_",),
-    "load/spill": ("spill_",),
-    "codec/record": ("record_",),
-    "util/thread": ("thread_",),
-}
+# Modules whose exports carry a prefix other than their file name: none.
+# A new entry needs a reason no rename can remove.
+PREFIXES = {}
 
 # Circles allowed inside one folder, each with the DESIGN section that names
 # it.  None across folders: the include and call rules forbid those.

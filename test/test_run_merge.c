@@ -180,7 +180,7 @@ static const char *check_ranges(const fixture *f, packed_run *const *packed, int
     for (int i = 2; i < N_BATCHES; i++)
         for (size_t e = 0; e < batch_count(f->batch[i]); e += 97)
             key_samples_add(&samples, batch_key(f->batch[i], e, &len), len, 97);
-    int n = key_ranges_choose(&samples, k, splits);
+    int n = key_samples_split(&samples, k, splits);
     const char *problem = NULL;
     if (n != k - 1) problem = "fewer splits than asked for";
     else if (merge_range(f, packed, NULL, NULL, whole, &n_whole) < 0) problem = "merge_open failed";

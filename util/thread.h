@@ -18,8 +18,8 @@
  * the main thread is "main".  Functions that allocate return -1 when out
  * of memory.
  */
-#ifndef THREAD_CPU_H
-#define THREAD_CPU_H
+#ifndef THREAD_H
+#define THREAD_H
 
 #include <stddef.h>
 #include <sys/types.h>
