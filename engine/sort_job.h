@@ -49,7 +49,7 @@ typedef struct {
     uint64_t records_in, bytes_in;
     uint64_t digest_in;         /* --verify's sum of the records read */
     int n_refs;                 /* references a record may name, see sort_load_open_input() */
-    sort_batch *tail;           /* the last, unspilled batch, sorted */
+    batch *tail;           /* the last, unspilled batch, sorted */
     bam1_t *first;              /* the input's first record, read ahead (engine/sort_load.h) */
     double t_load, t_settle, t_readout;
     readout_result result;      /* what the readout wrote (readout/range_readout.h) */

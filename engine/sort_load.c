@@ -212,11 +212,11 @@ static int spill_error(sort_job *j)
 
 /* Hands a full batch to the spill thread, with the note a resumable sort
  * journals with its run. */
-static sort_batch *hand_over(sort_job *j, sort_batch *full)
+static batch *hand_over(sort_job *j, batch *full)
 {
     byte_writer note = { 0 };
     if (j->resume.on) resume_progress_note_now(j, &note);
-    sort_batch *next = note.failed ? NULL : spill_swap(&j->q, full, &note);
+    batch *next = note.failed ? NULL : spill_swap(&j->q, full, &note);
     if (note.failed) {
         spill_input_ended(&j->q);   /* no pool job touches full any more */
         batch_destroy(full);
@@ -349,7 +349,7 @@ static int report_stream_cut(const sort_job *j)
 
 /* Adds one record to the batch being filled, handing full batches to the
  * spill thread.  Returns 0, or -1 once the error is reported. */
-static int take_record(sort_job *j, sort_batch **cur, bam1_t *b)
+static int take_record(sort_job *j, batch **cur, bam1_t *b)
 {
     int added;
     errmsg err;
@@ -421,7 +421,7 @@ int sort_load_check_read_end(const sort_job *j, const bam1_t *b, int r)
 
 /* A resumable sort stores its last batch too, and notes that the input
  * is complete: killed during the readout, a rerun needs no input. */
-static int store_last_batch(sort_job *j, sort_batch **cur)
+static int store_last_batch(sort_job *j, batch **cur)
 {
     *cur = hand_over(j, *cur);
     spill_stop(&j->q);
@@ -434,7 +434,7 @@ int sort_load_input(sort_job *j)
 {
     double t0 = now_seconds();
     j->resume.load_started = t0;
-    sort_batch *cur = batch_create(sort_plan_batch_bytes(j->o));
+    batch *cur = batch_create(sort_plan_batch_bytes(j->o));
     bam1_t *b = bam_init1();
     int ret = 0, r;
     if (!cur || !b) {

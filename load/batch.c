@@ -33,9 +33,9 @@ static uint8_t *arena_alloc(size_t size)
     return p;
 }
 
-sort_batch *batch_create(size_t capacity)
+batch *batch_create(size_t capacity)
 {
-    sort_batch *sb = calloc(1, sizeof *sb);
+    batch *sb = calloc(1, sizeof *sb);
     if (!sb) return NULL;
     sb->cap = capacity;
     sb->arena = arena_alloc(capacity);
@@ -46,7 +46,7 @@ sort_batch *batch_create(size_t capacity)
     return sb;
 }
 
-void batch_destroy(sort_batch *sb)
+void batch_destroy(batch *sb)
 {
     if (!sb) return;
     free(sb->arena);
@@ -56,7 +56,7 @@ void batch_destroy(sort_batch *sb)
     free(sb);
 }
 
-static int grow_entries(sort_batch *sb)
+static int grow_entries(batch *sb)
 {
     size_t m = sb->m ? sb->m * 2 : FIRST_ENTRIES;
     batch_entry *e = realloc(sb->ent, m * sizeof *e);
@@ -73,7 +73,7 @@ static int grow_entries(sort_batch *sb)
 }
 
 /* Entries point into the arena, so it may only be replaced while empty. */
-static int grow_arena_for_huge_record(sort_batch *sb, size_t need)
+static int grow_arena_for_huge_record(batch *sb, size_t need)
 {
     uint8_t *a = arena_alloc(need);
     if (!a) return -1;
@@ -85,7 +85,7 @@ static int grow_arena_for_huge_record(sort_batch *sb, size_t need)
 }
 
 /* Bytes the batch holds: the arena, both entry arrays and the tie groups. */
-static size_t footprint(const sort_batch *sb, size_t extra_bytes, size_t extra_entries)
+static size_t footprint(const batch *sb, size_t extra_bytes, size_t extra_entries)
 {
     size_t n = sb->n + extra_entries;
     return sb->used + extra_bytes + n * 2 * sizeof(batch_entry) +
@@ -101,7 +101,7 @@ static inline size_t record_size(packed_header h)
 /* The shared prefix and the range of key lengths, which batch_sort() uses.
  * Done while the new key is still in cache: a separate pass over the arena
  * at sort time made coordinate sorts markedly slower. */
-static void track_keys(sort_batch *sb, const uint8_t *key, size_t len)
+static void track_keys(batch *sb, const uint8_t *key, size_t len)
 {
     if (sb->n == 0) {
         sb->shared = sb->shortest = sb->longest = len;
@@ -116,7 +116,7 @@ static void track_keys(sort_batch *sb, const uint8_t *key, size_t len)
     sb->shared = same;
 }
 
-int batch_make_room(sort_batch *sb, size_t need)
+int batch_make_room(batch *sb, size_t need)
 {
     if (footprint(sb, need, 1) > sb->cap) {
         if (sb->n > 0) return 0;
@@ -126,7 +126,7 @@ int batch_make_room(sort_batch *sb, size_t need)
     return 1;
 }
 
-void batch_enter_record(sort_batch *sb)
+void batch_enter_record(batch *sb)
 {
     uint8_t *rec = sb->arena + sb->used;
     packed_header h = packed_header_of(rec);
@@ -137,7 +137,7 @@ void batch_enter_record(sort_batch *sb)
     sb->used += record_size(h);
 }
 
-int batch_add(sort_batch *sb, const sort_spec *spec, bam1_t *b, uint64_t seq, errmsg *err)
+int batch_add(batch *sb, const sort_spec *spec, bam1_t *b, uint64_t seq, errmsg *err)
 {
     /* Padding included: a replaced arena is exactly this large, and the
      * record's padding is copied with it (batch_pack()). */
@@ -159,7 +159,7 @@ int batch_add(sort_batch *sb, const sort_spec *spec, bam1_t *b, uint64_t seq, er
     return 1;
 }
 
-batch_memory batch_claim_ahead(sort_batch *sb, size_t upto, size_t most)
+batch_memory batch_claim_ahead(batch *sb, size_t upto, size_t most)
 {
     size_t from = sb->claimed, to = upto < sb->cap ? upto : sb->cap;
     if (to <= from) return (batch_memory){ NULL, 0 };
@@ -180,20 +180,20 @@ void batch_prefault(batch_memory m)
 #endif
 }
 
-void batch_clear(sort_batch *sb)
+void batch_clear(batch *sb)
 {
     sb->n = 0;
     sb->used = 0;
 }
 
-size_t batch_count(const sort_batch *sb) { return sb->n; }
+size_t batch_count(const batch *sb) { return sb->n; }
 
-size_t batch_bytes(const sort_batch *sb) { return sb->used; }
+size_t batch_bytes(const batch *sb) { return sb->used; }
 
 /* The record's header comes first, from BATCH_PREFETCH_DISTANCE records
  * further on, so that its size is known, and in cache, when the rest is
  * fetched. */
-void batch_prefetch(const sort_batch *sb, size_t i)
+void batch_prefetch(const batch *sb, size_t i)
 {
     if (i + BATCH_PREFETCH_DISTANCE < sb->n)
         __builtin_prefetch(sb->ent[i + BATCH_PREFETCH_DISTANCE].rec);
@@ -204,12 +204,12 @@ void batch_prefetch(const sort_batch *sb, size_t i)
     for (; line < (uintptr_t)end; line += CACHE_LINE) __builtin_prefetch((const void *)line);
 }
 
-const uint8_t *batch_key(const sort_batch *sb, size_t i, size_t *len)
+const uint8_t *batch_key(const batch *sb, size_t i, size_t *len)
 {
     return entry_key(&sb->ent[i], len);
 }
 
-const uint8_t *batch_value(const sort_batch *sb, size_t i, size_t *len)
+const uint8_t *batch_value(const batch *sb, size_t i, size_t *len)
 {
     packed_header h = header_of(&sb->ent[i]);
     *len = h.val_len;
@@ -228,7 +228,7 @@ struct packed_run {
 /* Plain pages, not the batch's huge ones: where first touches are slow, a
  * fresh huge page cost several times as much to touch first, and a packed
  * run is read in order, so the TLB has little to gain. */
-packed_run *batch_pack(const sort_batch *sb)
+packed_run *batch_pack(const batch *sb)
 {
     packed_run *pr = calloc(1, sizeof *pr);
     if (!pr) return NULL;
@@ -251,7 +251,7 @@ packed_run *batch_pack(const sort_batch *sb)
 /* ---- the same copy in parts, on other threads ---- */
 
 typedef struct {
-    const sort_batch *sb;
+    const batch *sb;
     packed_run *pr;
     size_t cut[BATCH_MAX_PARTS + 1];    /* part i copies entries [cut[i], cut[i + 1]) */
     size_t at[BATCH_MAX_PARTS + 1];     /* ... to data + at[i] */
@@ -272,7 +272,7 @@ static void size_part(void *arg, int i)
 static void copy_part(void *arg, int i)
 {
     pack_parts *pp = arg;
-    const sort_batch *sb = pp->sb;
+    const batch *sb = pp->sb;
     size_t at = pp->at[i];
     for (size_t e = pp->cut[i]; e < pp->cut[i + 1]; e++) {
         batch_prefetch(sb, e + BATCH_PREFETCH_DISTANCE);
@@ -283,7 +283,7 @@ static void copy_part(void *arg, int i)
     }
 }
 
-packed_run *batch_pack_parallel(const sort_batch *sb, batch_runner run, void *ctx, int parts)
+packed_run *batch_pack_parallel(const batch *sb, batch_runner run, void *ctx, int parts)
 {
     if (parts > BATCH_MAX_PARTS) parts = BATCH_MAX_PARTS;
     if ((size_t)parts > sb->n) parts = (int)sb->n;
@@ -325,7 +325,7 @@ const uint8_t *batch_packed_next(const packed_run *pr, const uint8_t *rec)
     return rec < pr->data + pr->size ? rec : NULL;
 }
 
-size_t batch_seek(const sort_batch *sb, const uint8_t *key, size_t len)
+size_t batch_seek(const batch *sb, const uint8_t *key, size_t len)
 {
     size_t lo = 0, hi = sb->n;
     while (lo < hi) {

@@ -15,16 +15,16 @@
 #include "keys/sort_key.h"
 #include "codec/packed_record.h"
 
-typedef struct sort_batch sort_batch;
+typedef struct batch batch;
 
-sort_batch *batch_create(size_t capacity);
-void batch_destroy(sort_batch *sb);
+batch *batch_create(size_t capacity);
+void batch_destroy(batch *sb);
 
 /* Returns 1 if added, 0 if the batch is full (the record was not added),
  * or -1 with the cause in err: out of memory, or an order that cannot place
  * b ("read 'NAME' ...", see sort_key_error()).  Once added, b holds the
  * record as it will be written (see sort_key_record_finish()). */
-int batch_add(sort_batch *sb, const sort_spec *spec, bam1_t *b, uint64_t seq, errmsg *err);
+int batch_add(batch *sb, const sort_spec *spec, bam1_t *b, uint64_t seq, errmsg *err);
 
 /* A range of a batch's arena, for batch_prefault() on another thread. */
 typedef struct {
@@ -39,7 +39,7 @@ typedef struct {
  * replaced for a record larger than the empty batch) starts unclaimed.
  * The replaced arena is freed: before it adds to an empty batch, the
  * owner must know that no other thread still touches what it claimed. */
-batch_memory batch_claim_ahead(sort_batch *sb, size_t upto, size_t most);
+batch_memory batch_claim_ahead(batch *sb, size_t upto, size_t most);
 
 /* Has the kernel back that memory now, without changing its bytes
  * (MADV_POPULATE_WRITE): safe while the owner fills the batch.  A hint:
@@ -55,22 +55,22 @@ void batch_prefault(batch_memory m);
 #define BATCH_MIN_PART 4096
 typedef void (*batch_job_fn)(void *arg, int i);
 typedef void (*batch_runner)(void *ctx, int n, batch_job_fn job, void *arg);
-void batch_clear(sort_batch *sb);
-size_t batch_count(const sort_batch *sb);
-size_t batch_bytes(const sort_batch *sb);
+void batch_clear(batch *sb);
+size_t batch_count(const batch *sb);
+size_t batch_bytes(const batch *sb);
 
 /* A hint that entry i will be read soon (after batch_sort): fetches all of
  * its bytes, and the start of an entry a few further on.  Readers going
  * through entries in order ask for the one BATCH_PREFETCH_DISTANCE ahead. */
 #define BATCH_PREFETCH_DISTANCE 8
-void batch_prefetch(const sort_batch *sb, size_t i);
+void batch_prefetch(const batch *sb, size_t i);
 
-const uint8_t *batch_key(const sort_batch *sb, size_t i, size_t *len);
-const uint8_t *batch_value(const sort_batch *sb, size_t i, size_t *len);
+const uint8_t *batch_key(const batch *sb, size_t i, size_t *len);
+const uint8_t *batch_value(const batch *sb, size_t i, size_t *len);
 
 /* After batch_sort(): the first entry whose key is not below key (RocksDB's
  * bytewise order), batch_count() if none. */
-size_t batch_seek(const sort_batch *sb, const uint8_t *key, size_t len);
+size_t batch_seek(const batch *sb, const uint8_t *key, size_t len);
 
 /* A sorted batch's records copied out in key order, one after the other:
  * read front to back it touches memory in order, and the batch can take
@@ -79,10 +79,10 @@ size_t batch_seek(const sort_batch *sb, const uint8_t *key, size_t len);
  * (codec/packed_record.h). */
 typedef struct packed_run packed_run;
 
-packed_run *batch_pack(const sort_batch *sb);   /* NULL if out of memory */
+packed_run *batch_pack(const batch *sb);   /* NULL if out of memory */
 /* The same copy made in `parts` ranges of records by run (as for
  * batch_sort_parallel()); fewer than two parts: batch_pack(). */
-packed_run *batch_pack_parallel(const sort_batch *sb, batch_runner run, void *ctx, int parts);
+packed_run *batch_pack_parallel(const batch *sb, batch_runner run, void *ctx, int parts);
 void batch_packed_destroy(packed_run *pr);
 const uint8_t *batch_packed_first(const packed_run *pr);
 const uint8_t *batch_packed_next(const packed_run *pr, const uint8_t *rec);

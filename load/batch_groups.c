@@ -13,7 +13,7 @@
 #include "codec/group_codec.h"
 
 typedef struct {
-    const sort_batch *sb;
+    const batch *sb;
     size_t lo, hi;              /* the range's entries */
     size_t group_bytes;
     group_encoder *enc;
@@ -87,7 +87,7 @@ static int collect(batch_groups *bg, int failed, encoded_group_fn put, void *ctx
     return put_range(r, put, ctx, err);
 }
 
-static int dispatch(batch_groups *bg, const sort_batch *sb, int i, size_t lo, size_t hi)
+static int dispatch(batch_groups *bg, const batch *sb, int i, size_t lo, size_t hi)
 {
     range_slot *r = &bg->slot[i % bg->ahead];
     r->sb = sb;
@@ -99,7 +99,7 @@ static int dispatch(batch_groups *bg, const sort_batch *sb, int i, size_t lo, si
     return hts_tpool_dispatch(bg->pool, bg->queue, encode_range, r);
 }
 
-int batch_groups_write(batch_groups *bg, const sort_batch *sb, encoded_group_fn put, void *ctx,
+int batch_groups_write(batch_groups *bg, const batch *sb, encoded_group_fn put, void *ctx,
                        errmsg *err)
 {
     size_t n = batch_count(sb), bytes = batch_bytes(sb) ? batch_bytes(sb) : 1;

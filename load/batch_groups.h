@@ -37,7 +37,7 @@ typedef struct batch_groups batch_groups;
 
 /* NULL when out of memory. */
 batch_groups *batch_groups_create(hts_tpool *pool, int ahead, size_t group_bytes);
-int batch_groups_write(batch_groups *bg, const sort_batch *sb, encoded_group_fn put, void *ctx,
+int batch_groups_write(batch_groups *bg, const batch *sb, encoded_group_fn put, void *ctx,
                        errmsg *err);
 void batch_groups_destroy(batch_groups *bg);
 

@@ -34,7 +34,7 @@ typedef struct {
     size_t lo, hi, depth;
 } tie_group;
 
-struct sort_batch {
+struct batch {
     uint8_t *arena;
     size_t used, cap;
     size_t claimed; /* arena bytes batch_claim_ahead() has handed out */
@@ -57,8 +57,8 @@ static inline size_t batch_max_ties(size_t entries)
 /* Room at the arena's end for a packed record of up to need bytes: 1, 0 if
  * the batch is full, -1 if out of memory.  batch_enter_record() then takes
  * in the record written there. */
-int batch_make_room(sort_batch *sb, size_t need);
-void batch_enter_record(sort_batch *sb);
+int batch_make_room(batch *sb, size_t need);
+void batch_enter_record(batch *sb);
 
 static inline packed_header header_of(const batch_entry *e)
 {

@@ -121,7 +121,7 @@ typedef struct {
 /* Entries e[0..n), sorted by inline words that hold key bytes [depth,
  * depth + INLINE_KEY): sorts each run of equal words, small runs on the
  * spot, larger ones pushed for the next window. */
-static void split_ties(sort_batch *sb, tie_stack *ties, size_t base, size_t n, size_t depth)
+static void split_ties(batch *sb, tie_stack *ties, size_t base, size_t n, size_t depth)
 {
     const batch_entry *e = sb->ent + base;
     size_t next = depth + INLINE_KEY, lo = 0;
@@ -162,7 +162,7 @@ static int load_next_window(batch_entry *e, size_t n, size_t depth)
     return 0;
 }
 
-static void sort_range(sort_batch *sb, size_t lo, size_t hi)
+static void sort_range(batch *sb, size_t lo, size_t hi)
 {
     batch_entry *out = window_sort(sb->ent + lo, sb->tmp + lo, hi - lo);
     if (out != sb->ent + lo) memcpy(sb->ent + lo, out, (hi - lo) * sizeof *out);
@@ -170,7 +170,7 @@ static void sort_range(sort_batch *sb, size_t lo, size_t hi)
 
 /* Orders entries [lo, hi), sorted by their first window, by whole key:
  * the tie groups they hold go on `ties`, which has room for them. */
-static void resolve_ties(sort_batch *sb, tie_group *room, size_t lo, size_t hi)
+static void resolve_ties(batch *sb, tie_group *room, size_t lo, size_t hi)
 {
     tie_stack ties = { room, 0 };
     split_ties(sb, &ties, lo, hi - lo, sb->skip);
@@ -183,7 +183,7 @@ static void resolve_ties(sort_batch *sb, tie_group *room, size_t lo, size_t hi)
 }
 
 /* Keys of one length that end inside the window cannot tie. */
-static int may_tie(const sort_batch *sb)
+static int may_tie(const batch *sb)
 {
     return !(sb->longest <= sb->skip + INLINE_KEY && sb->shortest == sb->longest);
 }
@@ -192,7 +192,7 @@ static int may_tie(const sort_batch *sb)
  * previous batch ended with: a guess that holds batch after batch, as
  * coordinate keys share nothing and names share their instrument prefix.
  * Only a wrong guess costs a pass over the arena. */
-static void settle_inline_keys(sort_batch *sb)
+static void settle_inline_keys(batch *sb)
 {
     if (sb->n == 0 || sb->shared == sb->skip) return;
     sb->skip = sb->shared;
@@ -203,7 +203,7 @@ static void settle_inline_keys(sort_batch *sb)
     }
 }
 
-void batch_sort(sort_batch *sb)
+void batch_sort(batch *sb)
 {
     settle_inline_keys(sb);
     batch_entry *out = window_sort(sb->ent, sb->tmp, sb->n);
@@ -217,7 +217,7 @@ void batch_sort(sort_batch *sb)
 /* ---- the same sort in parts, run by other threads ---- */
 
 typedef struct {
-    sort_batch *sb;
+    batch *sb;
     int parts;
     size_t cut[BATCH_MAX_PARTS + 1];    /* part i is entries [cut[i], cut[i + 1]) */
     size_t width;                       /* parts per sorted range, this merge round */
@@ -265,7 +265,7 @@ static void cut_at_windows(parts_sort *ps)
     }
 }
 
-void batch_sort_parallel(sort_batch *sb, batch_runner run, void *ctx, int parts)
+void batch_sort_parallel(batch *sb, batch_runner run, void *ctx, int parts)
 {
     if (parts > BATCH_MAX_PARTS) parts = BATCH_MAX_PARTS;
     if ((size_t)parts > sb->n) parts = (int)sb->n;

@@ -13,7 +13,7 @@
 
 #include "load/batch.h"
 
-void batch_sort(sort_batch *sb);
-void batch_sort_parallel(sort_batch *sb, batch_runner run, void *ctx, int parts);
+void batch_sort(batch *sb);
+void batch_sort_parallel(batch *sb, batch_runner run, void *ctx, int parts);
 
 #endif

@@ -22,7 +22,7 @@ static int put_group(void *store, const group_span *span, const uint8_t *blob, s
 
 /* A sorted batch as one run: its groups encoded on the pool, or its
  * records put one by one. */
-static int write_run(const spill_queue *q, sort_batch *sb, const uint8_t *note, size_t note_len,
+static int write_run(const spill_queue *q, batch *sb, const uint8_t *note, size_t note_len,
                      errmsg *err)
 {
     rocks_store *st = q->store;
@@ -61,13 +61,13 @@ static int write_packed(rocks_store *st, const packed_run *pr, errmsg *err)
 }
 
 /* The number of parts worth a job each for a batch, with the queue's pool. */
-static int pool_parts(const spill_queue *q, const sort_batch *sb)
+static int pool_parts(const spill_queue *q, const batch *sb)
 {
     size_t parts = q->pool ? batch_count(sb) / BATCH_MIN_PART : 0;
     return parts < (size_t)q->threads ? (int)parts : q->threads;
 }
 
-static packed_run *spill_pack(const spill_queue *q, const sort_batch *sb)
+static packed_run *spill_pack(const spill_queue *q, const batch *sb)
 {
     int parts = pool_parts(q, sb);
     return parts >= 2 ? batch_pack_parallel(sb, pool_jobs_runner, q->pool, parts)
@@ -79,7 +79,7 @@ static packed_run *spill_pack(const spill_queue *q, const sort_batch *sb)
  * order at the end, is cheaper to merge than the arena in sort order, and
  * the arena goes back to the loader, so holding touches each byte of new
  * memory once.  A small budget keeps the arena itself instead. */
-static sort_batch *try_hold(spill_queue *q, sort_batch *sb)
+static batch *try_hold(spill_queue *q, batch *sb)
 {
     if (q->n_held >= q->max_held) return NULL;
     if (q->packed) {
@@ -88,7 +88,7 @@ static sort_batch *try_hold(spill_queue *q, sort_batch *sb)
         q->packed[q->n_held++] = pr;
         return sb;
     }
-    sort_batch *fresh = batch_create(q->batch_cap);
+    batch *fresh = batch_create(q->batch_cap);
     if (!fresh) return NULL;
     q->kept[q->n_held++] = sb;
     return fresh;
@@ -119,13 +119,13 @@ static int spill_held(spill_queue *q, errmsg *err)
 /* Sorts a full batch, then holds or spills it; returns the empty batch the
  * loader gets back, and sets *failed (with the cause in err) on a write
  * error.  After a failure nothing more is written. */
-static sort_batch *settle_batch(spill_queue *q, sort_batch *sb, const uint8_t *note,
+static batch *settle_batch(spill_queue *q, batch *sb, const uint8_t *note,
                                 size_t note_len, int *failed, errmsg *err)
 {
     double t0 = now_seconds();
     spill_sort(q, sb);
     double t1 = now_seconds();
-    sort_batch *back = q->failed ? NULL : try_hold(q, sb);
+    batch *back = q->failed ? NULL : try_hold(q, sb);
     int held = back != NULL;
     if (!back) {
         if (!q->failed)
@@ -142,7 +142,7 @@ static sort_batch *settle_batch(spill_queue *q, sort_batch *sb, const uint8_t *n
     return back;
 }
 
-void spill_loaded(spill_queue *q, sort_batch *sb)
+void spill_loaded(spill_queue *q, batch *sb)
 {
     touch_ahead_loaded(&q->ahead, sb);
 }
@@ -158,7 +158,7 @@ static void *spill_main(void *arg)
     pthread_mutex_lock(&q->mu);
     for (;;) {
         while (!q->full && !q->finished) pthread_cond_wait(&q->cv, &q->mu);
-        sort_batch *sb = q->full;
+        batch *sb = q->full;
         if (!sb) break;
         errmsg err;
         int failed = 0;
@@ -168,7 +168,7 @@ static void *spill_main(void *arg)
         pthread_cond_broadcast(&q->cv);
         pthread_mutex_unlock(&q->mu);
 
-        sort_batch *back = settle_batch(q, sb, note.n ? note.p : NULL, note.n, &failed, &err);
+        batch *back = settle_batch(q, sb, note.n ? note.p : NULL, note.n, &failed, &err);
         bw_free(&note);
 
         pthread_mutex_lock(&q->mu);
@@ -189,7 +189,7 @@ static void *spill_main(void *arg)
 }
 
 /* Hands a full batch over and returns the other one once it is spilled. */
-sort_batch *spill_swap(spill_queue *q, sort_batch *full, byte_writer *note)
+batch *spill_swap(spill_queue *q, batch *full, byte_writer *note)
 {
     double t0 = now_seconds();
     touch_ahead_settle(&q->ahead);  /* full is the spill thread's from now on */
@@ -202,7 +202,7 @@ sort_batch *spill_swap(spill_queue *q, sort_batch *full, byte_writer *note)
     q->full = full;
     pthread_cond_broadcast(&q->cv);
     while (!q->empty) pthread_cond_wait(&q->cv, &q->mu);
-    sort_batch *next = q->empty;
+    batch *next = q->empty;
     q->empty = NULL;
     pthread_cond_broadcast(&q->cv);     /* a spilled batch may wait for room */
     int failed = q->failed;
@@ -215,7 +215,7 @@ sort_batch *spill_swap(spill_queue *q, sort_batch *full, byte_writer *note)
     return next;
 }
 
-void spill_sort(spill_queue *q, sort_batch *sb)
+void spill_sort(spill_queue *q, batch *sb)
 {
     int parts = pool_parts(q, sb);
     if (parts >= 2) batch_sort_parallel(sb, pool_jobs_runner, q->pool, parts);

@@ -40,9 +40,9 @@ typedef struct {
     pthread_cond_t cv;
     pthread_t thread;
     int started;
-    sort_batch *full;       /* waiting for the spill thread */
+    batch *full;       /* waiting for the spill thread */
     byte_writer full_note;  /* its note (empty: none) */
-    sort_batch *empty;      /* spilled, ready to refill */
+    batch *empty;      /* spilled, ready to refill */
     int finished;           /* no more batches will come */
     int failed;             /* a spill failed: no more runs are written */
     errmsg error;           /* the first spill error's cause */
@@ -51,7 +51,7 @@ typedef struct {
      * arenas themselves.  One of the two arrays is used; max_held 0: spill
      * every batch. */
     packed_run **packed;
-    sort_batch **kept;
+    batch **kept;
     int n_held, max_held;
     int hold_abandoned;     /* the input outgrew the batches planned to hold */
     size_t batch_cap;
@@ -85,7 +85,7 @@ int spill_start(spill_queue *q, const spill_setup *s);
 
 /* The loader has added a record to sb: the pool backs sb's memory a
  * bounded distance ahead of it (load/touch_ahead.h). */
-void spill_loaded(spill_queue *q, sort_batch *sb);
+void spill_loaded(spill_queue *q, batch *sb);
 
 /* The loader has read its last record (or failed): nothing more is
  * touched ahead, and no pool job touches a batch once this returns. */
@@ -93,13 +93,13 @@ void spill_input_ended(spill_queue *q);
 
 /* Sorts a batch: on the pool in parts if the queue has one (the loader's
  * last batch too). */
-void spill_sort(spill_queue *q, sort_batch *sb);
+void spill_sort(spill_queue *q, batch *sb);
 
 /* Lets the spill thread hold up to max_held batches, packed or in place.
  * Call before the first batch is handed over.  -1 if out of memory. */
 int spill_allow_holding(spill_queue *q, int max_held, int packed);
 
-sort_batch *spill_swap(spill_queue *q, sort_batch *full, byte_writer *note);
+batch *spill_swap(spill_queue *q, batch *full, byte_writer *note);
 
 /* Lets the thread finish the batch it has, joins it, and frees the idle
  * batch.  Does nothing if the thread never started or has stopped. */

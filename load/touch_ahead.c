@@ -70,7 +70,7 @@ static int dispatch(touch_ahead *t, batch_memory m)
  * touches what the pool did not reach itself. */
 #define TOUCH_RETRY_BYTES ((size_t)64 << 10)
 
-void touch_ahead_more(touch_ahead *t, sort_batch *sb)
+void touch_ahead_more(touch_ahead *t, batch *sb)
 {
     size_t used = batch_bytes(sb), at = used / TOUCH_AHEAD_SLICE;
     size_t upto = (at + 1 + TOUCH_AHEAD_SLICES) * TOUCH_AHEAD_SLICE;

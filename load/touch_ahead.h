@@ -47,10 +47,10 @@ typedef struct {
 int touch_ahead_start(touch_ahead *t, hts_tpool *pool, int threads);
 
 /* touch_ahead_loaded()'s work once the batch reaches t->due. */
-void touch_ahead_more(touch_ahead *t, sort_batch *sb);
+void touch_ahead_more(touch_ahead *t, batch *sb);
 
 /* Cheap until the batch reaches the next slice. */
-static inline void touch_ahead_loaded(touch_ahead *t, sort_batch *sb)
+static inline void touch_ahead_loaded(touch_ahead *t, batch *sb)
 {
     if (t->jobs && batch_bytes(sb) >= t->due) touch_ahead_more(t, sb);
 }

@@ -62,7 +62,7 @@ static int open_streams(merge_sources *s, rocks_store *st, const key_sample *lo,
     return 0;
 }
 
-static batch_slice slice_batch(const sort_batch *sb, const key_sample *lo, const key_sample *hi)
+static batch_slice slice_batch(const batch *sb, const key_sample *lo, const key_sample *hi)
 {
     batch_slice x = run_merge_batch_whole(sb);
     if (lo) x.begin = batch_seek(sb, lo->key, lo->len);

@@ -26,16 +26,16 @@
 
 typedef struct {
     rocks_store *store;         /* the spilled runs; NULL: none */
-    sort_batch *const *kept;    /* n_held batches sorted in place, or NULL */
+    batch *const *kept;    /* n_held batches sorted in place, or NULL */
     packed_run *const *packed;  /* n_held batches packed in key order, or NULL */
     int n_held;
-    const sort_batch *tail;     /* the last batch, sorted */
+    const batch *tail;     /* the last batch, sorted */
 } readout_input;
 
 typedef struct {
     int n_streams;
     store_iter **it;            /* the streams' iterators */
-    store_stream **stream;
+    run_stream **stream;
     group_feed **feed;
     int n_feeds;
     batch_slice *batches;

@@ -38,7 +38,7 @@ static int readout_width(const readout_request *rq)
 }
 
 /* Samples of a sorted batch: an entry every ~STORE_SAMPLE_BYTES. */
-static void sample_batch(key_samples *s, const sort_batch *sb)
+static void sample_batch(key_samples *s, const batch *sb)
 {
     size_t n = batch_count(sb), len;
     if (!n) return;

@@ -26,10 +26,10 @@ typedef struct {
     source_kind kind;
     const uint8_t *key;         /* the current key; NULL once the source is done */
     size_t klen;
-    store_stream *stream;
+    run_stream *stream;
     group_feed *feed;           /* FROM_FEED, and the feed a FROM_GROUP goes back to */
     fed_group *group;           /* FROM_GROUP: records [pos, end) of it are left */
-    const sort_batch *batch;
+    const batch *batch;
     size_t pos, end;
     const packed_run *packed;
     const uint8_t *rec;         /* the packed run's current record, NULL at its end */
@@ -156,7 +156,7 @@ static int open_group(run_merge *m)
     return heap_push(m, c);
 }
 
-batch_slice run_merge_batch_whole(const sort_batch *sb)
+batch_slice run_merge_batch_whole(const batch *sb)
 {
     return (batch_slice){ sb, 0, batch_count(sb) };
 }
@@ -166,7 +166,7 @@ packed_slice run_merge_packed_whole(const packed_run *pr)
     return (packed_slice){ pr, batch_packed_first(pr), NULL };
 }
 
-run_merge *run_merge_open(store_stream *const *streams, int n_streams,
+run_merge *run_merge_open(run_stream *const *streams, int n_streams,
                           group_feed *const *feeds, int n_feeds,
                           const batch_slice *batches, int n_batches,
                           const packed_slice *packed, int n_packed)

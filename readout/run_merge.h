@@ -27,7 +27,7 @@ typedef struct run_merge run_merge;
 
 /* Entries [begin, end) of a sorted batch. */
 typedef struct {
-    const sort_batch *batch;
+    const batch *batch;
     size_t begin, end;
 } batch_slice;
 
@@ -38,11 +38,11 @@ typedef struct {
     const uint8_t *begin, *end;
 } packed_slice;
 
-batch_slice run_merge_batch_whole(const sort_batch *sb);
+batch_slice run_merge_batch_whole(const batch *sb);
 packed_slice run_merge_packed_whole(const packed_run *pr);
 
 /* Positions it at the first key.  NULL if out of memory. */
-run_merge *run_merge_open(store_stream *const *streams, int n_streams,
+run_merge *run_merge_open(run_stream *const *streams, int n_streams,
                           group_feed *const *feeds, int n_feeds,
                           const batch_slice *batches, int n_batches,
                           const packed_slice *packed, int n_packed);

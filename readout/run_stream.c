@@ -2,7 +2,7 @@
  *
  * The chunks form a ring: the consumer reads chunk `head`, the producer
  * fills the one after the n_filled it has published.  A chunk holds
- * records in sort_batch's packed layout (packed_put/packed_key/...).
+ * records in batch's packed layout (packed_put/packed_key/...).
  */
 #include <pthread.h>
 #include <stdlib.h>
@@ -16,7 +16,7 @@ typedef struct {
     size_t cap, used;
 } chunk;
 
-struct store_stream {
+struct run_stream {
     store_iter *it;
     pthread_t thread;
     pthread_mutex_t lock;
@@ -45,7 +45,7 @@ static int reserve(chunk *c, size_t need)
 
 /* Copies records into c until it is full or the iterator ends.  A record
  * that fits no chunk gets a chunk grown to its size, alone. */
-static int fill(store_stream *s, chunk *c)
+static int fill(run_stream *s, chunk *c)
 {
     c->used = 0;
     while (store_iter_valid(s->it)) {
@@ -65,7 +65,7 @@ static int fill(store_stream *s, chunk *c)
 }
 
 /* Waits for a free chunk; -1 once the consumer is closing. */
-static int next_free_chunk(store_stream *s)
+static int next_free_chunk(run_stream *s)
 {
     pthread_mutex_lock(&s->lock);
     while (s->n_filled == s->n_chunks && !s->stop)
@@ -75,7 +75,7 @@ static int next_free_chunk(store_stream *s)
     return i;
 }
 
-static void publish(store_stream *s, int filled, int last)
+static void publish(run_stream *s, int filled, int last)
 {
     pthread_mutex_lock(&s->lock);
     s->n_filled += filled;
@@ -86,7 +86,7 @@ static void publish(store_stream *s, int filled, int last)
 
 static void *produce(void *arg)
 {
-    store_stream *s = arg;
+    run_stream *s = arg;
     store_iter_first(s->it);
     for (;;) {
         int i = next_free_chunk(s);
@@ -103,7 +103,7 @@ static void *produce(void *arg)
 }
 
 /* Moves the consumer to the next published chunk, or to the end. */
-static void take_chunk(store_stream *s)
+static void take_chunk(run_stream *s)
 {
     pthread_mutex_lock(&s->lock);
     while (s->n_filled == 0 && !s->done)
@@ -112,7 +112,7 @@ static void take_chunk(store_stream *s)
     pthread_mutex_unlock(&s->lock);
 }
 
-static void release_chunk(store_stream *s)
+static void release_chunk(run_stream *s)
 {
     pthread_mutex_lock(&s->lock);
     s->head = (s->head + 1) % s->n_chunks;
@@ -121,7 +121,7 @@ static void release_chunk(store_stream *s)
     pthread_mutex_unlock(&s->lock);
 }
 
-static void free_stream(store_stream *s)
+static void free_stream(run_stream *s)
 {
     if (s->chunks)
         for (int i = 0; i < s->n_chunks; i++) free(s->chunks[i].data);
@@ -129,9 +129,9 @@ static void free_stream(store_stream *s)
     free(s);
 }
 
-store_stream *run_stream_open(store_iter *it, size_t chunk_bytes, int n_chunks)
+run_stream *run_stream_open(store_iter *it, size_t chunk_bytes, int n_chunks)
 {
-    store_stream *s = calloc(1, sizeof *s);
+    run_stream *s = calloc(1, sizeof *s);
     if (!s) return NULL;
     s->it = it;
     s->n_chunks = n_chunks < 2 ? 2 : n_chunks;
@@ -155,19 +155,19 @@ store_stream *run_stream_open(store_iter *it, size_t chunk_bytes, int n_chunks)
     return s;
 }
 
-int run_stream_valid(const store_stream *s) { return s->rec != NULL; }
+int run_stream_valid(const run_stream *s) { return s->rec != NULL; }
 
-const uint8_t *run_stream_key(const store_stream *s, size_t *len)
+const uint8_t *run_stream_key(const run_stream *s, size_t *len)
 {
     return packed_key(s->rec, len);
 }
 
-const uint8_t *run_stream_value(const store_stream *s, size_t *len)
+const uint8_t *run_stream_value(const run_stream *s, size_t *len)
 {
     return packed_value(s->rec, len);
 }
 
-void run_stream_next(store_stream *s)
+void run_stream_next(run_stream *s)
 {
     const chunk *c = &s->chunks[s->head];
     s->rec = packed_after(s->rec);
@@ -176,13 +176,13 @@ void run_stream_next(store_stream *s)
     take_chunk(s);
 }
 
-int run_stream_status(const store_stream *s, errmsg *err)
+int run_stream_status(const run_stream *s, errmsg *err)
 {
     if (s->out_of_memory) return errmsg_set(err, "out of memory");
     return s->failed ? errmsg_copy(err, &s->error) : 0;
 }
 
-void run_stream_close(store_stream *s)
+void run_stream_close(run_stream *s)
 {
     if (!s) return;
     pthread_mutex_lock(&s->lock);

@@ -21,21 +21,21 @@
 #include <stdint.h>
 #include "store/store.h"
 
-typedef struct store_stream store_stream;
+typedef struct run_stream run_stream;
 
 /* n_chunks >= 2 chunks of chunk_bytes each (a larger record gets a chunk
  * of its own size).  NULL if out of memory or the thread cannot start. */
-store_stream *run_stream_open(store_iter *it, size_t chunk_bytes, int n_chunks);
+run_stream *run_stream_open(store_iter *it, size_t chunk_bytes, int n_chunks);
 
-int run_stream_valid(const store_stream *s);
-const uint8_t *run_stream_key(const store_stream *s, size_t *len);
-const uint8_t *run_stream_value(const store_stream *s, size_t *len);
-void run_stream_next(store_stream *s);
+int run_stream_valid(const run_stream *s);
+const uint8_t *run_stream_key(const run_stream *s, size_t *len);
+const uint8_t *run_stream_value(const run_stream *s, size_t *len);
+void run_stream_next(run_stream *s);
 
 /* After the end: 0, or -1 with the iterator's error (or "out of memory")
  * in err. */
-int run_stream_status(const store_stream *s, errmsg *err);
+int run_stream_status(const run_stream *s, errmsg *err);
 
-void run_stream_close(store_stream *s);
+void run_stream_close(run_stream *s);
 
 #endif

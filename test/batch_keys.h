@@ -7,7 +7,7 @@
 
 #include "load/batch_internal.h"
 
-static inline int test_batch_add_key(sort_batch *sb, const uint8_t *key, size_t key_len,
+static inline int test_batch_add_key(batch *sb, const uint8_t *key, size_t key_len,
                                      const uint8_t *val, size_t val_len)
 {
     int room = batch_make_room(sb, packed_record_size(key_len, val_len));

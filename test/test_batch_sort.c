@@ -226,7 +226,7 @@ static void shuffle_keys(void)
 
 /* A key of the test's making, added as batch_add() adds a record's:
  * 1 if added, 0 if the batch is full, -1 when out of memory. */
-static int fill(sort_batch *sb)
+static int fill(batch *sb)
 {
     for (size_t i = 0; i < n_keys; i++) {
         uint64_t index = i;
@@ -237,7 +237,7 @@ static int fill(sort_batch *sb)
 }
 
 /* The batch's keys must be the reference order's, each with its value. */
-static const char *check_order(const sort_batch *sb, test_key **want)
+static const char *check_order(const batch *sb, test_key **want)
 {
     if (batch_count(sb) != n_keys) return "the batch lost keys";
     for (size_t i = 0; i < n_keys; i++) {
@@ -269,7 +269,7 @@ typedef struct {
     int parts;
 } sorter;
 
-static void sort_by(sort_batch *sb, const sorter *s)
+static void sort_by(batch *sb, const sorter *s)
 {
     if (s->run) batch_sort_parallel(sb, s->run, s->ctx, s->parts);
     else batch_sort(sb);
@@ -277,7 +277,7 @@ static void sort_by(sort_batch *sb, const sorter *s)
 
 /* The batch copied in key order in parts must be the serial copy: the
  * same bytes and the same marks. */
-static const char *check_pack(const sort_batch *sb, const sorter *s)
+static const char *check_pack(const batch *sb, const sorter *s)
 {
     packed_run *one = batch_pack(sb), *parts = batch_pack_parallel(sb, s->run, s->ctx, s->parts);
     const char *problem = !one || !parts ? "batch_pack failed" : NULL;
@@ -299,7 +299,7 @@ static const char *check_pack(const sort_batch *sb, const sorter *s)
     return problem;
 }
 
-static void run_case(sort_batch *sb, const char *name, void (*shape)(void), const sorter *how)
+static void run_case(batch *sb, const char *name, void (*shape)(void), const sorter *how)
 {
     n_keys = 0;
     shape();
@@ -339,7 +339,7 @@ int main(void)
     };
     size_t n_cases = sizeof cases / sizeof *cases;
     keys = malloc(MAX_KEYS * sizeof *keys);
-    sort_batch *sb = batch_create((size_t)256 << 20);
+    batch *sb = batch_create((size_t)256 << 20);
     hts_tpool *pool = hts_tpool_init(4);
     if (!keys || !sb || !pool) return 2;
     /* Parts of every size, odd counts among them (a range without a partner

@@ -49,7 +49,7 @@ static bam1_t *random_record(uint64_t seq)
 
 /* The records as batch_add() leaves them, by sequence number. */
 typedef struct {
-    sort_batch *batch[N_BATCHES];
+    batch *batch[N_BATCHES];
     bam1_t *rec[N_BATCHES * PER_BATCH];
 } fixture;
 
@@ -150,7 +150,7 @@ static int merge_range(const fixture *f, packed_run *const *packed, const key_sa
     batch_slice b[3];
     packed_slice p[2];
     for (int i = 0; i < 3; i++) {
-        const sort_batch *sb = f->batch[2 + i];
+        const batch *sb = f->batch[2 + i];
         b[i] = (batch_slice){ sb, lo ? batch_seek(sb, lo->key, lo->len) : 0,
                               hi ? batch_seek(sb, hi->key, hi->len) : batch_count(sb) };
     }
@@ -207,7 +207,7 @@ static const char *check_huge_record_arena(void)
     uint32_t cigar = bam_cigar_gen(sizeof bases, BAM_CMATCH);
     const char *problem = NULL;
     for (int name_len = 1; name_len <= 8 && !problem; name_len++) {
-        sort_batch *sb = batch_create(4096);
+        batch *sb = batch_create(4096);
         bam1_t *b = bam_init1();
         errmsg err;
         if (!sb || !b || bam_set1(b, (size_t)name_len, "ABCDEFGH", 0, 0, 100, 60, 1, &cigar,
@@ -237,7 +237,7 @@ int main(void)
     report("merge_of_batches_and_packed_runs", check_merge(&f, packed));
     report("merge_in_2_key_ranges_equals_whole", check_ranges(&f, packed, 2));
     report("merge_in_7_key_ranges_equals_whole", check_ranges(&f, packed, 7));
-    sort_batch *empty = batch_create(1 << 20);
+    batch *empty = batch_create(1 << 20);
     packed_run *none = batch_pack(empty);
     report("packed_run_of_empty_batch", !none ? "batch_pack failed"
                                         : batch_packed_first(none) ? "an empty run has records" : NULL);

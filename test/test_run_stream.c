@@ -81,7 +81,7 @@ static void close_db(test_db *t)
     store_close(t->st, 0);
 }
 
-static const char *check_record(const store_stream *s, uint64_t expect)
+static const char *check_record(const run_stream *s, uint64_t expect)
 {
     size_t kl, vl;
     const uint8_t *k = run_stream_key(s, &kl), *v = run_stream_value(s, &vl);
@@ -96,7 +96,7 @@ static const char *check_record(const store_stream *s, uint64_t expect)
 static const char *read_stream(test_db *t, int limit, int *n)
 {
     store_iter *it = store_iter_open_range(t->st, 0, CHUNK, NULL, 0, NULL, 0);
-    store_stream *s = it ? run_stream_open(it, CHUNK, 2) : NULL;
+    run_stream *s = it ? run_stream_open(it, CHUNK, 2) : NULL;
     const char *problem = s ? NULL : "stream_open failed";
     *n = 0;
     for (; !problem && run_stream_valid(s) && (limit < 0 || *n < limit); run_stream_next(s))

@@ -22,7 +22,7 @@
 
 static char problem[200];
 
-static int add_record(sort_batch *sb, uint32_t i, size_t val_len)
+static int add_record(batch *sb, uint32_t i, size_t val_len)
 {
     static uint8_t val[16 * 1024];
     uint8_t key[8] = { 0 };
@@ -32,7 +32,7 @@ static int add_record(sort_batch *sb, uint32_t i, size_t val_len)
 }
 
 /* The arena's start: the first record, before any sort. */
-static uint8_t *arena_of(const sort_batch *sb)
+static uint8_t *arena_of(const batch *sb)
 {
     size_t len;
     return (uint8_t *)batch_key(sb, 0, &len) - sizeof(packed_header);
@@ -40,7 +40,7 @@ static uint8_t *arena_of(const sort_batch *sb)
 
 static const char *check_claims(void)
 {
-    sort_batch *sb = batch_create(10 * MIB);
+    batch *sb = batch_create(10 * MIB);
     if (!sb || add_record(sb, 0, 16) != 1) return "cannot make a batch";
     uint8_t *arena = arena_of(sb);
     batch_memory m = batch_claim_ahead(sb, 3 * MIB, MIB);
@@ -85,7 +85,7 @@ static size_t resident(const uint8_t *p, size_t len)
 
 /* Fills sb with `fill` bytes of records as the loader does, slowly, so
  * that a pool touching too far ahead would have the time to. */
-static void load(touch_ahead *t, sort_batch *sb, size_t fill, uint32_t *seq)
+static void load(touch_ahead *t, batch *sb, size_t fill, uint32_t *seq)
 {
     while (batch_bytes(sb) < fill && add_record(sb, (*seq)++, RECORD_VALUE) == 1) {
         touch_ahead_loaded(t, sb);
@@ -95,7 +95,7 @@ static void load(touch_ahead *t, sort_batch *sb, size_t fill, uint32_t *seq)
 
 /* Backed beyond what sb holds: the slices ahead, the one being filled, and
  * a huge page's rounding where the kernel gives them. */
-static const char *check_bound(const sort_batch *sb, const char *which)
+static const char *check_bound(const batch *sb, const char *which)
 {
     size_t limit = batch_bytes(sb) + (TOUCH_AHEAD_SLICES + 1) * TOUCH_AHEAD_SLICE + 2 * MIB;
     size_t got = resident(arena_of(sb), (size_t)256 * MIB);
@@ -109,7 +109,7 @@ static const char *check_bound(const sort_batch *sb, const char *which)
 static const char *check_pool_bound(hts_tpool *pool)
 {
     touch_ahead t;
-    sort_batch *first = batch_create(256 * MIB), *second = batch_create(256 * MIB);
+    batch *first = batch_create(256 * MIB), *second = batch_create(256 * MIB);
     if (!first || !second || touch_ahead_start(&t, pool, 8) < 0) return "cannot start";
     uint32_t seq = 0;
     load(&t, first, 24 * MIB, &seq);
