@@ -4,14 +4,16 @@ name says which module it belongs to.
 
 The engine's sources live in one folder per layer, lowest first:
 
-    util  keys  codec  resume  store  load  readout  engine  cli  (top level)
+    util  disk  keys  codec  resume  store  load  output  readout  engine  cli  (top level)
 
 A module is a C file with its header (NAME.c or NAME.cc, NAME.h) and its
 private header NAME_internal.h if it has one, named by its path without the
 extension (store/store_run).  The checks:
 
 1. Includes.  A file includes only headers of its own folder or of a folder
-   below it; the top level (bamtk.c, bam_rocksort.c) may include any.
+   below it; the top level (bamtk.c) may include any.  A private header
+   (NAME_internal.h) is included only by files of its own folder, the top
+   level's too.
 2. Calls.  The engine library's symbol tables (`nm`) say which module
    defines each global symbol and which modules use it: a module uses only
    modules of its own folder or below.  Unlike includes, this sees a call
@@ -126,12 +128,19 @@ def includes(repo, files):
     return out
 
 
+def private(header):
+    return os.path.splitext(header)[0].endswith(INTERNAL)
+
+
 def check_includes(edges):
     problems = []
     for src, header in edges:
         if header.startswith("?"):
             problems.append(f"{src} includes \"{header[1:]}\": name the header by its path "
                             f"from the top (\"folder/{header[1:]}\")")
+        elif private(header) and os.path.dirname(src) != os.path.dirname(header):
+            problems.append(f"{src} includes {header}: a private header, for "
+                            f"{os.path.dirname(header) or 'the top level'}/ alone")
         elif layer_of(src) != "" and rank(header) > rank(src):
             problems.append(f"{src} includes {header}: upward ({layer_of(src)}/ is below "
                             f"{layer_of(header) or 'the top level'})")
