@@ -8,7 +8,7 @@
 #include <unistd.h>
 #include "engine/resume_fate.h"
 #include "util/cleanup.h"
-#include "store/state_dir.h"
+#include "store/store.h"
 
 enum { STATE_OPEN, STATE_KEPT, STATE_REMOVED };
 

@@ -12,7 +12,7 @@
 #include <htslib/bgzf.h>
 #include "engine/resume_recheck.h"
 #include "engine/resume_fate.h"
-#include "store/state_dir.h"
+#include "store/store.h"
 
 /* Read at a time for the CRC: libdeflate's CRC-32 runs at several GB/s,
  * so the reads, mostly from the page cache, set the pace. */

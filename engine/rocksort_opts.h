@@ -12,7 +12,7 @@
 #include <stdint.h>
 #include <htslib/hts.h>
 #include "keys/sort_key.h"
-#include "store/temp_space.h"
+#include "store/store.h"
 
 typedef struct {
     const char *in_fn;          /* "-" for stdin */

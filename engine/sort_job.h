@@ -21,7 +21,6 @@
 #include "store/store.h"
 #include "util/progress.h"
 #include "load/spill.h"
-#include "store/temp_space.h"
 #include "readout/range_readout.h"
 #include "resume/resume_state.h"
 #include "load/sam_lines.h"

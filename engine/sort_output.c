@@ -8,7 +8,7 @@
 #include "readout/merge_writer.h"
 #include "readout/range_readout.h"
 #include "readout/run_passes.h"
-#include "store/run_readers.h"
+#include "store/store.h"
 #include "engine/sort_plan.h"
 #include "util/thread.h"
 #include "engine/resume_fate.h"

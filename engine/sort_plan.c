@@ -7,7 +7,7 @@
 #include "engine/sort_plan.h"
 #include "util/fd_budget.h"
 #include "output/output_file.h"
-#include "store/run_readers.h"
+#include "store/store.h"
 #include "engine/resume_fate.h"
 
 size_t sort_plan_total_memory(const rocksort_opts *o)

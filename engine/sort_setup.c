@@ -4,7 +4,7 @@
 #include "engine/sort_setup.h"
 #include "engine/sort_job.h"
 #include "output/output_target.h"
-#include "store/state_dir.h"
+#include "store/store.h"
 #include "disk/temp_dirs.h"
 #include "disk/temp_env.h"
 #include "util/cleanup.h"

@@ -2,7 +2,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "readout/merge_sources.h"
-#include "store/run_readers.h"
+#include "store/store.h"
 
 /* Room for n readers of each kind. */
 static int reserve_readers(merge_sources *s, int n)

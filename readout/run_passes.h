@@ -27,7 +27,6 @@
 
 #include <stdint.h>
 #include "util/errmsg.h"
-#include "store/run_readers.h"
 #include "store/store.h"
 
 run_readers_shape run_passes_readers(rocks_store *st);
