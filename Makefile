@@ -71,7 +71,7 @@ PYTHON    = .venv/bin/python
 # no entry here.
 LAYER_DIRS = util disk keys codec resume store load output readout engine cli
 LAYER_SRCS = $(foreach d,$(LAYER_DIRS),$(wildcard $(d)/*.c $(d)/*.cc))
-LIB_OBJS = $(addsuffix .o,$(basename $(LAYER_SRCS))) bam_rocksort.o
+LIB_OBJS = $(addsuffix .o,$(basename $(LAYER_SRCS)))
 
 OBJS = bamtk.o $(LIB_OBJS)
 ENGINE_LIB = librocksort.a
