@@ -12,12 +12,11 @@
 #include <string.h>
 #include <unistd.h>
 #include <htslib/hts.h>
+#include "cli/bam_rocksort.h"
 
 #if !defined(ROCKSORT_VERSION) || !defined(ROCKSDB_VERSION_STR)
 #error "the Makefile defines ROCKSORT_VERSION and ROCKSDB_VERSION_STR"
 #endif
-
-int bam_rocksort(int argc, char *argv[]);
 
 static const struct {
     const char *name;

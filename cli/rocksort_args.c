@@ -1,9 +1,4 @@
-/* bam_rocksort.c -- the `samtools rocksort` command line.
- *
- * Contract: accepts samtools sort's command line (and the 2014 rocksort's
- * legacy `IN OUT.prefix` form), validates it, and hands a rocksort_opts to the
- * engine in engine/sort_pipeline.c.  Exit status: 0 on success, 1 on any error.
- */
+/* cli/rocksort_args.c -- see cli/rocksort_args.h. */
 #include <ctype.h>
 #include <errno.h>
 #include <getopt.h>
@@ -12,15 +7,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
-#include <sys/stat.h>
-#include <unistd.h>
 #include <htslib/hts.h>
-#include <htslib/sam.h>
+#include "cli/rocksort_args.h"
 #include "cli/rocksort_usage.h"
 #include "cli/legacy_form.h"
-#include "engine/resume_fate.h"
-#include "engine/sort_pipeline.h"
+#include "cli/output_choice.h"
 #include "engine/sort_setup.h"
 #include "keys/minimiser.h"
 
@@ -80,19 +71,6 @@ static int parse_size(const char *s, uint64_t *out)
     return 0;
 }
 
-typedef struct {
-    rocksort_opts run;
-    const char *out_fn, *out_fmt;
-    int level, uncompressed, legacy, legacy_stdout, legacy_full_name;
-    htsFormat in_format;
-    int have_in_format;
-    char *legacy_out;
-    int write_index, mem_given;
-    int ascii_names;                /* -N seen */
-    uint64_t max_memory;
-    char *out_path, *index_path;    /* "out.bam##idx##out.bai" split in two */
-} cli_state;
-
 static int bad_value(const char *opt, const char *val)
 {
     fprintf(stderr, "samtools rocksort: invalid value '%s' for %s\n", val, opt);
@@ -113,7 +91,7 @@ static int parse_int(const char *s, int *out)
 #define NOT_MINE 1
 
 /* -m, --max-memory, -s, -@, -l, -u: memory, threads and compression. */
-static int resource_option(cli_state *c, int ch, const char *arg)
+static int resource_option(rocksort_args *c, int ch, const char *arg)
 {
     rocksort_opts *r = &c->run;
     uint64_t size;
@@ -163,7 +141,7 @@ static int resource_option(cli_state *c, int ch, const char *arg)
 /* The sort order.  As in samtools: the last order option wins, -N also
  * makes any name order plain ASCII, and -t turns the order into "TAG,
  * then it". */
-static int order_option(cli_state *c, int ch, const char *arg)
+static int order_option(rocksort_args *c, int ch, const char *arg)
 {
     sort_spec *o = &c->run.sort;
     char *end;
@@ -203,7 +181,7 @@ static int order_option(cli_state *c, int ch, const char *arg)
 }
 
 /* Files, formats and what is reported. */
-static int io_option(cli_state *c, int ch, const char *arg)
+static int io_option(rocksort_args *c, int ch, const char *arg)
 {
     rocksort_opts *r = &c->run;
     char *end;
@@ -260,7 +238,7 @@ static int io_option(cli_state *c, int ch, const char *arg)
 }
 
 /* 0, or -1 for an unknown option or a bad value (reported). */
-static int apply_option(cli_state *c, int ch, const char *arg)
+static int apply_option(rocksort_args *c, int ch, const char *arg)
 {
     int r = resource_option(c, ch, arg);
     if (r == NOT_MINE) r = order_option(c, ch, arg);
@@ -268,91 +246,8 @@ static int apply_option(cli_state *c, int ch, const char *arg)
     return r == NOT_MINE ? -1 : r;
 }
 
-/* samtools sort picks the format from -O, else from the file name, else BAM. */
-static int choose_output_mode(cli_state *c)
-{
-    char *mode = c->run.out_mode;
-    const char *fmt = c->out_fmt;
-    char fmt_name[16] = "";
-    if (fmt) {
-        /* "-O bam,level=1"-style options follow the format name. */
-        size_t n = strcspn(fmt, ",");
-        if (n >= sizeof fmt_name) n = sizeof fmt_name - 1;
-        memcpy(fmt_name, fmt, n);
-        for (char *p = fmt_name; *p; p++) *p = (char)tolower((unsigned char)*p);
-        if (fmt[n] == ',' && hts_opt_add(&c->run.out_opts, fmt + n + 1) < 0)
-            return bad_value("-O", fmt);
-    }
-    strcpy(mode, "w");
-    if (sam_open_mode(mode + 1, c->run.out_fn, fmt ? fmt_name : NULL) < 0) {
-        if (fmt) return bad_value("-O", fmt);
-        strcpy(mode + 1, "b");
-    }
-    /* As in samtools 1.24, a level given as an output option (even 0)
-     * makes SAM output BGZF-compressed; -l does not. */
-    for (const hts_opt *o = c->run.out_opts; o; o = o->next)
-        if (o->opt == HTS_OPT_COMPRESSION_LEVEL && !strpbrk(mode + 1, "bcz")) strcat(mode, "z");
-    int compressed = strpbrk(mode + 1, "bcz") != NULL;
-    if (compressed && (c->uncompressed || c->level >= 0)) {
-        size_t len = strlen(mode);
-        /* "wbu" crashes htslib 1.16's writer; level 0 is the same output. */
-        mode[len] = (char)('0' + (c->uncompressed ? 0 : c->level));
-        mode[len + 1] = '\0';
-    }
-    return 0;
-}
-
-static int needs_reference_check(const cli_state *c)
-{
-    if (!strchr(c->run.out_mode, 'c') || c->run.reference) return 0;
-    for (const hts_opt *o = c->run.out_opts; o; o = o->next)
-        if (o->opt == CRAM_OPT_REFERENCE || o->opt == CRAM_OPT_NO_REF
-            || o->opt == CRAM_OPT_EMBED_REF)
-            return 0;
-    return getenv("REF_PATH") == NULL && getenv("REF_CACHE") == NULL;
-}
-
-/* samtools' convention: CSI beside the output (CRAI for CRAM), or the name
- * after "##idx##", a BAI if it ends in .bai. */
-static int setup_index(cli_state *c)
-{
-    rocksort_opts *r = &c->run;
-    if (!c->write_index) return 0;
-    if (!strcmp(c->out_fn, "-")) {
-        fprintf(stderr, "samtools rocksort: --write-index needs an output file, not standard output\n");
-        return -1;
-    }
-    if (!strpbrk(r->out_mode + 1, "bc")) {
-        fprintf(stderr, "samtools rocksort: --write-index: cannot index SAM output '%s'\n", c->out_fn);
-        return -1;
-    }
-    if ((r->sort.order != ORDER_COORDINATE && r->sort.order != ORDER_MINIMISER)
-        || r->sort.by_tag) {
-        fprintf(stderr, "samtools rocksort: warning: --write-index ignored: only "
-                "coordinate-sorted output can be indexed\n");
-        return 0;
-    }
-    const char *delim = strstr(c->out_fn, HTS_IDX_DELIM);
-    int cram = strchr(r->out_mode + 1, 'c') != NULL;
-    if (delim) {
-        c->out_path = strndup(c->out_fn, (size_t)(delim - c->out_fn));
-        c->index_path = strdup(delim + strlen(HTS_IDX_DELIM));
-    } else {
-        c->out_path = strdup(c->out_fn);
-        if (asprintf(&c->index_path, "%s%s", c->out_fn, cram ? ".crai" : ".csi") < 0)
-            c->index_path = NULL;
-    }
-    if (!c->out_path || !c->index_path) return -1;
-    size_t n = strlen(c->index_path);
-    int bai = n >= 4 && !strcasecmp(c->index_path + n - 4, ".bai");
-    r->out_fn = c->out_path;
-    r->index_fn = c->index_path;
-    r->index_min_shift = bai || cram ? 0 : 14;
-    return 0;
-}
-
 /* --max-memory is a total; the engine budgets per thread, as -m does. */
-static int setup_memory(cli_state *c)
+static int setup_memory(rocksort_args *c)
 {
     rocksort_opts *r = &c->run;
     if (!c->max_memory) return 0;
@@ -381,7 +276,7 @@ static char *join_cmdline(int argc, char **argv)
     return s;
 }
 
-static int finish_positionals(cli_state *c, int argc, char **argv)
+static int finish_positionals(rocksort_args *c, int argc, char **argv)
 {
     int n = argc - optind;
     if (c->legacy) {
@@ -408,7 +303,7 @@ static int finish_positionals(cli_state *c, int argc, char **argv)
     return 0;
 }
 
-static int parse_args(cli_state *c, int argc, char **argv)
+int rocksort_args_parse(rocksort_args *c, int argc, char **argv)
 {
     c->legacy = legacy_form(argc, argv, long_opts, SHORT_WITH_ARG);
     const char *shortopts = c->legacy ? SHORT_OPTS_LEGACY : SHORT_OPTS_MODERN;
@@ -428,14 +323,18 @@ static int parse_args(cli_state *c, int argc, char **argv)
     if (finish_positionals(c, argc, argv) < 0) return -1;
     c->run.out_fn = c->out_fn;
     if (c->have_in_format) c->run.in_format = &c->in_format;
-    if (choose_output_mode(c) < 0 || setup_index(c) < 0 || setup_memory(c) < 0) return -1;
+    if (output_choice_mode(&c->run, c->out_fmt, c->level, c->uncompressed) < 0)
+        return bad_value("-O", c->out_fmt);
+    if (c->write_index && output_choice_index(&c->run, &c->out_path, &c->index_path) < 0)
+        return -1;
+    if (setup_memory(c) < 0) return -1;
     if (c->run.resume_dir && c->run.keep_db) {
         fprintf(stderr, "samtools rocksort: -k and --resume cannot be combined: --resume keeps "
                 "the state only until the sort succeeds\n");
         return -1;
     }
     if (sort_setup_check_temp(&c->run) < 0) return -1;
-    if (needs_reference_check(c)) {
+    if (output_choice_needs_reference(&c->run)) {
         fprintf(stderr, "samtools rocksort: CRAM output to '%s' needs a reference: use "
                 "--reference FILE (or --output-fmt-option embed_ref=2)\n", c->out_fn);
         return -1;
@@ -444,38 +343,25 @@ static int parse_args(cli_state *c, int argc, char **argv)
     return sort_setup_check_outputs(&c->run);
 }
 
-int bam_rocksort(int argc, char *argv[])
+void rocksort_args_init(rocksort_args *c, int argc, char **argv)
 {
-    int closed_fds = sort_setup_std_fds();
-    cli_state c;
-    memset(&c, 0, sizeof c);
-    c.level = -1;
-    c.out_fn = "-";
-    c.run.mem_per_thread = DEFAULT_MEM_PER_THREAD;
-    sort_key_spec_init(&c.run.sort, ORDER_COORDINATE);
-    c.run.temp_compression = TEMP_AUTO;
-    char *cmdline = join_cmdline(argc, argv);
-    c.run.pg_cmdline = cmdline;
+    memset(c, 0, sizeof *c);
+    c->level = -1;
+    c->out_fn = "-";
+    c->run.mem_per_thread = DEFAULT_MEM_PER_THREAD;
+    sort_key_spec_init(&c->run.sort, ORDER_COORDINATE);
+    c->run.temp_compression = TEMP_AUTO;
+    c->cmdline = join_cmdline(argc, argv);
+    c->run.pg_cmdline = c->cmdline;
+}
 
-    int ret = 1;
-    int ok = parse_args(&c, argc, argv) == 0;
-    if (ok && (closed_fds & 1 << STDOUT_FILENO) && !strcmp(c.run.out_fn, "-")) {
-        fprintf(stderr, "samtools rocksort: cannot write to standard output: it is closed\n");
-        ok = 0;
-    }
-    if (ok) {
-        sort_setup_process();
-        ret = sort_pipeline_run(&c.run) == 0 ? 0 : 1;
-    } else if (c.run.resume_dir) {
-        resume_fate_refused(c.run.resume_dir);
-    }
-
-    hts_opt_free(c.run.in_opts);
-    hts_opt_free(c.run.out_opts);
-    hts_opt_free((hts_opt *)c.in_format.specific);
-    free(c.legacy_out);
-    free(c.out_path);
-    free(c.index_path);
-    free(cmdline);
-    return ret;
+void rocksort_args_free(rocksort_args *c)
+{
+    hts_opt_free(c->run.in_opts);
+    hts_opt_free(c->run.out_opts);
+    hts_opt_free((hts_opt *)c->in_format.specific);
+    free(c->legacy_out);
+    free(c->out_path);
+    free(c->index_path);
+    free(c->cmdline);
 }
