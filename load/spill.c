@@ -1,5 +1,4 @@
 /* load/spill.c -- see load/spill.h. */
-#include <pthread.h>
 #include <stdlib.h>
 #include "load/spill.h"
 #include "load/batch_sort.h"
@@ -9,8 +8,7 @@
 
 void spill_init(spill_queue *q)
 {
-    pthread_mutex_init(&q->mu, NULL);
-    pthread_cond_init(&q->cv, NULL);
+    worker_init(&q->w);
     touch_ahead_start(&q->ahead, NULL, 0);
 }
 
@@ -135,10 +133,10 @@ static batch *settle_batch(spill_queue *q, batch *sb, const uint8_t *note,
     if (back == sb) batch_clear(sb);
     double t2 = now_seconds();
     progress_set_temp(q->prog, store_bytes_written(q->store));
-    pthread_mutex_lock(&q->mu);
+    pthread_mutex_lock(&q->w.lock);
     q->sort_seconds += t1 - t0;
     *(held ? &q->hold_seconds : &q->write_seconds) += t2 - t1;
-    pthread_mutex_unlock(&q->mu);
+    pthread_mutex_unlock(&q->w.lock);
     return back;
 }
 
@@ -155,9 +153,9 @@ void spill_input_ended(spill_queue *q)
 static void *spill_main(void *arg)
 {
     spill_queue *q = arg;
-    pthread_mutex_lock(&q->mu);
+    pthread_mutex_lock(&q->w.lock);
     for (;;) {
-        while (!q->full && !q->finished) pthread_cond_wait(&q->cv, &q->mu);
+        while (!q->full && !q->w.stop) pthread_cond_wait(&q->w.changed, &q->w.lock);
         batch *sb = q->full;
         if (!sb) break;
         errmsg err;
@@ -165,25 +163,25 @@ static void *spill_main(void *arg)
         byte_writer note = q->full_note;    /* the batch's note comes with it */
         q->full_note = (byte_writer){ 0 };
         q->full = NULL;
-        pthread_cond_broadcast(&q->cv);
-        pthread_mutex_unlock(&q->mu);
+        pthread_cond_broadcast(&q->w.changed);
+        pthread_mutex_unlock(&q->w.lock);
 
         batch *back = settle_batch(q, sb, note.n ? note.p : NULL, note.n, &failed, &err);
         bw_free(&note);
 
-        pthread_mutex_lock(&q->mu);
+        pthread_mutex_lock(&q->w.lock);
         if (failed && !q->failed) {
             q->failed = 1;
             errmsg_copy(&q->error, &err);
         }
         /* A batch spilled fast (after an error nothing is written) can come
          * back before the loader took the previous one: never overwrite it. */
-        while (q->empty && !q->finished) pthread_cond_wait(&q->cv, &q->mu);
+        while (q->empty && !q->w.stop) pthread_cond_wait(&q->w.changed, &q->w.lock);
         if (q->empty) batch_destroy(back);
         else q->empty = back;
-        pthread_cond_broadcast(&q->cv);
+        pthread_cond_broadcast(&q->w.changed);
     }
-    pthread_mutex_unlock(&q->mu);
+    pthread_mutex_unlock(&q->w.lock);
     thread_cpu_exiting();
     return NULL;
 }
@@ -193,21 +191,21 @@ batch *spill_swap(spill_queue *q, batch *full, byte_writer *note)
 {
     double t0 = now_seconds();
     touch_ahead_settle(&q->ahead);  /* full is the spill thread's from now on */
-    pthread_mutex_lock(&q->mu);
-    while (q->full) pthread_cond_wait(&q->cv, &q->mu);
+    pthread_mutex_lock(&q->w.lock);
+    while (q->full) pthread_cond_wait(&q->w.changed, &q->w.lock);
     if (note) {     /* moved, not copied: the spill thread frees it */
         q->full_note = *note;
         *note = (byte_writer){ 0 };
     }
     q->full = full;
-    pthread_cond_broadcast(&q->cv);
-    while (!q->empty) pthread_cond_wait(&q->cv, &q->mu);
+    pthread_cond_broadcast(&q->w.changed);
+    while (!q->empty) pthread_cond_wait(&q->w.changed, &q->w.lock);
     batch *next = q->empty;
     q->empty = NULL;
-    pthread_cond_broadcast(&q->cv);     /* a spilled batch may wait for room */
+    pthread_cond_broadcast(&q->w.changed);     /* a spilled batch may wait for room */
     int failed = q->failed;
     q->wait_seconds += now_seconds() - t0;
-    pthread_mutex_unlock(&q->mu);
+    pthread_mutex_unlock(&q->w.lock);
     if (failed) {
         batch_destroy(next);
         return NULL;
@@ -241,10 +239,7 @@ int spill_start(spill_queue *q, const spill_setup *s)
     q->batch_cap = s->batch_cap;
     q->empty = batch_create(s->batch_cap);
     if (!q->empty || use_pool(q, s) < 0) return SPILL_NO_MEMORY;
-    if (pthread_create(&q->thread, NULL, spill_main, q) != 0) return SPILL_NO_THREAD;
-    q->started = 1;
-    pthread_setname_np(q->thread, THREAD_SPILL);
-    return 0;
+    return worker_start(&q->w, THREAD_SPILL, spill_main, q) < 0 ? SPILL_NO_THREAD : 0;
 }
 
 int spill_allow_holding(spill_queue *q, int max_held, int packed)
@@ -259,14 +254,7 @@ int spill_allow_holding(spill_queue *q, int max_held, int packed)
 void spill_stop(spill_queue *q)
 {
     spill_input_ended(q);
-    if (q->started) {
-        pthread_mutex_lock(&q->mu);
-        q->finished = 1;
-        pthread_cond_broadcast(&q->cv);
-        pthread_mutex_unlock(&q->mu);
-        pthread_join(q->thread, NULL);
-        q->started = 0;
-    }
+    worker_stop(&q->w);
     batch_destroy(q->empty);    /* the idle batch: give its memory back */
     q->empty = NULL;
 }
@@ -280,6 +268,5 @@ void spill_free(spill_queue *q)
     batch_groups_destroy(q->groups);
     free(q->packed);
     free(q->kept);
-    pthread_mutex_destroy(&q->mu);
-    pthread_cond_destroy(&q->cv);
+    worker_free(&q->w);
 }

@@ -25,7 +25,6 @@
 #ifndef SPILL_H
 #define SPILL_H
 
-#include <pthread.h>
 #include <stdatomic.h>
 #include <stddef.h>
 #include "load/batch.h"
@@ -34,16 +33,13 @@
 #include "util/byte_io.h"
 #include "load/batch_groups.h"
 #include "load/touch_ahead.h"
+#include "util/worker.h"
 
 typedef struct {
-    pthread_mutex_t mu;
-    pthread_cond_t cv;
-    pthread_t thread;
-    int started;
+    worker w;               /* the spill thread; w.stop: no more batches will come */
     batch *full;       /* waiting for the spill thread */
     byte_writer full_note;  /* its note (empty: none) */
     batch *empty;      /* spilled, ready to refill */
-    int finished;           /* no more batches will come */
     int failed;             /* a spill failed: no more runs are written */
     errmsg error;           /* the first spill error's cause */
     /* Sorted batches kept in memory, not spilled: as packed copies when the

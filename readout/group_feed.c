@@ -7,13 +7,13 @@
  * made, so that closing frees them whoever holds them; released ones are
  * reused.
  */
-#include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include "readout/group_feed.h"
 #include "util/grow_array.h"
 #include "util/thread.h"
+#include "util/worker.h"
 
 typedef struct {
     fed_group g;
@@ -29,13 +29,10 @@ struct group_feed {
     store_iter *it;         /* group_feed_open_iter()'s, read whole; else NULL */
     int ahead;              /* groups decoded ahead, 1..GROUP_FEED_AHEAD */
     group_scratch scratch;  /* the columns of the group being decoded: one at a time */
-    pthread_t reader;
-    int started;
-    pthread_mutex_t lock;   /* guards everything below */
-    pthread_cond_t changed;
+    worker w;               /* the reader; w.lock guards everything below, w.stop: closing */
     feed_slot *ring[GROUP_FEED_AHEAD];  /* decoded, in order, not yet taken */
     int head, n_ready;
-    int ended, failed, stop;
+    int ended, failed;
     errmsg error;
     feed_slot **slots;
     size_t n_slots, slots_cap;
@@ -59,20 +56,20 @@ static feed_slot *get_slot(group_feed *f)
 /* Waits for room in the ring and a slot; NULL once the feed is closing. */
 static feed_slot *next_slot(group_feed *f, errmsg *err)
 {
-    pthread_mutex_lock(&f->lock);
-    while (f->n_ready == f->ahead && !f->stop) pthread_cond_wait(&f->changed, &f->lock);
-    feed_slot *s = f->stop ? NULL : get_slot(f);
-    if (!s && !f->stop) errmsg_set(err, "out of memory reading the temporary runs");
-    pthread_mutex_unlock(&f->lock);
+    pthread_mutex_lock(&f->w.lock);
+    while (f->n_ready == f->ahead && !f->w.stop) pthread_cond_wait(&f->w.changed, &f->w.lock);
+    feed_slot *s = f->w.stop ? NULL : get_slot(f);
+    if (!s && !f->w.stop) errmsg_set(err, "out of memory reading the temporary runs");
+    pthread_mutex_unlock(&f->w.lock);
     return s;
 }
 
 static void publish(group_feed *f, feed_slot *s)
 {
-    pthread_mutex_lock(&f->lock);
+    pthread_mutex_lock(&f->w.lock);
     f->ring[(f->head + f->n_ready++) % f->ahead] = s;
-    pthread_cond_broadcast(&f->changed);
-    pthread_mutex_unlock(&f->lock);
+    pthread_cond_broadcast(&f->w.changed);
+    pthread_mutex_unlock(&f->w.lock);
 }
 
 /* Decodes one group into a slot and publishes it: 0, 1 once the feed is
@@ -80,7 +77,7 @@ static void publish(group_feed *f, feed_slot *s)
 static int send_group(group_feed *f, const uint8_t *blob, size_t len, errmsg *err)
 {
     feed_slot *s = next_slot(f, err);
-    if (!s) return f->stop ? 1 : -1;
+    if (!s) return f->w.stop ? 1 : -1;
     if (group_codec_decode(blob, len, &s->g.rec, &f->scratch) < 0 || !s->g.rec.n) {
         group_feed_release(f, &s->g);
         return errmsg_set(err, STORE_RUN_CORRUPT ": a group of records does not decode");
@@ -91,21 +88,21 @@ static int send_group(group_feed *f, const uint8_t *blob, size_t len, errmsg *er
 
 static void finish(group_feed *f, const errmsg *failure)
 {
-    pthread_mutex_lock(&f->lock);
+    pthread_mutex_lock(&f->w.lock);
     f->ended = 1;
     if (failure) {
         errmsg_copy(&f->error, failure);
         f->failed = 1;
     }
-    pthread_cond_broadcast(&f->changed);
-    pthread_mutex_unlock(&f->lock);
+    pthread_cond_broadcast(&f->w.changed);
+    pthread_mutex_unlock(&f->w.lock);
 }
 
 static int is_stopping(group_feed *f)
 {
-    pthread_mutex_lock(&f->lock);
-    int stop = f->stop;
-    pthread_mutex_unlock(&f->lock);
+    pthread_mutex_lock(&f->w.lock);
+    int stop = f->w.stop;
+    pthread_mutex_unlock(&f->w.lock);
     return stop;
 }
 
@@ -175,18 +172,13 @@ static group_feed *feed_new(int ahead, errmsg *err)
         return NULL;
     }
     f->ahead = ahead < 1 ? 1 : ahead > GROUP_FEED_AHEAD ? GROUP_FEED_AHEAD : ahead;
-    pthread_mutex_init(&f->lock, NULL);
-    pthread_cond_init(&f->changed, NULL);
+    worker_init(&f->w);
     return f;
 }
 
 static group_feed *feed_start(group_feed *f, errmsg *err)
 {
-    if (pthread_create(&f->reader, NULL, read_groups, f) == 0) {
-        f->started = 1;
-        pthread_setname_np(f->reader, THREAD_READ);
-        return f;
-    }
+    if (worker_start(&f->w, THREAD_READ, read_groups, f) == 0) return f;
     errmsg_set(err, "cannot start a reader of the temporary runs (out of memory or threads?)");
     group_feed_close(f);
     return NULL;
@@ -234,10 +226,10 @@ static size_t lower_bound(const group_records *r, const uint8_t *key, size_t len
 /* The ring's head, waiting for it; NULL at the end. */
 static feed_slot *head(group_feed *f)
 {
-    pthread_mutex_lock(&f->lock);
-    while (!f->n_ready && !f->ended) pthread_cond_wait(&f->changed, &f->lock);
+    pthread_mutex_lock(&f->w.lock);
+    while (!f->n_ready && !f->ended) pthread_cond_wait(&f->w.changed, &f->w.lock);
     feed_slot *s = f->n_ready ? f->ring[f->head] : NULL;
-    pthread_mutex_unlock(&f->lock);
+    pthread_mutex_unlock(&f->w.lock);
     return s;
 }
 
@@ -251,11 +243,11 @@ fed_group *group_feed_take(group_feed *f)
 {
     feed_slot *s = head(f);
     if (!s) return NULL;
-    pthread_mutex_lock(&f->lock);
+    pthread_mutex_lock(&f->w.lock);
     f->head = (f->head + 1) % f->ahead;
     f->n_ready--;
-    pthread_cond_broadcast(&f->changed);
-    pthread_mutex_unlock(&f->lock);
+    pthread_cond_broadcast(&f->w.changed);
+    pthread_mutex_unlock(&f->w.lock);
     fed_group *g = &s->g;
     g->begin = f->lo ? lower_bound(&g->rec, f->lo, f->lo_len) : 0;
     g->end = f->hi ? lower_bound(&g->rec, f->hi, f->hi_len) : g->rec.n;
@@ -265,9 +257,9 @@ fed_group *group_feed_take(group_feed *f)
 
 void group_feed_release(group_feed *f, fed_group *g)
 {
-    pthread_mutex_lock(&f->lock);
+    pthread_mutex_lock(&f->w.lock);
     ((feed_slot *)g)->spare = 1;    /* g is a feed_slot's first member */
-    pthread_mutex_unlock(&f->lock);
+    pthread_mutex_unlock(&f->w.lock);
 }
 
 int group_feed_status(const group_feed *f, errmsg *err)
@@ -278,11 +270,7 @@ int group_feed_status(const group_feed *f, errmsg *err)
 void group_feed_close(group_feed *f)
 {
     if (!f) return;
-    pthread_mutex_lock(&f->lock);
-    f->stop = 1;
-    pthread_cond_broadcast(&f->changed);
-    pthread_mutex_unlock(&f->lock);
-    if (f->started) pthread_join(f->reader, NULL);
+    worker_stop(&f->w);
     for (size_t i = 0; i < f->n_slots; i++) {
         group_codec_records_free(&f->slots[i]->g.rec);
         free(f->slots[i]);
@@ -292,7 +280,6 @@ void group_feed_close(group_feed *f)
     store_iter_close(f->it);
     free(f->lo);
     free(f->hi);
-    pthread_mutex_destroy(&f->lock);
-    pthread_cond_destroy(&f->changed);
+    worker_free(&f->w);
     free(f);
 }

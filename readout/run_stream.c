@@ -4,12 +4,12 @@
  * fills the one after the n_filled it has published.  A chunk holds
  * records in batch's packed layout (packed_put/packed_key/...).
  */
-#include <pthread.h>
 #include <stdlib.h>
 #include "store/store.h"
 #include "codec/packed_record.h"
 #include "readout/run_stream.h"
 #include "util/thread.h"
+#include "util/worker.h"
 
 typedef struct {
     uint8_t *data;
@@ -18,15 +18,12 @@ typedef struct {
 
 struct run_stream {
     store_iter *it;
-    pthread_t thread;
-    pthread_mutex_t lock;
-    pthread_cond_t changed;
+    worker w;           /* the producer; w.stop: the consumer is closing */
     chunk *chunks;
     int n_chunks;
     int head;           /* the chunk the consumer reads */
     int n_filled;       /* published and not yet released, head included */
     int done;           /* the producer has published its last chunk */
-    int stop;           /* the consumer is closing */
     int out_of_memory;
     int failed;         /* the iterator failed: error says why */
     errmsg error;
@@ -67,21 +64,21 @@ static int fill(run_stream *s, chunk *c)
 /* Waits for a free chunk; -1 once the consumer is closing. */
 static int next_free_chunk(run_stream *s)
 {
-    pthread_mutex_lock(&s->lock);
-    while (s->n_filled == s->n_chunks && !s->stop)
-        pthread_cond_wait(&s->changed, &s->lock);
-    int i = s->stop ? -1 : (s->head + s->n_filled) % s->n_chunks;
-    pthread_mutex_unlock(&s->lock);
+    pthread_mutex_lock(&s->w.lock);
+    while (s->n_filled == s->n_chunks && !s->w.stop)
+        pthread_cond_wait(&s->w.changed, &s->w.lock);
+    int i = s->w.stop ? -1 : (s->head + s->n_filled) % s->n_chunks;
+    pthread_mutex_unlock(&s->w.lock);
     return i;
 }
 
 static void publish(run_stream *s, int filled, int last)
 {
-    pthread_mutex_lock(&s->lock);
+    pthread_mutex_lock(&s->w.lock);
     s->n_filled += filled;
     s->done = last;
-    pthread_cond_broadcast(&s->changed);
-    pthread_mutex_unlock(&s->lock);
+    pthread_cond_broadcast(&s->w.changed);
+    pthread_mutex_unlock(&s->w.lock);
 }
 
 static void *produce(void *arg)
@@ -105,20 +102,20 @@ static void *produce(void *arg)
 /* Moves the consumer to the next published chunk, or to the end. */
 static void take_chunk(run_stream *s)
 {
-    pthread_mutex_lock(&s->lock);
+    pthread_mutex_lock(&s->w.lock);
     while (s->n_filled == 0 && !s->done)
-        pthread_cond_wait(&s->changed, &s->lock);
+        pthread_cond_wait(&s->w.changed, &s->w.lock);
     s->rec = s->n_filled ? s->chunks[s->head].data : NULL;
-    pthread_mutex_unlock(&s->lock);
+    pthread_mutex_unlock(&s->w.lock);
 }
 
 static void release_chunk(run_stream *s)
 {
-    pthread_mutex_lock(&s->lock);
+    pthread_mutex_lock(&s->w.lock);
     s->head = (s->head + 1) % s->n_chunks;
     s->n_filled--;
-    pthread_cond_broadcast(&s->changed);
-    pthread_mutex_unlock(&s->lock);
+    pthread_cond_broadcast(&s->w.changed);
+    pthread_mutex_unlock(&s->w.lock);
 }
 
 static void free_stream(run_stream *s)
@@ -142,15 +139,12 @@ run_stream *run_stream_open(store_iter *it, size_t chunk_bytes, int n_chunks)
         free_stream(s);
         return NULL;
     }
-    pthread_mutex_init(&s->lock, NULL);
-    pthread_cond_init(&s->changed, NULL);
-    if (pthread_create(&s->thread, NULL, produce, s) != 0) {
-        pthread_mutex_destroy(&s->lock);
-        pthread_cond_destroy(&s->changed);
+    worker_init(&s->w);
+    if (worker_start(&s->w, THREAD_READ, produce, s) < 0) {
+        worker_free(&s->w);
         free_stream(s);
         return NULL;
     }
-    pthread_setname_np(s->thread, THREAD_READ);
     take_chunk(s);
     return s;
 }
@@ -185,12 +179,6 @@ int run_stream_status(const run_stream *s, errmsg *err)
 void run_stream_close(run_stream *s)
 {
     if (!s) return;
-    pthread_mutex_lock(&s->lock);
-    s->stop = 1;
-    pthread_cond_broadcast(&s->changed);
-    pthread_mutex_unlock(&s->lock);
-    pthread_join(s->thread, NULL);
-    pthread_mutex_destroy(&s->lock);
-    pthread_cond_destroy(&s->changed);
+    worker_free(&s->w);
     free_stream(s);
 }

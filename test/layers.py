@@ -85,28 +85,28 @@ def test_layers_upward_call_found(case):
     expect_found(files, ["util/tiny calls top_run() of engine/top", "upward"])
 
 
-def test_layers_private_header_from_another_folder_found(case):
-    """A private header (NAME_internal.h) of a lower folder, included from
-    above: the include goes down, but the header is its folder's alone."""
-    files = dict(CLEAN)
-    files["util/tiny_internal.h"] = "struct tiny_state { int count; };\n"
-    files["util/tiny.c"] = '#include "util/tiny.h"\n#include "util/tiny_internal.h"\n' \
-                           "int tiny_count(void) { return 1; }\n"
-    files["engine/top.c"] = '#include "util/tiny.h"\n#include "util/tiny_internal.h"\n' \
-                            '#include "engine/top.h"\n' \
-                            "int top_run(void) { struct tiny_state s = { tiny_count() }; return s.count; }\n"
-    expect_found(files, ["engine/top.c includes util/tiny_internal.h", "private header"])
-
-
-def test_layers_private_header_in_its_folder_passes(case):
-    """The same private header, included from its own folder alone."""
-    files = dict(CLEAN)
+def with_private_header(files):
+    """FILES, with util/tiny.c using a private header of util/."""
+    files = dict(files)
     files["util/tiny_internal.h"] = "struct tiny_state { int count; };\n"
     files["util/tiny.c"] = '#include "util/tiny.h"\n#include "util/tiny_internal.h"\n' \
                            "int tiny_count(void) { struct tiny_state s = { 1 }; return s.count; }\n"
-    status, out = check_tree(files)
+    return files
+
+
+def test_layers_private_header_in_its_folder_passes(case):
+    status, out = check_tree(with_private_header(CLEAN))
     if status != 0:
         raise Failure("a private header included from its own folder fails the checker", tail(out))
+
+
+def test_layers_private_header_from_another_folder_found(case):
+    """A private header (NAME_internal.h) of a lower folder, included from
+    above: the include goes down, but the header is its folder's alone."""
+    files = with_private_header(CLEAN)
+    files["engine/top.c"] = '#include "util/tiny.h"\n#include "util/tiny_internal.h"\n' \
+                            '#include "engine/top.h"\nint top_run(void) { return tiny_count(); }\n'
+    expect_found(files, ["engine/top.c includes util/tiny_internal.h", "private header"])
 
 
 def test_layers_unprefixed_export_found(case):

@@ -1,5 +1,4 @@
 /* util/progress.c -- see util/progress.h. */
-#include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -9,6 +8,7 @@
 #include "util/clock_util.h"
 #include "util/human_number.h"
 #include "util/thread.h"
+#include "util/worker.h"
 
 #define TTY_TICK 1.0
 /* Seconds between plain lines when the caller gives no interval. */
@@ -23,10 +23,7 @@ struct progress {
     int tty;
     double interval, t_start, t_phase;
     int shown_phase;
-    pthread_t thread;
-    pthread_mutex_t mu;
-    pthread_cond_t cv;
-    int stopping;
+    worker w;           /* the reporter; w.lock guards t_phase */
 };
 
 static void eta(char *buf, size_t n, double seconds)
@@ -93,17 +90,17 @@ static void *reporter(void *arg)
 {
     progress *p = arg;
     double tick = p->tty ? TTY_TICK : p->interval;
-    pthread_mutex_lock(&p->mu);
-    while (!p->stopping) {
+    pthread_mutex_lock(&p->w.lock);
+    while (!p->w.stop) {
         struct timespec until;
         clock_gettime(CLOCK_REALTIME, &until);
         until.tv_sec += (time_t)tick;
         until.tv_nsec += (long)((tick - (double)(time_t)tick) * 1e9);
         if (until.tv_nsec >= 1000000000L) { until.tv_sec++; until.tv_nsec -= 1000000000L; }
-        pthread_cond_timedwait(&p->cv, &p->mu, &until);
-        if (!p->stopping) show(p, 0);
+        pthread_cond_timedwait(&p->w.changed, &p->w.lock, &until);
+        if (!p->w.stop) show(p, 0);
     }
-    pthread_mutex_unlock(&p->mu);
+    pthread_mutex_unlock(&p->w.lock);
     thread_cpu_exiting();
     return NULL;
 }
@@ -118,25 +115,22 @@ progress *progress_start(int forced, double interval)
     p->interval = interval > 0 ? interval : DEFAULT_INTERVAL;
     p->t_start = p->t_phase = now_seconds();
     atomic_store(&p->permille, -1);
-    pthread_mutex_init(&p->mu, NULL);
-    pthread_cond_init(&p->cv, NULL);
-    if (pthread_create(&p->thread, NULL, reporter, p) != 0) {
-        pthread_mutex_destroy(&p->mu);
-        pthread_cond_destroy(&p->cv);
+    worker_init(&p->w);
+    if (worker_start(&p->w, THREAD_PROGRESS, reporter, p) < 0) {
+        worker_free(&p->w);
         free(p);
         return NULL;
     }
-    pthread_setname_np(p->thread, THREAD_PROGRESS);
     return p;
 }
 
 void progress_set_phase(progress *p, progress_phase phase)
 {
     if (!p) return;
-    pthread_mutex_lock(&p->mu);     /* the reporter reads t_phase under it */
+    pthread_mutex_lock(&p->w.lock);     /* the reporter reads t_phase under it */
     p->t_phase = now_seconds();
     atomic_store(&p->phase, (int)phase);
-    pthread_mutex_unlock(&p->mu);
+    pthread_mutex_unlock(&p->w.lock);
 }
 
 void progress_set_read(progress *p, uint64_t records, uint64_t bytes, int permille)
@@ -160,18 +154,13 @@ void progress_set_written(progress *p, uint64_t records)
 void progress_stop(progress *p, int succeeded)
 {
     if (!p) return;
-    pthread_mutex_lock(&p->mu);
-    p->stopping = 1;
-    pthread_cond_signal(&p->cv);
-    pthread_mutex_unlock(&p->mu);
-    pthread_join(p->thread, NULL);
+    worker_stop(&p->w);
     if (succeeded) {
         atomic_store(&p->phase, PHASE_DONE);
         show(p, 1);
     } else if (p->tty) {
         fputs("\r\033[K", stderr);  /* the error line replaces ours */
     }
-    pthread_mutex_destroy(&p->mu);
-    pthread_cond_destroy(&p->cv);
+    worker_free(&p->w);
     free(p);
 }
