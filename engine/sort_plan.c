@@ -83,7 +83,7 @@ uint64_t sort_plan_readers_memory(const rocksort_opts *o)
 
 /* Under a small budget the merge passes do the merging; background merges
  * only save the readout some runs, so they get less room at the least. */
-uint64_t sort_plan_merges_memory(const rocksort_opts *o)
+static uint64_t sort_plan_merges_memory(const rocksort_opts *o)
 {
     return left_beside(o, 2, READOUT_MIN_MEMORY / 2);
 }

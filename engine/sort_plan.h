@@ -26,7 +26,6 @@ size_t sort_plan_batch_bytes(const rocksort_opts *o);
  * READOUT_MIN_MEMORY.  During the load, the background merges and the
  * codec's threads share the budget less two batches, at least half that. */
 uint64_t sort_plan_readers_memory(const rocksort_opts *o);
-uint64_t sort_plan_merges_memory(const rocksort_opts *o);
 
 /* Before any thread starts: under a small budget, large blocks of memory
  * (readaheads, blocks, decoded groups) go back to the system when freed

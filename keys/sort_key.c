@@ -150,7 +150,9 @@ void sort_key_spec_free(sort_spec *s)
 
 /* ---- coordinate and name ---- */
 
-unsigned sort_key_flag_rank(uint16_t flag)
+/* The tie-break samtools applies between records of equal name: READ1 before
+ * READ2, and within each, primary, then supplementary, then secondary. */
+static unsigned sort_key_flag_rank(uint16_t flag)
 {
     return ((flag & BAM_FREAD1) << 8) | ((flag & BAM_FREAD2) << 8)
          | ((flag & BAM_FSECONDARY) << 3) | ((flag & BAM_FSUPPLEMENTARY) >> 3);

@@ -70,10 +70,6 @@ void sort_key_record_finish(const sort_spec *s, bam1_t *b);
 int sort_key_saw_placed(const sort_spec *s);
 void sort_key_set_placed(sort_spec *s);
 
-/* The tie-break samtools applies between records of equal name: READ1 before
- * READ2, and within each, primary, then supplementary, then secondary. */
-unsigned sort_key_flag_rank(uint16_t flag);
-
 /* Sets @HD SO, SS and GO as samtools sort does for this order (removing
  * those it does not set), adding an @HD line when there is none.  For -M,
  * call it after the records went through sort_key_record_finish().  Returns 0,

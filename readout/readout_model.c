@@ -1,7 +1,8 @@
 /* readout/readout_model.c -- see readout/readout_model.h. */
 #include "readout/readout_model.h"
 
-double readout_model_compress_s_per_gb(int level)
+/* Compressing at deflate level `level` (0: BGZF's stored blocks). */
+static double readout_model_compress_s_per_gb(int level)
 {
     if (level <= 0) return 0.1;
     if (level == 1) return 4.0;

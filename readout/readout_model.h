@@ -46,9 +46,6 @@
  * pieces of at least 1 MiB per run (readout/readout_plan.c). */
 #define READOUT_STRADDLE_SHARE 0.25
 
-/* Compressing at deflate level `level` (0: BGZF's stored blocks). */
-double readout_model_compress_s_per_gb(int level);
-
 typedef struct {
     double cpu;         /* all threads' */
     double longest;     /* the busiest single thread's */

@@ -268,7 +268,8 @@ static int open_database(rocks_store *st, store_db *d, errmsg *err)
     return errmsg_set(err, "%s: out of memory", d->dir);
 }
 
-int store_cause_outside(const char *msg)
+/* A cause outside the stored runs: see store_shows_damage(). */
+static int store_cause_outside(const char *msg)
 {
     static const int causes[] = { ENOSPC, EDQUOT, EIO, EACCES, EPERM, EROFS, EMFILE, ENFILE,
                                   ENOMEM, EAGAIN, ENOLCK };

@@ -5,8 +5,8 @@
  * describes, one database in each directory of opt->dirs, or a resumable
  * one in opt->state_dir (store/store_state.h); NULL with the cause in err.
  * store_close() closes the databases, and removes their directories unless
- * keep is set.  store_cause_outside() and store_shows_damage() read a
- * failure's cause for what it says of the stored runs.  The rest say what
+ * keep is set.  store_shows_damage() reads a failure's cause for what it
+ * says of the stored runs.  The rest say what
  * the store holds: its directories, parts, runs and samples.
  * Each of the store's other files declares its functions in its own
  * header: store/store_run.h (runs written), store/store_merge.h (merges),
@@ -43,16 +43,14 @@ int store_dirs_that_fit(int max_open_files);
 
 rocks_store *store_open(const store_options *opt, errmsg *err);
 
-/* What a failure's cause, as the store gave it (RocksDB's text names the
- * errno), says of the stored runs.  store_cause_outside(): a cause outside
- * them (a full disk, no permission, a lock held, too few descriptors or
- * memory, an I/O error), after which they may read back on a mended
- * machine; a state is kept then.  store_shows_damage(): the runs
- * themselves are damaged, for no such cause (RocksDB's Corruption: a
+/* Whether a failure's cause, as the store gave it (RocksDB's text names
+ * the errno), shows the runs themselves damaged (RocksDB's Corruption: a
  * checksum that does not match, a file missing or cut short; a group of
- * records that does not decode); a state is removed then. */
+ * records that does not decode), for no cause outside them (a full disk,
+ * no permission, a lock held, too few descriptors or memory, an I/O
+ * error, after which they may read back on a mended machine).  A state is
+ * removed then, and kept otherwise. */
 #define STORE_RUN_CORRUPT "a temporary run is corrupt"
-int store_cause_outside(const char *msg);
 int store_shows_damage(const char *msg);
 
 /* Closes the databases; removes their directories unless keep is set. */

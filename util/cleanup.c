@@ -42,8 +42,6 @@ static atomic_int watching;     /* the signal thread runs */
 static void (*_Atomic say_on_signal)(int sig);
 static int finished;    /* the output is in place: the run has succeeded */
 
-int cleanup_interrupted(void) { return interrupted; }
-
 /* -> 0, or -1 with errno ENOMEM and nothing registered. */
 static int add_locked(const char *path, int dir_fd)
 {

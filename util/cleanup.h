@@ -45,10 +45,6 @@ void cleanup_mark_finished(void);
  * that thread, with the other threads still running. */
 void cleanup_on_signal(void (*say)(int sig));
 
-/* True once a fatal signal is being handled: errors caused by the cleanup
- * itself are then not worth reporting. */
-int cleanup_interrupted(void);
-
 /* True once a fatal signal is pending, or taken and not found to have
  * come after the commit: a failure now is likely the signal's doing (its
  * writer killed, a stream ends early), and the signal's line is the one to

@@ -27,7 +27,7 @@ static void *run_call(void *arg)
     return NULL;
 }
 
-void pool_jobs_run(hts_tpool *pool, int n, pool_job_fn job, void *arg)
+static void pool_jobs_run(hts_tpool *pool, int n, pool_job_fn job, void *arg)
 {
     job_set s = { .job = job, .arg = arg };
     job_call *calls = pool && n > 1 ? malloc((size_t)n * sizeof *calls) : NULL;

@@ -18,7 +18,7 @@
 #include "util/thread.h"
 #include "util/grow_array.h"
 
-void thread_set_name(const char *name)
+static void thread_set_name(const char *name)
 {
     pthread_setname_np(pthread_self(), name);
 }

@@ -38,8 +38,6 @@
 #define THREAD_SIGNALS THREAD_PREFIX "signal"   /* removes temp data on a fatal signal */
 #define THREAD_STORE THREAD_PREFIX "db"         /* RocksDB's own, but its named merges */
 
-void thread_set_name(const char *name);
-
 /* The calling thread, named `name` until thread_name_pop(). */
 typedef struct {
     char saved[THREAD_NAME_MAX];
