@@ -10,45 +10,46 @@
 /* Descriptors kept free of a pass's reads, for RocksDB's own files. */
 #define PASS_FD_SPARE 8
 
-static int block_codec(const rocks_store *st)
+/* The readers of every run, one reader thread per part. */
+static run_readers_shape shape_of(const store_survey *v)
 {
-    return store_codec_in_blocks(store_runs_codec(st));
+    run_readers_shape s = { .grouped = v->grouped, .parts = v->parts, .ahead = GROUP_FEED_AHEAD,
+                            .block_codec = v->block_codec };
+    for (int p = 0; p < v->parts; p++) {
+        s.runs += v->runs[p];
+        s.groups += v->groups[p];
+    }
+    return s;
 }
 
 run_readers_shape run_passes_readers(rocks_store *st)
 {
     run_readers_shape s = { 0 };
     if (!st) return s;
-    s.grouped = store_grouped(st);
-    s.parts = store_parts(st);
-    s.ahead = GROUP_FEED_AHEAD;
-    s.block_codec = block_codec(st);
-    for (int p = 0; p < s.parts; p++) {
-        s.runs += (uint64_t)store_part_runs(st, p);
-        s.groups += store_part_groups_open(st, p);
-    }
-    return s;
+    store_survey v;
+    store_pass_survey(st, &v);
+    return shape_of(&v);
 }
 
 /* One run of a pass, read by a feed or a stream of its own. */
-static run_readers_shape run_shape(const rocks_store *st, const store_pass *p, int i)
+static run_readers_shape run_shape(const store_survey *v, const store_pass *p, int i)
 {
-    run_readers_shape s = { .runs = 1, .grouped = store_grouped(st), .parts = 1,
-                        .ahead = PASS_AHEAD, .block_codec = block_codec(st) };
+    run_readers_shape s = { .runs = 1, .grouped = v->grouped, .parts = 1,
+                        .ahead = PASS_AHEAD, .block_codec = v->block_codec };
     if (s.grouped) s.groups = store_pass_run_depth(p, i);
     return s;
 }
 
 /* The runs from `first` that one merge's readers hold within memory: at
  * least one, and at most half the descriptors still free. */
-static int group_size(const rocks_store *st, const store_pass *p, int first, uint64_t memory)
+static int group_size(const store_survey *v, const store_pass *p, int first, uint64_t memory)
 {
     int n = store_pass_runs(p), fds = fd_budget_available(PASS_FD_SPARE);
     int most = fds < 0 ? n : fds / 2 > 2 ? fds / 2 : 2;
     uint64_t used = 0;
     int count = 0;
     while (first + count < n && count < most) {
-        run_readers_shape s = run_shape(st, p, first + count);
+        run_readers_shape s = run_shape(v, p, first + count);
         used += run_readers_bytes(&s, READERS_MIN_READAHEAD);
         if (count > 0 && used > memory) break;
         count++;
@@ -70,12 +71,12 @@ static int copy_merged(rocks_store *st, store_pass *p, run_merge *m, errmsg *err
     return ret;
 }
 
-static int merge_group(rocks_store *st, store_pass *p, int first, int n, uint64_t memory,
-                       errmsg *err)
+static int merge_group(rocks_store *st, const store_survey *v, store_pass *p, int first, int n,
+                       uint64_t memory, errmsg *err)
 {
     run_readers_shape s = { 0 };
     for (int i = first; i < first + n; i++) {
-        run_readers_shape one = run_shape(st, p, i);
+        run_readers_shape one = run_shape(v, p, i);
         s = (run_readers_shape){ s.runs + 1, s.groups + one.groups, one.grouped, s.parts + 1,
                              one.ahead, one.block_codec };
     }
@@ -94,16 +95,17 @@ static int merge_group(rocks_store *st, store_pass *p, int first, int n, uint64_
 /* Rewrites every run of the part, in groups from the oldest.  The groups
  * left are made even (none larger than fits): a last group of one run
  * would be rewritten for nothing. */
-static int pass_over(rocks_store *st, int part, uint64_t memory, errmsg *err)
+static int pass_over(rocks_store *st, const store_survey *v, int part, uint64_t memory,
+                     errmsg *err)
 {
     store_pass *p = store_pass_begin(st, part, err);
     if (!p) return -1;
     int n = store_pass_runs(p), ret = 0;
     for (int first = 0; ret == 0 && first < n;) {
-        int fits = group_size(st, p, first, memory), left = n - first;
+        int fits = group_size(v, p, first, memory), left = n - first;
         int groups = (left + fits - 1) / fits;
         int count = (left + groups - 1) / groups;
-        ret = merge_group(st, p, first, count, memory, err);
+        ret = merge_group(st, v, p, first, count, memory, err);
         first += count;
     }
     if (ret == 0) store_pass_end(p);
@@ -112,25 +114,24 @@ static int pass_over(rocks_store *st, int part, uint64_t memory, errmsg *err)
 }
 
 /* What part `part`'s readers hold at the smallest readahead. */
-static uint64_t part_bytes(rocks_store *st, int part)
+static uint64_t part_bytes(const store_survey *v, int part)
 {
-    run_readers_shape s = run_passes_readers(st);
-    s.runs = (uint64_t)store_part_runs(st, part);
-    s.groups = store_part_groups_open(st, part);
+    run_readers_shape s = shape_of(v);
+    s.runs = v->runs[part];
+    s.groups = v->groups[part];
     s.parts = 1;
     return run_readers_bytes(&s, READERS_MIN_READAHEAD);
 }
 
 /* The part whose readers take the most and that a pass can make smaller:
  * more than one run, or a run holding several groups open; -1 if none. */
-static int costliest_part(rocks_store *st)
+static int costliest_part(const store_survey *v)
 {
     int best = -1;
     uint64_t most = 0;
-    for (int p = 0; p < store_parts(st); p++) {
-        int runs = store_part_runs(st, p);
-        if (runs < 2 && store_part_groups_open(st, p) <= (uint64_t)runs) continue;
-        uint64_t b = part_bytes(st, p);
+    for (int p = 0; p < v->parts; p++) {
+        if (v->runs[p] < 2 && v->groups[p] <= v->runs[p]) continue;
+        uint64_t b = part_bytes(v, p);
         if (b > most) {
             most = b;
             best = p;
@@ -141,15 +142,19 @@ static int costliest_part(rocks_store *st)
 
 int run_passes_merge(rocks_store *st, uint64_t memory, uint64_t writer_bytes, errmsg *err)
 {
-    if (!st || store_resumable(st)) return 0;
+    if (!st) return 0;
+    store_survey v;
+    store_pass_survey(st, &v);
+    if (v.resumable) return 0;
     uint64_t reading = memory > writer_bytes ? memory - writer_bytes : memory / 2;
     for (;;) {
-        run_readers_shape all = run_passes_readers(st);
+        run_readers_shape all = shape_of(&v);
         if (run_readers_fit(&all, memory)) return 0;
-        int part = costliest_part(st);
+        int part = costliest_part(&v);
         if (part < 0) return 0;
-        uint64_t before = part_bytes(st, part);
-        if (pass_over(st, part, reading, err) < 0) return -1;
-        if (part_bytes(st, part) >= before) return 0;
+        uint64_t before = part_bytes(&v, part);
+        if (pass_over(st, &v, part, reading, err) < 0) return -1;
+        store_pass_survey(st, &v);
+        if (part_bytes(&v, part) >= before) return 0;
     }
 }

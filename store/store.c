@@ -444,25 +444,14 @@ int store_direct_io(const rocks_store *st)
 int store_grouped(const rocks_store *st) { return st->groups != NULL; }
 
 int store_parts(const rocks_store *st) { return st->parts_used; }
-store_codec store_runs_codec(const rocks_store *st) { return st->codec; }
-int store_resumable(const rocks_store *st) { return st->journal != NULL; }
-
-uint64_t store_part_groups_open(const rocks_store *st, int part)
-{
-    return st->index ? run_index_part_runs(st->index, part) : 0;
-}
-
-int store_part_runs(rocks_store *st, int part)
-{
-    /* One level (store_merge_configure()): every run is a level-0 file. */
-    return (int)store_part_property(st, part, "rocksdb.num-files-at-level0");
-}
 
 int store_sorted_runs(rocks_store *st)
 {
-    int n = 0;
-    for (int p = 0; p < st->n_parts; p++) n += store_part_runs(st, p);
-    return n;
+    /* One level (store_merge_configure()): every run is a level-0 file. */
+    uint64_t n = 0;
+    for (int p = 0; p < st->n_parts; p++)
+        n += store_part_property(st, p, "rocksdb.num-files-at-level0");
+    return (int)n;
 }
 
 int store_catch_up_runs(const rocks_store *st) { return st->catch_up_runs; }

@@ -75,20 +75,10 @@ int store_parts(const rocks_store *st);
  * store/store_iter.h for what that means to a reader. */
 int store_grouped(const rocks_store *st);
 
-/* What the readers of a part will hold (store/run_readers.h): its runs (each
- * an open file), and for compact runs the groups a merge of the part holds
- * decoded at once (a RocksDB merge copies groups whole, so one per run ever
- * written to the part, or written by a merge pass); 0 for records. */
-int store_part_runs(rocks_store *st, int part);
-uint64_t store_part_groups_open(const rocks_store *st, int part);
 /* Sorted runs the readout will merge: the databases' files (all in level 0). */
 int store_sorted_runs(rocks_store *st);
 /* Runs that store_merge_settle() merged to meet the budget (0: none needed). */
 int store_catch_up_runs(const rocks_store *st);
-
-/* The runs' codec, and whether the store is resumable (--resume). */
-store_codec store_runs_codec(const rocks_store *st);
-int store_resumable(const rocks_store *st);
 
 /* True when runs are read with direct I/O (every temp file system allows it). */
 int store_direct_io(const rocks_store *st);

@@ -100,6 +100,18 @@ store_pass *store_pass_begin(rocks_store *st, int part, errmsg *err)
     return p;
 }
 
+void store_pass_survey(rocks_store *st, store_survey *out)
+{
+    *out = (store_survey){ .parts = st->parts_used, .grouped = st->groups != NULL,
+                           .block_codec = store_codec_in_blocks(st->codec),
+                           .resumable = st->journal != NULL };
+    for (int p = 0; p < out->parts; p++) {
+        /* One level (store_merge_configure()): every run is a level-0 file. */
+        out->runs[p] = store_part_property(st, p, "rocksdb.num-files-at-level0");
+        out->groups[p] = st->index ? run_index_part_runs(st->index, p) : 0;
+    }
+}
+
 int store_pass_runs(const store_pass *p) { return p->n; }
 
 /* A RocksDB merge copies compact runs' groups whole, so a merged file

@@ -10,9 +10,11 @@
  * runs of the group, which are deleted once the new run is in.  A pass
  * must rewrite every run of the part before store_pass_end(), which frees
  * p; store_pass_abort() frees it after a failure (the sort then fails: the
- * part may hold keys twice).  store_pass_run_depth() is a run's share of
- * the part's store_part_groups_open().  The -v report's counts: runs a pass
- * replaced, and runs passes wrote.
+ * part may hold keys twice).  store_pass_survey() tells the caller, in
+ * one call, what it plans passes from: each part's runs and the groups
+ * their readers hold open; store_pass_run_depth() is one run's share of
+ * its part's groups.  The -v report's counts: runs a pass replaced, and
+ * runs passes wrote.
  */
 #ifndef STORE_PASS_H
 #define STORE_PASS_H
@@ -21,6 +23,21 @@
 #include <stdint.h>
 #include "util/errmsg.h"
 #include "store/store_types.h"
+
+/* What the readers of every run would hold (store/run_readers.h), part by
+ * part, as the store stands after store_merge_settle(). */
+typedef struct {
+    int parts;                          /* parts holding runs: 0..parts-1 */
+    int grouped;                        /* compact runs (store_grouped()) */
+    int block_codec;                    /* RocksDB decompresses each block (lz4, snappy, zstd) */
+    int resumable;                      /* --resume's store: never passed over */
+    uint64_t runs[STORE_MAX_PARTS];     /* each part's runs, each an open file */
+    uint64_t groups[STORE_MAX_PARTS];   /* compact runs: each part's groups its merge holds
+                                           decoded at once (a RocksDB merge copies groups
+                                           whole: one per run ever written to the part, or
+                                           written by a pass); 0 for records */
+} store_survey;
+void store_pass_survey(rocks_store *st, store_survey *out);
 
 store_pass *store_pass_begin(rocks_store *st, int part, errmsg *err);
 int store_pass_runs(const store_pass *p);
