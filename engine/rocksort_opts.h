@@ -1,6 +1,6 @@
 /* engine/rocksort_opts.h -- what the command line asks of one sort.
  *
- * Contract: plain data that bam_rocksort.c fills from the command line and
+ * Contract: plain data that cli/rocksort_args.c fills from the command line and
  * sort_pipeline_run() (engine/sort_pipeline.h) reads, never changes.  Only the engine
  * (engine/sort_pipeline.c, its phases and engine/sort_job.h) sees it: the modules below
  * take the few values they need as arguments.

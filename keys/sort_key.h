@@ -1,4 +1,4 @@
-/* bam_sort.h -- the sort orders of samtools sort, as byte-comparable keys.
+/* keys/sort_key.h -- the sort orders of samtools sort, as byte-comparable keys.
  *
  * Contract: for each order, sort_key_encode() turns a record and its input
  * sequence number into a key such that memcmp() order of two keys (shorter
@@ -9,8 +9,8 @@
  * (only -M changes records), and sort_key_set_hd_tags() gives the header
  * the @HD tags samtools writes for that order.
  */
-#ifndef BAM_SORT_H
-#define BAM_SORT_H
+#ifndef SORT_KEY_H
+#define SORT_KEY_H
 
 #include <stddef.h>
 #include <stdint.h>

@@ -6,8 +6,8 @@
  * (load/batch_sort.h) orders the entries by key; batch_key()/batch_value() then read them in
  * order.  Not thread-safe: one thread owns a batch at a time.
  */
-#ifndef SORT_BATCH_H
-#define SORT_BATCH_H
+#ifndef BATCH_H
+#define BATCH_H
 
 #include <stddef.h>
 #include <stdint.h>

@@ -5,8 +5,8 @@
  * record written at sb->arena + sb->used between batch_make_room() and
  * batch_enter_record().
  */
-#ifndef SORT_BATCH_INTERNAL_H
-#define SORT_BATCH_INTERNAL_H
+#ifndef BATCH_INTERNAL_H
+#define BATCH_INTERNAL_H
 
 #include <stdint.h>
 #include <string.h>

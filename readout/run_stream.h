@@ -14,8 +14,8 @@
  * that iterates sits idle on every refill.  Here that wait overlaps with
  * the caller's merging and writing.
  */
-#ifndef STORE_STREAM_H
-#define STORE_STREAM_H
+#ifndef RUN_STREAM_H
+#define RUN_STREAM_H
 
 #include <stddef.h>
 #include <stdint.h>

@@ -25,8 +25,8 @@
  * readout's memory"): they count what the heap holds, not what the
  * allocator keeps around it, for which the bound leaves room.
  */
-#ifndef READOUT_MEMORY_H
-#define READOUT_MEMORY_H
+#ifndef RUN_READERS_H
+#define RUN_READERS_H
 
 #include <stddef.h>
 #include <stdint.h>
