@@ -6,8 +6,9 @@
  * one in opt->state_dir (store/store_state.h); NULL with the cause in err.
  * store_close() closes the databases, and removes their directories unless
  * keep is set.  store_shows_damage() reads a failure's cause for what it
- * says of the stored runs.  The rest say what
- * the store holds: its directories, parts, runs and samples.
+ * says of the stored runs.  The rest say what the store holds: its
+ * directories, parts, runs and samples.  store.c calls the store's other
+ * files, and none of them calls it.
  * Each of the store's other files declares its functions in its own
  * header: store/store_run.h (runs written), store/store_merge.h (merges),
  * store/store_iter.h (runs read back), store/store_pass.h (merge passes),
@@ -55,7 +56,6 @@ int store_shows_damage(const char *msg);
 
 /* Closes the databases; removes their directories unless keep is set. */
 void store_close(rocks_store *st, int keep);
-
 
 /* Runs ingested, and every byte RocksDB wrote (runs, merges, its own files). */
 uint64_t store_runs_ingested(const rocks_store *st);
