@@ -67,14 +67,14 @@ PYTHON    = .venv/bin/python
 # The engine: every object but main's, built once into a static library
 # that the binary, the C unit tests and the replayed fuzz targets link (as
 # samtools links its libst.a).
-LIB_OBJS = util/fd_budget.o util/cleanup.o util/name_fit.o util/progress.o util/thread_cpu.o util/pool_jobs.o util/disk_speed.o util/std_fds.o util/human_number.o util/path_within.o \
+LIB_OBJS = util/fd_budget.o util/cleanup.o util/name_fit.o util/progress.o util/thread_cpu.o util/pool_jobs.o util/disk_speed.o util/std_fds.o util/human_number.o util/path_within.o util/mem_limits.o \
            keys/sort_key.o keys/template_key.o keys/minimiser.o keys/key_ranges.o \
            codec/record_codec.o codec/group_codec.o codec/group_writer.o \
            resume/resume_state.o resume/resume_identity.o \
            store/merge_plan.o store/rocks_open.o store/rocks_store.o store/rocks_merge.o store/temp_env.o store/temp_space.o store/temp_dirs.o store/run_index.o store/rocks_read.o store/rocks_state.o store/state_dir.o store/run_journal.o store/rocks_pass.o store/sst_read.o store/run_readers.o \
            load/spill_queue.o load/input_check.o load/sam_lines.o load/batch.o load/batch_sort.o load/touch_ahead.o load/batch_groups.o \
            readout/run_merge.o readout/output_file.o readout/output_attrs.o readout/output_target.o readout/run_stream.o readout/merge_sources.o readout/merge_writer.o readout/readout_plan.o readout/range_readout.o readout/output_parts.o readout/readout_model.o readout/group_feed.o readout/output_stale.o readout/run_passes.o \
-           engine/sort_pipeline.o engine/sort_job.o engine/sort_plan.o engine/sort_load.o engine/sort_output.o engine/sort_report.o engine/resume_progress.o engine/sort_resume.o engine/resume_fate.o engine/sort_setup.o \
+           engine/sort_pipeline.o engine/sort_job.o engine/sort_plan.o engine/sort_load.o engine/sort_output.o engine/sort_report.o engine/resume_progress.o engine/sort_resume.o engine/resume_fate.o engine/sort_setup.o engine/mem_budget.o \
            cli/rocksort_usage.o cli/legacy_form.o \
            bam_rocksort.o
 
