@@ -75,7 +75,7 @@ LIB_OBJS = util/fd_budget.o util/cleanup.o util/name_fit.o util/progress.o util/
            load/spill_queue.o load/input_check.o load/sam_lines.o load/batch.o load/batch_sort.o load/touch_ahead.o load/batch_groups.o \
            readout/run_merge.o readout/output_file.o readout/output_attrs.o readout/output_target.o readout/run_stream.o readout/merge_sources.o readout/merge_writer.o readout/readout_plan.o readout/range_readout.o readout/output_parts.o readout/readout_model.o readout/group_feed.o readout/output_stale.o readout/run_passes.o \
            engine/sort_pipeline.o engine/sort_job.o engine/sort_plan.o engine/sort_load.o engine/sort_output.o engine/sort_report.o engine/resume_progress.o engine/sort_resume.o engine/resume_fate.o engine/sort_setup.o engine/mem_budget.o \
-           cli/rocksort_usage.o cli/legacy_form.o \
+           cli/rocksort_usage.o cli/legacy_form.o cli/mem_option.o \
            bam_rocksort.o
 
 OBJS = bamtk.o $(LIB_OBJS)

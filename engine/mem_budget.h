@@ -1,14 +1,18 @@
 /* engine/mem_budget.h -- the budget `--max-memory auto` picks, and the
  * warning for a budget that the process's memory limit will not hold.
  *
- * Contract: a sort's peak RSS stays within MEM_BUDGET_OVERHEAD x its budget
- * + MEM_BUDGET_RESERVE (doc/DESIGN.md, "Memory limits").  From the limits
- * of util/mem_limits.h:
+ * Contract: a sort of `threads` threads (-@, at least 1) and budget B may
+ * peak at MEM_BUDGET_OVERHEAD x B + mem_budget_reserve(threads): the
+ * engine's 15 % over its budget, then what it does not count (the program,
+ * the kernel's share of the cgroup, each thread's buffers and the free
+ * memory glibc's arena for it keeps; doc/DESIGN.md, "Memory limits").
+ * From the limits of util/mem_limits.h:
  *   - mem_budget_auto() returns the total budget: under a cgroup or SLURM
- *     limit L, (L - reserve) / overhead, and no more than the same of
- *     MemAvailable; with neither, half of MemAvailable (no more than the
- *     same); at least 1 MiB.  0 when not even MemAvailable is known.  It
- *     writes the line -v prints into why: the figure and what set it.
+ *     limit L, the largest whose peak fits in L, and in MemAvailable too;
+ *     with neither limit, half of MemAvailable (and no more than fits in
+ *     it); whole MiB, at least 1 MiB; 0 when not even MemAvailable is
+ *     known.  It writes the line -v prints into why: the figure, what set
+ *     it and the reserve.
  *   - mem_budget_over() returns 1, with the warning in msg, when a cgroup
  *     or SLURM limit is below the peak that `budget` may reach, else 0.
  *     MemAvailable alone never warns: it is not a limit.  `given` says
@@ -23,10 +27,12 @@
 #include "util/mem_limits.h"
 
 #define MEM_BUDGET_OVERHEAD 1.15
-#define MEM_BUDGET_RESERVE (96ULL << 20)
+#define MEM_BUDGET_RESERVE (64ULL << 20)
+#define MEM_BUDGET_RESERVE_PER_THREAD (8ULL << 20)
 
-uint64_t mem_budget_auto(const mem_limits *lim, char *why, size_t n);
-int mem_budget_over(const mem_limits *lim, uint64_t budget, const char *given,
+uint64_t mem_budget_reserve(int threads);
+uint64_t mem_budget_auto(const mem_limits *lim, int threads, char *why, size_t n);
+int mem_budget_over(const mem_limits *lim, int threads, uint64_t budget, const char *given,
                     char *msg, size_t n);
 
 #endif

@@ -264,11 +264,11 @@ static const char *check_slurm_per_cpu(void)
 
 /* The budget of --max-memory auto for given limits; NULL if as expected,
  * and its -v line names `source`. */
-static const char *expect_auto(mem_limits lim, uint64_t bytes, const char *source)
+static const char *expect_auto(mem_limits lim, int threads, uint64_t bytes, const char *source)
 {
     static char why[700];
     char line[512];
-    uint64_t got = mem_budget_auto(&lim, line, sizeof line);
+    uint64_t got = mem_budget_auto(&lim, threads, line, sizeof line);
     if (got == bytes && strstr(line, source) && !strchr(line, '\n')) return NULL;
     snprintf(why, sizeof why, "budget %llu, expected %llu naming '%s': %s",
              (unsigned long long)got, (unsigned long long)bytes, source, line);
@@ -276,9 +276,10 @@ static const char *expect_auto(mem_limits lim, uint64_t bytes, const char *sourc
 }
 
 /* (limit - reserve) / overhead, whole MiB, as the man page states it. */
-static uint64_t fit(uint64_t limit)
+static uint64_t fit(uint64_t limit, int threads)
 {
-    return (uint64_t)((double)(limit - MEM_BUDGET_RESERVE) / MEM_BUDGET_OVERHEAD) / MIB * MIB;
+    uint64_t reserve = MEM_BUDGET_RESERVE + MEM_BUDGET_RESERVE_PER_THREAD * (uint64_t)threads;
+    return (uint64_t)((double)(limit - reserve) / MEM_BUDGET_OVERHEAD) / MIB * MIB;
 }
 
 static const char *check_auto_budget(void)
@@ -294,13 +295,14 @@ static const char *check_auto_budget(void)
     mem_limits tiny = { .slurm = 50 * MIB, .slurm_vars = "SLURM_MEM_PER_NODE" };
     mem_limits blind = { 0 };
     const char *why;
-    if ((why = expect_auto(cg, fit(4 * GIB), "memory.max"))) return why;
-    if ((why = expect_auto(sl, fit(300 * MIB), "SLURM_MEM_PER_NODE"))) return why;
-    if ((why = expect_auto(both, fit(2 * GIB), "SLURM's allocation"))) return why;
-    if ((why = expect_auto(none, 11 * GIB, "half of MemAvailable"))) return why;
-    if ((why = expect_auto(busy, fit(2 * GIB), "from MemAvailable"))) return why;
-    if ((why = expect_auto(tiny, MIB, "SLURM"))) return why;
-    return expect_auto(blind, 0, "no MemAvailable");
+    if ((why = expect_auto(cg, 0, fit(4 * GIB, 1), "memory.max"))) return why;
+    if ((why = expect_auto(cg, 8, fit(4 * GIB, 8), "x 8 threads"))) return why;
+    if ((why = expect_auto(sl, 1, fit(300 * MIB, 1), "SLURM_MEM_PER_NODE"))) return why;
+    if ((why = expect_auto(both, 1, fit(2 * GIB, 1), "SLURM's allocation"))) return why;
+    if ((why = expect_auto(none, 1, 11 * GIB, "half of MemAvailable"))) return why;
+    if ((why = expect_auto(busy, 1, fit(2 * GIB, 1), "from MemAvailable"))) return why;
+    if ((why = expect_auto(tiny, 1, MIB, "SLURM"))) return why;
+    return expect_auto(blind, 1, 0, "no MemAvailable");
 }
 
 static const char *check_warning(void)
@@ -309,7 +311,7 @@ static const char *check_warning(void)
     char msg[512];
     mem_limits cg = { .cgroup = 8 * GIB, .cgroup_file = "memory.max", .available = 22 * GIB };
     mem_limits none = { .available = 2 * GIB };
-    if (!mem_budget_over(&cg, 16 * GIB, "-m 2G x 8 threads", msg, sizeof msg))
+    if (!mem_budget_over(&cg, 8, 16 * GIB, "-m 2G x 8 threads", msg, sizeof msg))
         return "no warning for 16 GiB under an 8 GiB cgroup";
     if (!strstr(msg, "-m 2G x 8 threads = 16.0 GiB") || !strstr(msg, "8.0 GiB")
         || !strstr(msg, "memory.max") || strchr(msg, '\n')) {
@@ -317,11 +319,11 @@ static const char *check_warning(void)
         return why;
     }
     /* Below the limit, but the peak beyond it: still killed. */
-    if (!mem_budget_over(&cg, 7 * GIB + 900 * MIB, "--max-memory 7.9G", msg, sizeof msg))
+    if (!mem_budget_over(&cg, 1, 7 * GIB + 900 * MIB, "--max-memory 7.9G", msg, sizeof msg))
         return "no warning for a budget whose peak passes the limit";
-    if (mem_budget_over(&cg, fit(8 * GIB), "--max-memory X", msg, sizeof msg))
+    if (mem_budget_over(&cg, 4, fit(8 * GIB, 4), "--max-memory X", msg, sizeof msg))
         return "a warning for the budget auto picks";
-    if (mem_budget_over(&none, 64 * GIB, "--max-memory 64G", msg, sizeof msg))
+    if (mem_budget_over(&none, 1, 64 * GIB, "--max-memory 64G", msg, sizeof msg))
         return "a warning from MemAvailable alone";
     return NULL;
 }
