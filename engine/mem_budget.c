@@ -66,7 +66,7 @@ uint64_t mem_budget_auto(const mem_limits *lim, int threads, char *why, size_t n
     reserve_text(r, sizeof r, threads);
     if (!limit && !lim->available) {
         snprintf(why, n, "--max-memory auto: no cgroup or SLURM limit and no MemAvailable "
-                 "in /proc/meminfo");
+                 "in /proc/meminfo; the default -m applies");
         return 0;
     }
     if (!limit) {
