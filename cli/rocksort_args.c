@@ -11,6 +11,7 @@
 #include "cli/rocksort_args.h"
 #include "cli/rocksort_usage.h"
 #include "cli/legacy_form.h"
+#include "cli/mem_option.h"
 #include "cli/output_choice.h"
 #include "engine/sort_setup.h"
 #include "keys/minimiser.h"
@@ -104,6 +105,7 @@ static int resource_option(rocksort_args *c, int ch, const char *arg)
         break;
     case 'u': c->uncompressed = 1; break;
     case 'm':
+        if (!strcmp(arg, "auto")) { c->mem_auto = "-m"; break; }
         if (parse_size(arg, &size) < 0 || size == 0) return bad_value("-m", arg);
         if (size < MIN_MEM_PER_THREAD) {
             fprintf(stderr, "samtools rocksort: -m %s is below the minimum; using 1M\n", arg);
@@ -111,10 +113,13 @@ static int resource_option(rocksort_args *c, int ch, const char *arg)
         }
         r->mem_per_thread = (size_t)size;
         c->mem_given = 1;
+        c->mem_arg = arg;
         break;
     case OPT_MAX_MEMORY:
+        if (!strcmp(arg, "auto")) { c->mem_auto = "--max-memory"; break; }
         if (parse_size(arg, &size) < 0 || size == 0) return bad_value("--max-memory", arg);
         c->max_memory = size;
+        c->mem_arg = arg;
         break;
     case 's':
         if (parse_size(arg, &size) < 0) return bad_value("-s", arg);
@@ -246,16 +251,27 @@ static int apply_option(rocksort_args *c, int ch, const char *arg)
     return r == NOT_MINE ? -1 : r;
 }
 
-/* --max-memory is a total; the engine budgets per thread, as -m does. */
+/* --max-memory is a total; the engine budgets per thread, as -m does.
+ * "auto" is a --max-memory of what the memory limits leave (cli/mem_option.h). */
 static int setup_memory(rocksort_args *c)
 {
     rocksort_opts *r = &c->run;
+    int threads = r->threads > 1 ? r->threads : 1;
+    if (c->mem_auto && (c->mem_given || c->max_memory)) {
+        fprintf(stderr, "samtools rocksort: %s auto sets the whole budget: give no other -m or "
+                "--max-memory\n", c->mem_auto);
+        return -1;
+    }
+    if (c->mem_auto) c->max_memory = mem_option_auto(c->mem_auto, r->threads, r->verbose);
+    else if (c->mem_given && !c->max_memory)
+        mem_option_warn("-m", c->mem_arg, r->threads, 1, (uint64_t)r->mem_per_thread * threads);
     if (!c->max_memory) return 0;
     if (c->mem_given) {
         fprintf(stderr, "samtools rocksort: give either -m (per thread) or --max-memory (total), not both\n");
         return -1;
     }
-    uint64_t per = c->max_memory / (uint64_t)(r->threads > 1 ? r->threads : 1);
+    if (!c->mem_auto) mem_option_warn("--max-memory", c->mem_arg, r->threads, 0, c->max_memory);
+    uint64_t per = c->max_memory / (uint64_t)threads;
     if (per < MIN_MEM_PER_THREAD) {
         fprintf(stderr, "samtools rocksort: --max-memory is below the minimum of 1M per thread; "
                 "using 1M per thread\n");

@@ -31,6 +31,7 @@ typedef struct {
     int write_index, mem_given;
     int ascii_names;                /* -N seen */
     uint64_t max_memory;
+    const char *mem_arg, *mem_auto; /* the size given; "-m" or "--max-memory" given "auto" */
     char *out_path, *index_path;    /* "out.bam##idx##out.bai" split in two */
     char *cmdline;                  /* the @PG line's, unless --no-PG */
 } rocksort_args;
