@@ -56,9 +56,10 @@ void batch_destroy(sort_batch *sb)
     free(sb);
 }
 
-static int grow_entries(sort_batch *sb)
+/* Room for m entries in both arrays and for their tie groups: more of
+ * them, or the scratch again after batch_drop_scratch(). */
+static int size_entries(sort_batch *sb, size_t m)
 {
-    size_t m = sb->m ? sb->m * 2 : FIRST_ENTRIES;
     batch_entry *e = realloc(sb->ent, m * sizeof *e);
     if (!e) return -1;
     sb->ent = e;
@@ -122,7 +123,10 @@ int batch_make_room(sort_batch *sb, size_t need)
         if (sb->n > 0) return 0;
         if (need > sb->cap && grow_arena_for_huge_record(sb, need) < 0) return -1;
     }
-    if (sb->n == sb->m && grow_entries(sb) < 0) return -1;
+    if (sb->n == sb->m || !sb->tmp) {
+        size_t m = sb->n < sb->m ? sb->m : sb->m ? sb->m * 2 : FIRST_ENTRIES;
+        if (size_entries(sb, m) < 0) return -1;
+    }
     return 1;
 }
 
@@ -186,7 +190,19 @@ void batch_clear(sort_batch *sb)
     sb->used = 0;
 }
 
+/* The scratch is as large as the entries: for small records a third of
+ * the batch, dead once it is sorted. */
+void batch_drop_scratch(sort_batch *sb)
+{
+    free(sb->tmp);
+    free(sb->ties);
+    sb->tmp = NULL;
+    sb->ties = NULL;
+}
+
 size_t batch_count(const sort_batch *sb) { return sb->n; }
+
+size_t batch_index_bytes(const sort_batch *sb) { return sb->n * sizeof(batch_entry); }
 
 size_t batch_bytes(const sort_batch *sb) { return sb->used; }
 
