@@ -204,13 +204,33 @@ int sort_plan_temp_space(sort_job *j)
 }
 
 
+/* Packed copies are held only where they cost at most this much more
+ * memory than the batches held in place: they make the in-memory sort
+ * faster, for a little memory where the input spans many batches. */
+#define PACKED_MEMORY_MARGIN 1.10
+
+/* Peak memory of holding `batches` batches like the first one, full.  In
+ * place: each arena with its index (the scratch freed after its sort),
+ * and one sort's scratch.  Packed: the copies of all but the last, beside
+ * the two batches the loader refills, whole (they are full of records and
+ * entries).  With few batches, or records so small that the index and its
+ * scratch are a large part of a batch, the copies cost far more. */
+static int packing_pays(const spill_queue *q, const sort_batch *first, double batches)
+{
+    double records = (double)batch_bytes(first), index = (double)batch_index_bytes(first);
+    double in_place = batches * (records + index) + index;
+    double whole = batches < 2 ? batches : 2;
+    double packed = (batches - 1) * records + whole * (double)q->batch_cap;
+    return packed <= PACKED_MEMORY_MARGIN * in_place;
+}
+
 /* If every batch of the input is expected to fit in the memory budget,
  * the spill thread keeps them (the loader's batch is the last one, the
  * tail); writing runs would only cost time.  Packed copies need room
- * beside the two batch arenas; a budget too small for that keeps the
- * arenas themselves.  If the input still outgrows the budget, the held
- * batches are spilled then. */
-static void plan_holding(sort_job *j, double input_batches)
+ * beside the two batch arenas, and must not cost much more memory than
+ * the arenas themselves (packing_pays()); else the arenas are kept.  If
+ * the input still outgrows the budget, the held batches are spilled then. */
+static void plan_holding(sort_job *j, const sort_batch *first, double input_batches)
 {
     spill_queue *q = &j->q;
     int fit = (int)(usable_memory(j->o) / q->batch_cap);
@@ -220,7 +240,9 @@ static void plan_holding(sort_job *j, double input_batches)
      * batch's did; store/temp_space.c counts on the same. */
     double need = input_batches * TEMP_HOLD_SLACK;
     if (fit < 2 || need > fit) return;
-    if (need + 1 <= fit && spill_allow_holding(q, fit - 2, 1) == 0) return;
+    if (need + 1 <= fit && packing_pays(q, first, need) &&
+        spill_allow_holding(q, fit - 2, 1) == 0)
+        return;
     spill_allow_holding(q, fit - 1, 0);
 }
 
@@ -229,11 +251,11 @@ static void plan_holding(sort_job *j, double input_batches)
  * about 2.5x, but aux tags and read lengths move that).  Done once, when
  * the first batch is full, before the spill thread gets it.  -s overrides
  * the estimate for merging. */
-void sort_plan_from_input(sort_job *j, int64_t consumed)
+void sort_plan_from_input(sort_job *j, const sort_batch *first, int64_t consumed)
 {
     j->size_planned = 1;
     if (consumed <= 0) return;
-    plan_holding(j, (double)j->in_file_size / (double)consumed);
+    plan_holding(j, first, (double)j->in_file_size / (double)consumed);
     if (j->o->size_hint) return;
     double expansion = (double)j->bytes_in / (double)consumed;
     j->size_estimate = (uint64_t)(expansion * (double)j->in_file_size);

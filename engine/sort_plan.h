@@ -45,8 +45,9 @@ int sort_plan_temp_space(sort_job *j);
  * sorting and writing on the spill thread, as they always did. */
 int sort_plan_spill_pooled(const sort_job *j);
 
-/* consumed: bytes of the input file read so far; <= 0 if unknown, which
- * plans nothing.  Before the first batch goes to the spill thread. */
-void sort_plan_from_input(sort_job *j, int64_t consumed);
+/* first: the first batch, full; consumed: bytes of the input file read so
+ * far, <= 0 if unknown, which plans nothing.  Before the first batch goes
+ * to the spill thread. */
+void sort_plan_from_input(sort_job *j, const sort_batch *first, int64_t consumed);
 
 #endif
