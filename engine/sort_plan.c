@@ -30,13 +30,29 @@ size_t sort_plan_total_memory(const rocksort_opts *o)
  * over a sort).  At -@ 64 -m 1M they are as much as the budget. */
 #define THREAD_OWN_BYTES (512ULL << 10)
 
+/* At -l 8 and 9 every thread that compresses the output (each -@ thread,
+ * or the one merge thread) also holds a far larger deflate state. */
+uint64_t sort_plan_own_memory(const rocksort_opts *o)
+{
+    int level = output_file_deflate_level(o->out_mode, o->out_opts);
+    uint64_t compressing = (uint64_t)(o->threads > 1 ? o->threads : 1);
+    return (uint64_t)(o->threads > 1 ? o->threads : 0) * THREAD_OWN_BYTES +
+           compressing * output_file_deflate_extra_bytes(level);
+}
+
 /* The budget less the threads' own buffers, at least a quarter of it: what
- * the batches and the readers share. */
+ * the batches and the readers share.  Where they take more than three
+ * quarters of it, the budget cannot hold them (README says so). */
 static uint64_t usable_memory(const rocksort_opts *o)
 {
-    uint64_t total = sort_plan_total_memory(o);
-    uint64_t own = (uint64_t)(o->threads > 1 ? o->threads : 0) * THREAD_OWN_BYTES;
+    uint64_t total = sort_plan_total_memory(o), own = sort_plan_own_memory(o);
     return total > own && total - own > total / 4 ? total - own : total / 4;
+}
+
+int sort_plan_own_memory_fits(const rocksort_opts *o)
+{
+    uint64_t total = sort_plan_total_memory(o);
+    return sort_plan_own_memory(o) <= total - total / 4;
 }
 
 size_t sort_plan_batch_bytes(const rocksort_opts *o)
