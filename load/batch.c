@@ -56,10 +56,11 @@ void batch_destroy(sort_batch *sb)
     free(sb);
 }
 
-/* Room for m entries in both arrays and for their tie groups: more of
- * them, or the scratch again after batch_drop_scratch(). */
-static int size_entries(sort_batch *sb, size_t m)
+/* Twice the entries in both arrays and their tie groups; after
+ * batch_drop_scratch() (m is 0) the first FIRST_ENTRIES again. */
+static int grow_entries(sort_batch *sb)
 {
+    size_t m = sb->m ? sb->m * 2 : FIRST_ENTRIES;
     batch_entry *e = realloc(sb->ent, m * sizeof *e);
     if (!e) return -1;
     sb->ent = e;
@@ -123,10 +124,7 @@ int batch_make_room(sort_batch *sb, size_t need)
         if (sb->n > 0) return 0;
         if (need > sb->cap && grow_arena_for_huge_record(sb, need) < 0) return -1;
     }
-    if (sb->n == sb->m || !sb->tmp) {
-        size_t m = sb->n < sb->m ? sb->m : sb->m ? sb->m * 2 : FIRST_ENTRIES;
-        if (size_entries(sb, m) < 0) return -1;
-    }
+    if (sb->n == sb->m && grow_entries(sb) < 0) return -1;
     return 1;
 }
 
@@ -190,14 +188,17 @@ void batch_clear(sort_batch *sb)
     sb->used = 0;
 }
 
-/* The scratch is as large as the entries: for small records a third of
- * the batch, dead once it is sorted. */
+/* The scratch is as large as the entries: for small records a fifth of
+ * the batch, dead once it is sorted.  No room is left for entries, so the
+ * first record after batch_clear() grows both arrays anew, and the
+ * per-record test stays the one it was. */
 void batch_drop_scratch(sort_batch *sb)
 {
     free(sb->tmp);
     free(sb->ties);
     sb->tmp = NULL;
     sb->ties = NULL;
+    sb->m = 0;
 }
 
 size_t batch_count(const sort_batch *sb) { return sb->n; }

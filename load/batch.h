@@ -63,9 +63,9 @@ size_t batch_bytes(const sort_batch *sb);   /* the records, as packed */
 size_t batch_index_bytes(const sort_batch *sb);
 
 /* Frees the sort's scratch (load/batch_sort.h) of a sorted batch that is
- * kept to be read: the batch reads as before, and batch_add() makes the
- * scratch again once it is cleared and refilled.  Not sorted again before
- * that. */
+ * kept to be read: the batch reads as before.  Records are added to it,
+ * and it is sorted, only after batch_clear(): batch_add() then makes the
+ * scratch again. */
 void batch_drop_scratch(sort_batch *sb);
 
 /* A hint that entry i will be read soon (after batch_sort): fetches all of
