@@ -361,7 +361,7 @@ static int take_record(sort_job *j, batch **cur, bam1_t *b)
     uint64_t digest = j->o->verify || j->resume.hash_stream ? record_digest(b) : 0;
     uint64_t hash = j->resume.hash_stream ? resume_progress_stream_hash(j->resume.stream_hash, digest) : 0;
     while ((added = batch_add(*cur, &j->sort, b, j->records_in, &err)) == 0) {
-        if (!j->size_planned) sort_plan_from_input(j, input_offset(j));
+        if (!j->size_planned) sort_plan_from_input(j, *cur, input_offset(j));
         if (!(*cur = hand_over(j, *cur))) return j->q.failed ? spill_error(j) : -1;
     }
     if (added < 0) return sort_job_fail("'%s': %s", j->o->in_fn, err.msg);
@@ -461,6 +461,7 @@ int sort_load_input(sort_job *j)
      * from memory (an input that fits in one batch is sorted without temp
      * I/O). */
     spill_sort(&j->q, cur);
+    batch_drop_scratch(cur);    /* the readout only reads it */
     j->tail = cur;
     cur = NULL;
     spill_stop(&j->q);

@@ -30,13 +30,29 @@ size_t sort_plan_total_memory(const rocksort_opts *o)
  * over a sort).  At -@ 64 -m 1M they are as much as the budget. */
 #define THREAD_OWN_BYTES (512ULL << 10)
 
+/* At -l 8 and 9 every thread that compresses the output (each -@ thread,
+ * or the one merge thread) also holds a far larger deflate state. */
+uint64_t sort_plan_own_memory(const rocksort_opts *o)
+{
+    int level = output_file_deflate_level(o->out_mode, o->out_opts);
+    uint64_t compressing = (uint64_t)(o->threads > 1 ? o->threads : 1);
+    return (uint64_t)(o->threads > 1 ? o->threads : 0) * THREAD_OWN_BYTES +
+           compressing * output_file_deflate_extra_bytes(level);
+}
+
 /* The budget less the threads' own buffers, at least a quarter of it: what
- * the batches and the readers share. */
+ * the batches and the readers share.  Where they take more than three
+ * quarters of it, the budget cannot hold them (README says so). */
 static uint64_t usable_memory(const rocksort_opts *o)
 {
-    uint64_t total = sort_plan_total_memory(o);
-    uint64_t own = (uint64_t)(o->threads > 1 ? o->threads : 0) * THREAD_OWN_BYTES;
+    uint64_t total = sort_plan_total_memory(o), own = sort_plan_own_memory(o);
     return total > own && total - own > total / 4 ? total - own : total / 4;
+}
+
+int sort_plan_own_memory_fits(const rocksort_opts *o)
+{
+    uint64_t total = sort_plan_total_memory(o);
+    return sort_plan_own_memory(o) <= total - total / 4;
 }
 
 size_t sort_plan_batch_bytes(const rocksort_opts *o)
@@ -205,13 +221,33 @@ int sort_plan_temp_space(sort_job *j)
 }
 
 
+/* Packed copies are held only where they cost at most this much more
+ * memory than the batches held in place: they make the in-memory sort
+ * faster, for a little memory where the input spans many batches. */
+#define PACKED_MEMORY_MARGIN 1.10
+
+/* Peak memory of holding `batches` batches like the first one, full.  In
+ * place: each arena with its index (the scratch freed after its sort),
+ * and one sort's scratch.  Packed: the copies of all but the last, beside
+ * the two batches the loader refills, whole (they are full of records and
+ * entries).  With few batches, or records so small that the index and its
+ * scratch are a large part of a batch, the copies cost far more. */
+static int packing_pays(const spill_queue *q, const batch *first, double batches)
+{
+    double records = (double)batch_bytes(first), index = (double)batch_index_bytes(first);
+    double in_place = batches * (records + index) + index;
+    double whole = batches < 2 ? batches : 2;
+    double packed = (batches - 1) * records + whole * (double)q->batch_cap;
+    return packed <= PACKED_MEMORY_MARGIN * in_place;
+}
+
 /* If every batch of the input is expected to fit in the memory budget,
  * the spill thread keeps them (the loader's batch is the last one, the
  * tail); writing runs would only cost time.  Packed copies need room
- * beside the two batch arenas; a budget too small for that keeps the
- * arenas themselves.  If the input still outgrows the budget, the held
- * batches are spilled then. */
-static void plan_holding(sort_job *j, double input_batches)
+ * beside the two batch arenas, and must not cost much more memory than
+ * the arenas themselves (packing_pays()); else the arenas are kept.  If
+ * the input still outgrows the budget, the held batches are spilled then. */
+static void plan_holding(sort_job *j, const batch *first, double input_batches)
 {
     spill_queue *q = &j->q;
     int fit = (int)(usable_memory(j->o) / q->batch_cap);
@@ -221,7 +257,9 @@ static void plan_holding(sort_job *j, double input_batches)
      * batch's did; store/temp_space.c counts on the same. */
     double need = input_batches * TEMP_HOLD_SLACK;
     if (fit < 2 || need > fit) return;
-    if (need + 1 <= fit && spill_allow_holding(q, fit - 2, 1) == 0) return;
+    if (need + 1 <= fit && packing_pays(q, first, need) &&
+        spill_allow_holding(q, fit - 2, 1) == 0)
+        return;
     spill_allow_holding(q, fit - 1, 0);
 }
 
@@ -230,11 +268,11 @@ static void plan_holding(sort_job *j, double input_batches)
  * about 2.5x, but aux tags and read lengths move that).  Done once, when
  * the first batch is full, before the spill thread gets it.  -s overrides
  * the estimate for merging. */
-void sort_plan_from_input(sort_job *j, int64_t consumed)
+void sort_plan_from_input(sort_job *j, const batch *first, int64_t consumed)
 {
     j->size_planned = 1;
     if (consumed <= 0) return;
-    plan_holding(j, (double)j->in_file_size / (double)consumed);
+    plan_holding(j, first, (double)j->in_file_size / (double)consumed);
     if (j->o->size_hint) return;
     double expansion = (double)j->bytes_in / (double)consumed;
     j->size_estimate = (uint64_t)(expansion * (double)j->in_file_size);

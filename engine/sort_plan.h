@@ -1,7 +1,8 @@
 /* engine/sort_plan.h -- how a sort spends its memory and open files.
  *
  * Contract: the memory budget is -m per thread (-@).  A batch takes a
- * third of what each thread's own buffers leave of it (512 KiB a thread),
+ * third of what each thread's own buffers leave of it (512 KiB a thread,
+ * and at -l 8 and 9 a larger compressor), at least a quarter of it, and
  * at most 512 MiB (sort_plan_batch_bytes()).  sort_plan_open_store() creates
  * the temporary store sized for the job: runs of one batch, background
  * merges from -s, the readout's reader threads, and the descriptors the
@@ -20,6 +21,12 @@
 
 /* The memory budget: -m per thread (-@), or --max-memory's share of it. */
 size_t sort_plan_total_memory(const rocksort_opts *o);
+/* The -@ threads' own buffers, held beside the batches and readers; where
+ * they take more than three quarters of the budget, it cannot hold them
+ * (sort_plan_own_memory_fits() is 0), and the batches and readers still
+ * get a quarter of it. */
+uint64_t sort_plan_own_memory(const rocksort_opts *o);
+int sort_plan_own_memory_fits(const rocksort_opts *o);
 size_t sort_plan_batch_bytes(const rocksort_opts *o);
 /* What the readers of the spilled runs may hold at the readout
  * (store/run_readers.h): the budget less the last batch, at least
@@ -44,8 +51,9 @@ int sort_plan_temp_space(sort_job *j);
  * sorting and writing on the spill thread, as they always did. */
 int sort_plan_spill_pooled(const sort_job *j);
 
-/* consumed: bytes of the input file read so far; <= 0 if unknown, which
- * plans nothing.  Before the first batch goes to the spill thread. */
-void sort_plan_from_input(sort_job *j, int64_t consumed);
+/* first: the first batch, full; consumed: bytes of the input file read so
+ * far, <= 0 if unknown, which plans nothing.  Before the first batch goes
+ * to the spill thread. */
+void sort_plan_from_input(sort_job *j, const batch *first, int64_t consumed);
 
 #endif

@@ -4,6 +4,7 @@
 #include <sys/resource.h>
 #include "engine/sort_report.h"
 #include "engine/resume_fate.h"
+#include "engine/sort_plan.h"
 
 /* Records in and out must match in number and, with --verify, in content. */
 int sort_report_check_accounting(const sort_job *j)
@@ -42,6 +43,21 @@ static const char *memory_use(const sort_job *j)
                                         : "every batch held in memory (in place), nothing spilled";
     if (!store_runs_ingested(j->store)) return "one batch, nothing spilled";
     return "spilled (the input is larger than the memory budget, or of unknown size)";
+}
+
+/* The budget, and what the threads hold of their own before the batches
+ * and readers share the rest: at -l 8 and 9 their compressors can take
+ * more than a small budget holds (engine/sort_plan.h). */
+static void report_budget(const sort_job *j)
+{
+    const rocksort_opts *o = j->o;
+    double total = sort_plan_total_memory(o) / 1e6;
+    fprintf(stderr, "[rocksort] memory budget: %.1f MB; the threads' own buffers %.1f MB",
+            total, sort_plan_own_memory(o) / 1e6);
+    if (!sort_plan_own_memory_fits(o))
+        fprintf(stderr, ", more than the %.1f MB the budget holds for them: the peak can "
+                "exceed the bound by the difference", 0.75 * total);
+    fputc('\n', stderr);
 }
 
 void sort_report_mark(sort_job *j, int mark)
@@ -167,6 +183,7 @@ void sort_report_verbose(const sort_job *j)
     resume_fate_report(j);
     temp_space_report(&j->space, stderr);
     report_dirs(j);
+    report_budget(j);
     fprintf(stderr, "[rocksort] memory: %s\n", memory_use(j));
     if (store_runs_ingested(j->store))
         fprintf(stderr, "[rocksort] temp reads: %s; %d reader thread%s\n", store_direct_io(j->store)

@@ -56,6 +56,8 @@ void batch_destroy(batch *sb)
     free(sb);
 }
 
+/* Twice the entries in both arrays and their tie groups; after
+ * batch_drop_scratch() (m is 0) the first FIRST_ENTRIES again. */
 static int grow_entries(batch *sb)
 {
     size_t m = sb->m ? sb->m * 2 : FIRST_ENTRIES;
@@ -186,7 +188,22 @@ void batch_clear(batch *sb)
     sb->used = 0;
 }
 
+/* The scratch is as large as the entries: for small records a fifth of
+ * the batch, dead once it is sorted.  No room is left for entries, so the
+ * first record after batch_clear() grows both arrays anew, and the
+ * per-record test stays the one it was. */
+void batch_drop_scratch(batch *sb)
+{
+    free(sb->tmp);
+    free(sb->ties);
+    sb->tmp = NULL;
+    sb->ties = NULL;
+    sb->m = 0;
+}
+
 size_t batch_count(const batch *sb) { return sb->n; }
+
+size_t batch_index_bytes(const batch *sb) { return sb->n * sizeof(batch_entry); }
 
 size_t batch_bytes(const batch *sb) { return sb->used; }
 

@@ -57,7 +57,16 @@ typedef void (*batch_job_fn)(void *arg, int i);
 typedef void (*batch_runner)(void *ctx, int n, batch_job_fn job, void *arg);
 void batch_clear(batch *sb);
 size_t batch_count(const batch *sb);
-size_t batch_bytes(const batch *sb);
+size_t batch_bytes(const batch *sb);   /* the records, as packed */
+/* Bytes of the index the sort orders (an entry per record); its scratch
+ * takes as much again while the batch is sorted. */
+size_t batch_index_bytes(const batch *sb);
+
+/* Frees the sort's scratch (load/batch_sort.h) of a sorted batch that is
+ * kept to be read: the batch reads as before.  Records are added to it,
+ * and it is sorted, only after batch_clear(): batch_add() then makes the
+ * scratch again. */
+void batch_drop_scratch(batch *sb);
 
 /* A hint that entry i will be read soon (after batch_sort): fetches all of
  * its bytes, and the start of an entry a few further on.  Readers going

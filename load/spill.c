@@ -76,7 +76,9 @@ static packed_run *spill_pack(const spill_queue *q, const batch *sb)
  * the loader fills next; NULL: sb must be spilled.  A packed copy, read in
  * order at the end, is cheaper to merge than the arena in sort order, and
  * the arena goes back to the loader, so holding touches each byte of new
- * memory once.  A small budget keeps the arena itself instead. */
+ * memory once.  Where the copies would take markedly more memory (few
+ * batches, or small records), the arena is kept itself, without its
+ * sort's scratch (engine/sort_plan.c chooses). */
 static batch *try_hold(spill_queue *q, batch *sb)
 {
     if (q->n_held >= q->max_held) return NULL;
@@ -88,6 +90,7 @@ static batch *try_hold(spill_queue *q, batch *sb)
     }
     batch *fresh = batch_create(q->batch_cap);
     if (!fresh) return NULL;
+    batch_drop_scratch(sb);
     q->kept[q->n_held++] = sb;
     return fresh;
 }

@@ -53,6 +53,17 @@ int output_file_deflate_level(const char *mode, const hts_opt *opts)
     return level;
 }
 
+/* htslib's first level mapped to libdeflate's level 10, and the pages a
+ * BGZF block of records touches in that compressor, rounded up: a block
+ * with more repeats touches more of it. */
+#define SLOW_DEFLATE_LEVEL 8
+#define SLOW_DEFLATE_EXTRA_BYTES (2ULL << 20)
+
+uint64_t output_file_deflate_extra_bytes(int level)
+{
+    return level >= SLOW_DEFLATE_LEVEL ? SLOW_DEFLATE_EXTRA_BYTES : 0;
+}
+
 int output_file_remove_stale_partial(const output_file *o, const char *path)
 {
     if ((o->tmp_path && !strcmp(path, o->tmp_path)) ||

@@ -74,6 +74,13 @@ int output_file_commit(output_file *o, errmsg *err);
  * compressed formats); uncompressed SAM counts as 0. */
 int output_file_deflate_level(const char *mode, const hts_opt *opts);
 
+/* What one thread compressing the output at this level holds beyond what
+ * it holds at the default level: htslib writes -l 8 and 9 at libdeflate's
+ * levels 10 and 12, whose near-optimal parser's compressor is many times
+ * larger (doc/DESIGN.md, "The readout's memory", has the sizes).  0 at
+ * the other levels. */
+uint64_t output_file_deflate_extra_bytes(int level);
+
 /* Removes path if it is a regular file under a hidden name of the form
  * outputs and indexes are written under (".NAME.rocksort.XXXXXX", by the
  * real path of its directory), not one of o's own, and no live sort holds

@@ -17,6 +17,7 @@ output is checked and the memory is not.
 """
 
 import os
+import resource
 import struct
 import subprocess
 import sys
@@ -37,13 +38,18 @@ _input_lock = threading.Lock()
 
 def grid_input(session):
     """The 40 MiB input, made once: make_input's SAM text through the oracle."""
-    path = os.path.join(session.inputs_dir, "memory-40M.bam")
+    return made_input(session, "memory-40M.bam", INPUT_BYTES, INPUT_SEED)
+
+
+def made_input(session, name, size, seed):
+    """make_input's records, about `size` bytes of BAM, made once a session."""
+    path = os.path.join(session.inputs_dir, name)
     with _input_lock:
         if os.path.exists(path):
             return path
-        n_records = int(INPUT_BYTES / make_input.BYTES_PER_RECORD)
+        n_records = int(size / make_input.BYTES_PER_RECORD)
         n_pairs = int(n_records / 2.015)
-        sim = make_input.Simulator(INPUT_SEED, n_pairs)
+        sim = make_input.Simulator(seed, n_pairs)
         sam = path + ".sam"
         with open(sam, "wb") as f:
             f.write(make_input.sam_header(sim, n_pairs).encode("ascii"))
@@ -110,16 +116,19 @@ sys.exit(code)
 """
 
 
-def sort_measured(case, args, src, stdin):
-    """rocksort, started by a fresh interpreter -> (exit status, stderr, peak RSS in MB)."""
+def sort_measured(case, args, src, stdin, open_files=None):
+    """rocksort, started by a fresh interpreter -> (exit status, stderr, peak RSS in MB);
+    open_files: its RLIMIT_NOFILE, soft and hard (ulimit -n), if given."""
     out = case.out("out.bam")
     cmd = [*case.session.rocksort_cmd, "-v", *args, "-T", case.temp_prefix, "-o", out,
            "-" if stdin else src]
+    limit = (lambda: resource.setrlimit(resource.RLIMIT_NOFILE, (open_files, open_files))) \
+        if open_files else None
     with open(src if stdin else os.devnull, "rb") as given:
         result = subprocess.run([sys.executable, "-c", MEASURE, *cmd], stdin=given,
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                 cwd=case.out_dir, env=dict(case.session.env, TMPDIR=case.tmp),
-                                timeout=TIMEOUT)
+                                timeout=TIMEOUT, preexec_fn=limit)
     peak_kib = int(result.stdout.split()[-1]) if result.stdout.split() else 0
     return result.returncode, result.stderr, peak_kib * 1024 / MB
 
