@@ -9,6 +9,7 @@
 #include "output/split_commit.h"
 #include "output/split_set_internal.h"
 #include "output/output_attrs.h"
+#include "output/output_target.h"
 #include "keys/key_bytes.h"
 #include "util/cleanup.h"
 
@@ -41,6 +42,20 @@ static const char *index_suffix(const split_set *set)
     size_t n = strlen(set->s.index_format);
     if (n >= 4 && !strcasecmp(set->s.index_format + n - 4, ".bai")) return ".bai";
     return set->cram ? ".crai" : set->s.index_min_shift ? ".csi" : ".bai";
+}
+
+/* The file a name stands for, as one output's (output/output_target.h):
+ * a link followed to its target, which is renamed onto; a device or FIFO
+ * cannot be (the outputs are renamed into place), nor can a directory. */
+static int target_of(const char *name, char **target, errmsg *err)
+{
+    int kind = output_target(name, target, err);
+    if (kind < 0) return -1;
+    if (kind == TARGET_RENAME) return 0;
+    free(*target);
+    *target = NULL;
+    return errmsg_set(err, "cannot write '%s': not a regular file (--split's outputs are renamed "
+                      "into place)", name);
 }
 
 static int name_group(split_set *set, split_group *g)
@@ -77,15 +92,16 @@ static void describe(const split_set *set, const split_group *g, char *out, size
                   set->spec.tag);
 }
 
-/* No two outputs or indexes of one name: one would replace the other. */
+/* No two outputs or indexes of one file (by name, or by a link to it):
+ * one would replace the other. */
 static int check_distinct(const split_set *set, errmsg *err)
 {
     named *all = malloc(2 * (set->n ? set->n : 1) * sizeof *all);
     size_t n = 0;
     if (!all) return errmsg_set(err, "out of memory");
     for (size_t i = 0; i < set->n; i++) {
-        all[n++] = (named){ set->g[i].final, &set->g[i] };
-        if (set->g[i].idx_final) all[n++] = (named){ set->g[i].idx_final, &set->g[i] };
+        all[n++] = (named){ set->g[i].target, &set->g[i] };
+        if (set->g[i].idx_target) all[n++] = (named){ set->g[i].idx_target, &set->g[i] };
     }
     qsort(all, n, sizeof *all, by_name);
     int ret = 0;
@@ -94,7 +110,7 @@ static int check_distinct(const split_set *set, errmsg *err)
             char a[320], b[320];
             describe(set, all[i - 1].g, a, sizeof a);
             describe(set, all[i].g, b, sizeof b);
-            ret = errmsg_set(err, "-o '%s': the outputs for %s and for %s would both be named "
+            ret = errmsg_set(err, "-o '%s': the outputs for %s and for %s would both be written to "
                              "'%s'", set->s.format, a, b, all[i].name);
         }
     free(all);
@@ -118,10 +134,10 @@ static int move_one(const char *hidden, const char *final, mode_t mask)
 static void take_back(split_set *set, size_t upto, int index_too)
 {
     for (size_t i = 0; i < upto; i++) {
-        unlink(set->g[i].final);
-        if (set->g[i].idx_final) unlink(set->g[i].idx_final);
+        unlink(set->g[i].target);
+        if (set->g[i].idx_target) unlink(set->g[i].idx_target);
     }
-    if (index_too && set->g[upto].final) unlink(set->g[upto].final);
+    if (index_too) unlink(set->g[upto].target);
 }
 
 static int move_all(split_set *set, errmsg *err)
@@ -131,7 +147,7 @@ static int move_all(split_set *set, errmsg *err)
         split_group *g = &set->g[i];
         for (int index = 0; index <= g->indexed; index++) {
             char *hidden = split_set_hidden(set, i, index);
-            const char *final = index ? g->idx_final : g->final;
+            const char *final = index ? g->idx_target : g->target;
             errno = 0;
             int ret = hidden ? move_one(hidden, final, mask) : -1;
             free(hidden);
@@ -148,8 +164,13 @@ static int move_all(split_set *set, errmsg *err)
 int split_commit_run(split_set *set, errmsg *err)
 {
     if (number_values(set) < 0) return errmsg_set(err, "out of memory");
-    for (size_t i = 0; i < set->n; i++)
-        if (name_group(set, &set->g[i]) < 0) return errmsg_set(err, "out of memory");
+    for (size_t i = 0; i < set->n; i++) {
+        split_group *g = &set->g[i];
+        if (name_group(set, g) < 0) return errmsg_set(err, "out of memory");
+        if (target_of(g->final, &g->target, err) < 0
+            || (g->idx_final && target_of(g->idx_final, &g->idx_target, err) < 0))
+            return -1;
+    }
     if (check_distinct(set, err) < 0) return -1;
     /* A signal waits for the renames: it then finds the run finished, or
      * (a rename failed) the renames taken back. */

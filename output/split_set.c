@@ -292,6 +292,8 @@ void split_set_free(split_set *set)
         free(set->g[i].first);
         free(set->g[i].final);
         free(set->g[i].idx_final);
+        free(set->g[i].target);
+        free(set->g[i].idx_target);
     }
     free(set->g);
     free(set->base);

@@ -22,7 +22,8 @@ typedef struct {
     uint64_t records;
     int indexed;            /* an index beside its file */
     int written;            /* its file is whole */
-    char *final, *idx_final;    /* set by the commit */
+    char *final, *idx_final;    /* set by the commit: the names FORMAT gives */
+    char *target, *idx_target;  /* and the files they name, links followed (renamed onto) */
 } split_group;
 
 struct split_set {
