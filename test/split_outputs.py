@@ -126,6 +126,26 @@ def test_split_cells_bulk_merge_threads(case):
                extra=["--merge-threads", "4"])
 
 
+def test_split_spilled_by_several_writers(case):
+    """Spilled runs (a stream is never held) read by two writers at once,
+    each over pieces cut at cell boundaries inside the runs."""
+    expected = oracle_split(case, "cells_bulk.bam", [], "CB")
+    args = ["-m", "4M", "-@", "2", "--merge-threads", "2", "-v", "--split", "CB", "-o",
+            os.path.join(case.out_dir, FORMAT), "--split-other", case.out(OTHER),
+            "-T", case.temp_prefix, "-"]
+    result = case.rocksort_ok(args, stdin=case.input("cells_bulk.bam"))
+    # %* of standard input is "-", as split's: the oracle's names say cells_bulk.
+    for name in os.listdir(case.out_dir):
+        if name.startswith("-_"):
+            os.rename(case.out(name), case.out("cells_bulk_" + name[2:]))
+    expect_same_outputs(case, expected)
+    runs = re.search(rb"runs: (\d+) written", result.stderr)
+    writers = re.search(rb"readout: (\d+) merge threads? over (\d+) piece", result.stderr)
+    if not runs or int(runs[1]) < 2 or not writers or int(writers[1]) < 2:
+        raise Failure("test is wrong: not spilled runs read by two writers",
+                      [l for l in stderr_lines(result.stderr) if "runs:" in l or "readout:" in l])
+
+
 def test_split_padded(case):
     """--split-pad as split's -p: %# and integer values zero-padded (RG:i:7
     becomes 007, no @RG line's ID: unaccounted)."""
