@@ -146,6 +146,14 @@ def test_split_spilled_by_several_writers(case):
                       [l for l in stderr_lines(result.stderr) if "runs:" in l or "readout:" in l])
 
 
+def test_split_sorted_by_the_same_tag(case):
+    """-t CB --split CB: split, reading a file sorted by CB, writes one file
+    at a time (its sorted mode), with the same files as otherwise."""
+    expected = oracle_split(case, "templates_cells.sam", ["-t", "CB"], "CB")
+    rocksort_split(case, "templates_cells.sam", ["-t", "CB"], "CB")
+    expect_same_outputs(case, expected)
+
+
 def test_split_padded(case):
     """--split-pad as split's -p: %# and integer values zero-padded (RG:i:7
     becomes 007, no @RG line's ID: unaccounted)."""
