@@ -13,6 +13,7 @@
 #include "cli/legacy_form.h"
 #include "cli/mem_option.h"
 #include "cli/output_choice.h"
+#include "cli/split_args.h"
 #include "engine/sort_setup.h"
 #include "keys/minimiser.h"
 
@@ -45,6 +46,7 @@ static const struct option long_opts[] = {
     { "shuffle", required_argument, NULL, OPT_SHUFFLE },
     { "merge-threads", required_argument, NULL, OPT_MERGE_THREADS },
     { "resume", required_argument, NULL, OPT_RESUME },
+    SPLIT_ARGS_LONG_OPTIONS,
     { NULL, 0, NULL, 0 }
 };
 
@@ -248,6 +250,7 @@ static int apply_option(rocksort_args *c, int ch, const char *arg)
     int r = resource_option(c, ch, arg);
     if (r == NOT_MINE) r = order_option(c, ch, arg);
     if (r == NOT_MINE) r = io_option(c, ch, arg);
+    if (r == NOT_MINE) r = split_args_option(&c->run, ch, arg);
     return r == NOT_MINE ? -1 : r;
 }
 
@@ -336,7 +339,7 @@ int rocksort_args_parse(rocksort_args *c, int argc, char **argv)
     if (c->ascii_names && order->order == ORDER_NAME_NATURAL) order->order = ORDER_NAME_ASCII;
     if (order->by_tag && order->order != ORDER_NAME_NATURAL && order->order != ORDER_NAME_ASCII)
         order->order = ORDER_COORDINATE;
-    if (finish_positionals(c, argc, argv) < 0) return -1;
+    if (finish_positionals(c, argc, argv) < 0 || split_args_finish(&c->run, &c->out_fn, c->legacy) < 0) return -1;
     c->run.out_fn = c->out_fn;
     if (c->have_in_format) c->run.in_format = &c->in_format;
     if (output_choice_mode(&c->run, c->out_fmt, c->level, c->uncompressed) < 0)

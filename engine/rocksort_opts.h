@@ -16,7 +16,8 @@
 
 typedef struct {
     const char *in_fn;          /* "-" for stdin */
-    const char *out_fn;         /* "-" for stdout */
+    const char *out_fn;         /* "-" for stdout; with --split, the outputs' FORMAT */
+    const char *split_other;    /* --split-other FILE, or NULL (keys/split_key.h: sort.split) */
     char out_mode[16];          /* htslib mode: "wb6", "w", "wc"... */
     const char *reference;      /* FASTA for CRAM, or NULL */
     hts_opt *in_opts, *out_opts;

@@ -25,6 +25,7 @@
 #include "resume/resume_state.h"
 #include "load/sam_lines.h"
 #include "util/thread.h"
+#include "output/split_set.h"
 
 /* The readout's readers of the spilled runs, for -v: the runs read at
  * once, what their readers hold (store/run_readers.h) against what they may,
@@ -43,6 +44,7 @@ typedef struct {
     sam_hdr_t *hdr;
     htsThreadPool pool;
     output_file out;
+    split_set *split;           /* --split's outputs, in place of out (engine/sort_split.h) */
     rocks_store *store;
     spill_queue q;
     uint64_t records_in, bytes_in;

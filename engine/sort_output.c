@@ -12,6 +12,7 @@
 #include "engine/sort_plan.h"
 #include "util/thread.h"
 #include "engine/resume_fate.h"
+#include "engine/sort_split.h"
 
 /* BAM stores reference lengths and positions in 32 bits, and CRAM 3 its
  * positions (htslib writes a CRAM it cannot read back).  samtools 1.24
@@ -36,6 +37,7 @@ int sort_output_open(sort_job *j)
     const rocksort_opts *o = j->o;
     errmsg err;
     if (check_output_can_hold_references(j) < 0) return -1;
+    if (o->sort.split.on) return sort_split_open(j);
     if (output_file_open(&j->out, o->out_fn, o->out_mode, &err) < 0) return sort_job_fail("%s", err.msg);
     if (o->reference && hts_set_fai_filename(j->out.fp, o->reference) < 0)
         return sort_job_fail("cannot load reference '%s' for '%s'", o->reference, o->out_fn);
@@ -128,6 +130,11 @@ int sort_output_readout(sort_job *j)
     if (run_passes_merge(j->store, rq.readers, PASS_WRITER_BYTES, &err) < 0)
         return sort_job_fail("%s: %s", store_path(j->store), err.msg);
     run_readers_release_freed();
+    if (j->split) {
+        int split = sort_split_readout(j, &in);
+        j->t_readout = now_seconds() - t0;
+        return split;
+    }
     if (readout_plan_ranges(&rq, &plan, &err) < 0) return sort_job_fail("%s of '%s'", err.msg, o->in_fn);
     run_readers_shape shape = run_passes_readers(j->store);
     j->readers = (readout_readers){ shape.runs,
@@ -163,6 +170,7 @@ static int flush_output(sort_job *j)
 int sort_output_commit(sort_job *j)
 {
     errmsg err;
+    if (j->split) return sort_split_commit(j);
     if (flush_output(j) < 0) return -1;
     return output_file_commit(&j->out, &err) == 0 ? 0 : sort_job_fail("%s", err.msg);
 }

@@ -21,6 +21,7 @@
 #include "engine/sort_output.h"
 #include "engine/sort_report.h"
 #include "engine/sort_resume.h"
+#include "engine/sort_split.h"
 #include "engine/resume_fate.h"
 #include "engine/resume_recheck.h"
 #include "util/cleanup.h"
@@ -96,6 +97,7 @@ static void cleanup(sort_job *j, int failed)
     spill_free(&j->q);
     batch_destroy(j->tail);
     if (failed && (j->out.fp || j->out.tmp_path)) output_file_abort(&j->out);
+    sort_split_free(j);
     if (j->resume.on) resume_fate_close(j, failed);
     else if (j->store) store_close(j->store, keep_store(j, failed));
     if (j->first) bam_destroy1(j->first);

@@ -5,6 +5,7 @@
 #include "engine/sort_report.h"
 #include "engine/resume_fate.h"
 #include "engine/sort_plan.h"
+#include "engine/sort_split.h"
 
 /* Records in and out must match in number and, with --verify, in content. */
 int sort_report_check_accounting(const sort_job *j)
@@ -210,4 +211,5 @@ void sort_report_verbose(const sort_job *j)
     report_readers(j);
     report_merges(j);
     report_threads(j);
+    sort_split_report(j);
 }

@@ -18,6 +18,7 @@
 #include "engine/sort_load.h"
 #include "engine/sort_output.h"
 #include "engine/sort_plan.h"
+#include "output/split_dir.h"
 
 /* What the state keeps for a rerun: the input's header, and the hidden
  * names the output and its index were being written under. */
@@ -274,11 +275,14 @@ static int start_fresh(sort_job *j, const store_resume *r, int file)
 static int replace_hidden_outputs(sort_job *j, const store_resume *r)
 {
     const int slots[] = { KEPT_OUTPUT, KEPT_INDEX };
-    const char *now[] = { j->out.tmp_path, j->out.idx_tmp_path };
+    const char *now[] = { j->split ? split_set_path(j->split) : j->out.tmp_path,
+                          j->out.idx_tmp_path };
     for (size_t i = 0; i < sizeof slots / sizeof *slots; i++) {
         const char *old = (const char *)r->kept[slots[i]];
         char *path = old ? strndup(old, r->kept_len[slots[i]]) : NULL;
         if (path) output_file_remove_stale_partial(&j->out, path);
+        /* --split's outputs: a hidden directory (output/split_dir.h), not this run's */
+        if (path && (!now[i] || strcmp(path, now[i]))) split_dir_remove_stale(path);
         free(path);
         errmsg err;
         if (now[i] && store_state_keep(j->store, slots[i], now[i], strlen(now[i]), &err) < 0)

@@ -38,6 +38,7 @@ struct sort_ctx {
     size_t n_libraries, longest_library;
     mm_index *minimiser_index;
     int placed;                     /* a record with tid >= 0 was seen */
+    split_ids *split_ids;           /* --split RG: the header's @RG IDs */
 };
 
 static mm_params minimiser_params(const sort_spec *s)
@@ -120,6 +121,8 @@ int sort_key_spec_prepare(sort_spec *s, sam_hdr_t *h, errmsg *err)
         return errmsg_set(err, "out of memory preparing the sort order");
     }
     s->ctx = c;
+    if (s->split.on && s->split.by_rg && !(c->split_ids = split_key_ids_new(h)))
+        return errmsg_set(err, "out of memory preparing the sort order");
     /* samtools builds the -I index whatever the final order is. */
     if (s->minimiser_ref) {
         mm_params p = minimiser_params(s);
@@ -144,8 +147,14 @@ void sort_key_spec_free(sort_spec *s)
     free(c->rg_ids);
     free(c->libraries);
     minimiser_index_free(c->minimiser_index);
+    split_key_ids_free(c->split_ids);
     free(c);
     s->ctx = NULL;
+}
+
+const split_ids *sort_key_split_ids(const sort_spec *s)
+{
+    return s->ctx ? s->ctx->split_ids : NULL;
 }
 
 /* ---- coordinate and name ---- */
@@ -303,7 +312,7 @@ static uint8_t *shuffle_body(const sort_spec *s, uint64_t seq, uint8_t *p)
 
 /* ---- the key ---- */
 
-size_t sort_key_max_len(const sort_spec *s, const bam1_t *b)
+static size_t order_max_len(const sort_spec *s, const bam1_t *b)
 {
     size_t body;
     if (s->by_tag) {
@@ -334,9 +343,16 @@ size_t sort_key_max_len(const sort_spec *s, const bam1_t *b)
     return body + SEQ_LEN;
 }
 
+size_t sort_key_max_len(const sort_spec *s, const bam1_t *b)
+{
+    return split_key_max_len(&s->split, b) + order_max_len(s, b);
+}
+
 size_t sort_key_encode(const sort_spec *s, const bam1_t *b, uint64_t seq, uint8_t *out)
 {
     uint8_t *p = out;
+    if (s->split.on && !(p = split_key_prefix(&s->split, s->ctx ? s->ctx->split_ids : NULL, b, p)))
+        return 0;
     if (s->by_tag) {
         p = plain_body(s, b, tag_part(s, b, p));
     } else {
@@ -355,6 +371,8 @@ size_t sort_key_encode(const sort_spec *s, const bam1_t *b, uint64_t seq, uint8_
 const char *sort_key_error(const sort_spec *s, const bam1_t *b)
 {
     template_tags tags;
+    const char *split = split_key_problem(&s->split, b);
+    if (split) return split;
     if (s->order == ORDER_TEMPLATE && !s->by_tag) {
         switch (template_key_problem(b, &tags)) {
         case TEMPLATE_NO_MC:

@@ -7,7 +7,8 @@
  * comparator sorts them, and no comparator callback runs per comparison.
  * sort_key_record_finish() then turns the record into the form samtools writes
  * (only -M changes records), and sort_key_set_hd_tags() gives the header
- * the @HD tags samtools writes for that order.
+ * the @HD tags samtools writes for that order.  With --split, each key starts
+ * with the record's output (keys/split_key.h).
  */
 #ifndef SORT_KEY_H
 #define SORT_KEY_H
@@ -16,6 +17,7 @@
 #include <stdint.h>
 #include <htslib/sam.h>
 #include "util/errmsg.h"
+#include "keys/split_key.h"
 
 typedef enum {
     ORDER_COORDINATE,   /* default: tid, pos, strand */
@@ -40,6 +42,7 @@ typedef struct {
     int try_rev;        /* 0 with -R */
     const char *minimiser_ref;  /* -I FASTA, or NULL */
     uint64_t seed;      /* --shuffle */
+    split_spec split;   /* --split: the output's value first (keys/split_key.h) */
     sort_ctx *ctx;      /* set by sort_key_spec_prepare() */
 } sort_spec;
 
@@ -50,6 +53,9 @@ void sort_key_spec_init(sort_spec *s, sort_order order);
  * failure returns -1 with the cause (naming the file at fault) in err. */
 int sort_key_spec_prepare(sort_spec *s, sam_hdr_t *h, errmsg *err);
 void sort_key_spec_free(sort_spec *s);
+
+/* --split RG's @RG IDs, read by sort_key_spec_prepare(); NULL otherwise. */
+const split_ids *sort_key_split_ids(const sort_spec *s);
 
 /* Largest key sort_key_encode() can produce for this record. */
 size_t sort_key_max_len(const sort_spec *s, const bam1_t *b);

@@ -10,7 +10,7 @@
 /* The umask, read from /proc where the kernel shows it (Linux 4.7 on):
  * setting it to read it back would, for that moment, give files that
  * other threads create (RocksDB's) a umask of 0. */
-static mode_t current_umask(void)
+mode_t output_attrs_umask(void)
 {
     FILE *f = fopen("/proc/self/status", "re");
     char line[256];
@@ -38,7 +38,12 @@ static int carry_owner_group(int fd, const struct stat *old)
 
 void output_attrs_carry(int fd, const char *final_path)
 {
-    mode_t fresh = 0666 & ~current_umask() & PERMISSION_BITS;
+    output_attrs_carry_umask(fd, final_path, output_attrs_umask());
+}
+
+void output_attrs_carry_umask(int fd, const char *final_path, mode_t mask)
+{
+    mode_t fresh = 0666 & ~mask & PERMISSION_BITS;
     struct stat old;
     mode_t mode = fresh;
     if (lstat(final_path, &old) == 0 && S_ISREG(old.st_mode)) {

@@ -22,6 +22,12 @@
 #ifndef OUTPUT_ATTRS_H
 #define OUTPUT_ATTRS_H
 
+#include <sys/types.h>
+
 void output_attrs_carry(int fd, const char *final_path);
+
+/* The same for many outputs: the umask read once, by output_attrs_umask(). */
+mode_t output_attrs_umask(void);
+void output_attrs_carry_umask(int fd, const char *final_path, mode_t mask);
 
 #endif

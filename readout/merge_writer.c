@@ -47,6 +47,13 @@ static int count_written(merge_writer *w)
     return w->stop && atomic_load(w->stop);
 }
 
+int merge_writer_put(merge_writer *w, const uint8_t *v, size_t vlen, bam1_t *owned, errmsg *err)
+{
+    errno = 0;
+    int ret = write_value(w, v, vlen, owned, err);
+    return ret == 0 && count_written(w) ? MERGE_WRITE_STOPPED : ret;
+}
+
 int merge_writer_write(merge_writer *w, run_merge *m, errmsg *err)
 {
     bam1_t *owned = bam_init1();
@@ -55,9 +62,7 @@ int merge_writer_write(merge_writer *w, run_merge *m, errmsg *err)
     size_t vlen, unwritten = 0;
     int ret = 0;
     while (ret == 0 && (v = run_merge_next(m, &vlen)) != NULL) {
-        errno = 0;
-        if ((ret = write_value(w, v, vlen, owned, err)) != 0) break;
-        if (count_written(w)) ret = MERGE_WRITE_STOPPED;
+        if ((ret = merge_writer_put(w, v, vlen, owned, err)) < 0) break;
         if (w->drop && (unwritten += vlen) >= DROP_WRITTEN_EVERY) {
             output_file_drop_written(w->drop);
             unwritten = 0;

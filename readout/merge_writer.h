@@ -42,6 +42,11 @@ typedef struct {
 #define MERGE_WRITE_STOPPED 1
 int merge_writer_write(merge_writer *w, run_merge *m, errmsg *err);
 
+/* One value written to w->fp, counted as merge_writer_write() counts it:
+ * 0, MERGE_WRITE_STOPPED or -1 likewise.  owned: a record to unpack into
+ * where the value cannot be written as it is. */
+int merge_writer_put(merge_writer *w, const uint8_t *v, size_t vlen, bam1_t *owned, errmsg *err);
+
 /* fp's compression runs on the pool (SAM: compression only, see the .c). */
 void merge_writer_share_pool(samFile *fp, htsThreadPool *pool);
 

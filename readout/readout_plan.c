@@ -63,7 +63,7 @@ static void sample_packed(key_samples *s, const packed_run *pr)
     }
 }
 
-static void gather_samples(const readout_input *in, key_samples *s)
+void readout_plan_samples(const readout_input *in, key_samples *s)
 {
     for (size_t i = 0; in->store && i < store_samples(in->store); i++) {
         const key_sample *x = store_sample_at(in->store, i);
@@ -184,7 +184,7 @@ int readout_plan_ranges(const readout_request *rq, range_plan *p, errmsg *err)
     int want = pieces_for(rq, piece, k);
     p->splits = malloc((size_t)(want - 1) * sizeof *p->splits);
     if (!p->splits) return errmsg_set(err, "out of memory for the final merge");
-    gather_samples(rq->in, &p->samples);
+    readout_plan_samples(rq->in, &p->samples);
     p->n = 1 + key_samples_split(&p->samples, want, p->splits);
     p->threads = p->n < k ? p->n : k;
     if (p->n > 1 && open_slots(p) < 0) {    /* no memfd here: one stream after all */

@@ -57,6 +57,10 @@ typedef struct {
 } range_plan;
 
 int readout_plan_ranges(const readout_request *rq, range_plan *p, errmsg *err);
+
+/* The samples of every key the readout merges, unsorted: the spilled
+ * runs', and the held and last batches' (borrowed from them). */
+void readout_plan_samples(const readout_input *in, key_samples *s);
 void readout_plan_free(range_plan *p);
 
 #endif

@@ -105,6 +105,8 @@ static int describe_options(const identity_request *rq, kstring_t *k, errmsg *er
     if (put(k, err, "order %d by_tag %d tag %.2s kmer %d window %d squash %d try_rev %d seed %"
             PRIu64 "\n", (int)s->order, s->by_tag, s->tag, s->kmer, s->window, s->squash,
             s->try_rev, s->seed) < 0 ||
+        (s->split.on && put(k, err, "split %.2s by_rg %d pad %d\n", s->split.tag, s->split.by_rg,
+                            s->split.pad) < 0) ||
         describe_path(k, "minimiser_ref", "-I file", s->minimiser_ref, err) < 0 ||
         describe_path(k, "reference", "reference", rq->reference, err) < 0)
         return -1;

@@ -15,7 +15,8 @@
  *   job requeued on another node.
  * - A stream only as such: its header and records are checked as it is
  *   read again (engine/sort_resume.h).
- * - The order and its parameters; the reference (--reference, an input
+ * - The order and its parameters, --split's tag and padding (only with
+ *   --split: the keys start with its values); the reference (--reference, an input
  *   option reference=) and -I's FASTA by their real paths; every other
  *   input option but those that only tune reading (nthreads, block_size).
  * - The host's layout of the stored values (byte order, bam1_core_t's size).

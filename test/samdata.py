@@ -10,6 +10,7 @@ here: the tests always compare with what samtools 1.24 (the oracle) does.
 
 import random
 
+from samdata_cells import cell_bulk
 from samdata_orders import cell_templates, minimiser_reads, tagged, templates
 from samgen import MIXED_REFS, header, mixed_reference_text, read, sam_line
 
@@ -399,6 +400,7 @@ SAM_DATASETS = {
     "minimiser_bulk": lambda rng: minimiser_reads(rng, count=40000, length=100),
     "bulk_then_uniform": bulk_then_uniform,
     "prefix_shifts": prefix_shifts,
+    "cells_bulk": cell_bulk,
 }
 
 

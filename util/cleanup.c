@@ -77,6 +77,23 @@ char *cleanup_mkdtemp(char *tmpl)
     return dir;
 }
 
+int cleanup_mkdir(const char *path)
+{
+    pthread_mutex_lock(&lock);
+    int made = mkdir(path, 0700);
+    int saved = errno;
+    int fd = made == 0 ? open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC) : -1;
+    if (made == 0 && add_locked(path, fd) < 0) {
+        if (fd >= 0) close(fd);
+        rmdir(path);
+        made = -1;
+        saved = ENOMEM;
+    }
+    pthread_mutex_unlock(&lock);
+    errno = saved;
+    return made;
+}
+
 /* A file just created (fd, or -1) and registered under the lock taken
  * before its creation; one that cannot be registered is removed again. */
 static int registered_file(int fd, const char *path)

@@ -23,6 +23,9 @@ int cleanup_mkstemp(char *tmpl);
 /* A new file of that very name (O_EXCL, mode 0600, open for reading and
  * writing), registered likewise; -1 with errno (EEXIST: it is there). */
 int cleanup_create(const char *path);
+/* A new directory of that very name (mode 0700), registered and held open
+ * as cleanup_mkdtemp()'s: 0, or -1 with errno (EEXIST: it is there). */
+int cleanup_mkdir(const char *path);
 void cleanup_forget(const char *path);
 
 /* Defers signal handling while temp data is being set up.  RocksDB's open
