@@ -25,8 +25,10 @@ typedef struct {
 } option_shape;
 
 /* Counts non-option arguments, with -o taking an argument or not; keeps
- * the first two seen in pos[]. */
-static int count_positionals(int argc, char **argv, const option_shape *sh, const char *pos[2])
+ * the first two seen in pos[]; *listed says whether -b (a list of inputs)
+ * is given. */
+static int count_positionals(int argc, char **argv, const option_shape *sh, const char *pos[2],
+                             int *listed)
 {
     int n = 0;
     for (int i = 1; i < argc; i++) {
@@ -43,6 +45,7 @@ static int count_positionals(int argc, char **argv, const option_shape *sh, cons
         } else {
             for (const char *c = a + 1; *c; c++)
                 if (strchr(sh->short_with_arg, *c) || (*c == 'o' && sh->o_takes_arg)) {
+                    *listed |= *c == 'b';
                     if (c[1] == '\0') i++;
                     break;
                 }
@@ -68,9 +71,11 @@ int legacy_form(int argc, char **argv, const struct option *long_opts,
     const char *as_flag[2] = { NULL, NULL }, *as_arg[2] = { NULL, NULL };
     option_shape o_flag = { long_opts, short_with_arg, 0 };
     option_shape o_arg = { long_opts, short_with_arg, 1 };
-    int n_flag = count_positionals(argc, argv, &o_flag, as_flag);
-    int n_arg = count_positionals(argc, argv, &o_arg, as_arg);
-    if (n_flag != 2) return 0;
+    int listed = 0;
+    int n_flag = count_positionals(argc, argv, &o_flag, as_flag, &listed);
+    int n_arg = count_positionals(argc, argv, &o_arg, as_arg, &listed);
+    /* A list of inputs makes every argument an input. */
+    if (n_flag != 2 || listed) return 0;
     if (n_arg == 2) return 1;
     const char *in = as_flag[0], *prefix = as_flag[1];
     /* `-o out.bam -` reads stdin, whether or not out.bam exists yet. */

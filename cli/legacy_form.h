@@ -2,7 +2,8 @@
  *
  * Contract: legacy_form() looks at the arguments before getopt does and
  * returns 1 for the legacy form: two non-option arguments, IN and
- * OUT.prefix, with -o a bare flag (write to standard output).  `-o A B`
+ * OUT.prefix, with -o a bare flag (write to standard output), and no -b
+ * (a list of inputs: then every argument is an input).  `-o A B`
  * fits both forms: it is legacy only when A can be read, B cannot, and B
  * looks like a prefix, not an output file (.bam, .sam, .cram, .sam.gz).
  * Options are skipped with their arguments: long ones as long_opts says,

@@ -51,9 +51,9 @@ static const struct option long_opts[] = {
 };
 
 /* Short options taking an argument; 'o' does only in the modern form. */
-#define SHORT_WITH_ARG "lmOT@stIKw"
-#define SHORT_OPTS_MODERN "l:m:o:O:T:@:s:nNt:MI:K:Rw:Huvkfh"
-#define SHORT_OPTS_LEGACY "l:m:oO:T:@:s:nNt:MI:K:Rw:Huvkfh"
+#define SHORT_WITH_ARG "lmOT@stIKwb"
+#define SHORT_OPTS_MODERN "l:m:o:O:T:@:s:nNt:MI:K:Rw:Huvkfhb:"
+#define SHORT_OPTS_LEGACY "l:m:oO:T:@:s:nNt:MI:K:Rw:Huvkfhb:"
 
 /* "768M", "1.5G", "2000000" -> bytes, powers of 1024.  -1 if malformed. */
 static int parse_size(const char *s, uint64_t *out)
@@ -187,6 +187,35 @@ static int order_option(rocksort_args *c, int ch, const char *arg)
     return 0;
 }
 
+/* -b FILE: one input a line, as samtools merge reads it (htslib's
+ * hts_readlines(): empty lines skipped; ":a.bam,b.bam" lists them inline).
+ * Read once the options are: a list that cannot be read is a file's
+ * failure, in one line, not a usage error. */
+static int read_input_list(rocksort_args *c, const char *fn)
+{
+    int n = 0;
+    errno = 0;
+    char **names = hts_readlines(fn, &n);
+    if (!names) {
+        fprintf(stderr, "samtools rocksort: cannot read the list of inputs '%s': %s\n", fn,
+                errno ? strerror(errno) : "not a file of names");
+        return -1;
+    }
+    char **all = realloc(c->listed, (size_t)(c->n_listed + n) * sizeof *all);
+    if (!all) {
+        for (int i = 0; i < n; i++) free(names[i]);
+        free(names);
+        fprintf(stderr, "samtools rocksort: out of memory reading the list of inputs '%s'\n", fn);
+        return -1;
+    }
+    memcpy(all + c->n_listed, names, (size_t)n * sizeof *names);
+    free(names);
+    c->listed = all;
+    c->n_listed += n;
+    c->list_fn = fn;
+    return 0;
+}
+
 /* Files, formats and what is reported. */
 static int io_option(rocksort_args *c, int ch, const char *arg)
 {
@@ -198,6 +227,13 @@ static int io_option(rocksort_args *c, int ch, const char *arg)
         else c->out_fn = arg;
         break;
     case 'f': c->legacy_full_name = 1; break;
+    case 'b':
+        if (c->n_lists == MAX_LISTS) {
+            fprintf(stderr, "samtools rocksort: -b given more than %d times\n", MAX_LISTS);
+            return -1;
+        }
+        c->lists[c->n_lists++] = arg;
+        break;
     case 'O': c->out_fmt = arg; break;
     case 'T':
         if (r->n_tmp_dirs == TEMP_MAX_DIRS) {
@@ -295,30 +331,51 @@ static char *join_cmdline(int argc, char **argv)
     return s;
 }
 
+static int finish_legacy(rocksort_args *c, char **argv)
+{
+    c->inputs[0] = argv[optind];
+    c->run.n_in = 1;
+    if (c->legacy_stdout) {
+        c->out_fn = "-";
+    } else if (c->legacy_full_name) {
+        c->out_fn = argv[optind + 1];
+    } else {
+        if (asprintf(&c->legacy_out, "%s.bam", argv[optind + 1]) < 0) return -1;
+        c->out_fn = c->legacy_out;
+    }
+    return 0;
+}
+
+/* The inputs: those -b listed, then the arguments, as samtools merge takes
+ * them; none is standard input.  At most one may be "-": it has one stream. */
 static int finish_positionals(rocksort_args *c, int argc, char **argv)
 {
-    int n = argc - optind;
-    if (c->legacy) {
-        c->run.in_fn = argv[optind];
-        if (c->legacy_stdout) {
-            c->out_fn = "-";
-        } else if (c->legacy_full_name) {
-            c->out_fn = argv[optind + 1];
-        } else {
-            if (asprintf(&c->legacy_out, "%s.bam", argv[optind + 1]) < 0) return -1;
-            c->out_fn = c->legacy_out;
-        }
-        return 0;
-    }
+    for (int i = 0; i < c->n_lists; i++)
+        if (read_input_list(c, c->lists[i]) < 0) return -1;
+    int n = argc - optind, total = c->n_listed + n;
+    if (!(c->inputs = calloc((size_t)(total ? total : 1), sizeof *c->inputs))) return -1;
+    c->run.in_fns = c->inputs;
+    if (c->legacy) return finish_legacy(c, argv);
     if (c->legacy_full_name) {
         fprintf(stderr, "samtools rocksort: -f only applies to the legacy form IN OUT\n");
         return -1;
     }
-    if (n > 1) {
-        fprintf(stderr, "samtools rocksort: only one input file is accepted (got %d)\n", n);
+    if (!total && c->list_fn) {
+        fprintf(stderr, "samtools rocksort: no input: the list '%s' names none\n", c->list_fn);
         return -1;
     }
-    c->run.in_fn = n == 1 ? argv[optind] : "-";
+    int dashes = 0;
+    for (int i = 0; i < total; i++) {
+        c->inputs[i] = i < c->n_listed ? c->listed[i] : argv[optind + i - c->n_listed];
+        dashes += !strcmp(c->inputs[i], "-");
+    }
+    if (dashes > 1) {
+        fprintf(stderr, "samtools rocksort: standard input ('-') is given %d times: it can be "
+                "one input only\n", dashes);
+        return -1;
+    }
+    if (!total) c->inputs[0] = "-";
+    c->run.n_in = total ? total : 1;
     return 0;
 }
 
@@ -380,6 +437,9 @@ void rocksort_args_free(rocksort_args *c)
     hts_opt_free(c->run.out_opts);
     hts_opt_free((hts_opt *)c->in_format.specific);
     free(c->legacy_out);
+    for (int i = 0; i < c->n_listed; i++) free(c->listed[i]);
+    free(c->listed);
+    free(c->inputs);
     free(c->out_path);
     free(c->index_path);
     free(c->cmdline);

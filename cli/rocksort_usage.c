@@ -3,8 +3,12 @@
 
 static const char usage_text[] =
 "Usage: samtools rocksort [options...] [in.bam]\n"
+"       samtools rocksort [options...] -o OUT in1.bam in2.sam in3.cram ...\n"
 "       samtools rocksort [options...] IN OUT.prefix     (legacy: writes OUT.prefix.bam)\n"
 "Sorts SAM/BAM/CRAM through a temporary RocksDB; same output as samtools sort.\n"
+"Several inputs are sorted as one, as `samtools cat in1 in2 ... | samtools sort`\n"
+"(ties in input order); their @SQ lines must agree; @HD is the first's, and\n"
+"@RG/@PG/@CO lines the union (one ID with two different lines is an error).\n"
 "Options:\n"
 "  -l INT     Set compression level, from 0 (uncompressed) to 9 (best)\n"
 "  -u         Output uncompressed data (equivalent to -l 0)\n"
@@ -28,6 +32,8 @@ static const char usage_text[] =
 "             but -n/-N sorts by TAG, then position)\n"
 "  -o FILE    Write final output to FILE rather than standard output\n"
 "             (legacy form: -o takes no argument and means standard output)\n"
+"  -b FILE    List of input files, one per line, read before the arguments\n"
+"             (as samtools merge -b); with -o or -b every argument is an input\n"
 "  -f         Legacy form: OUT is the full output file name, not a prefix\n"
 "  --split RG|TAG\n"
 "             One sorted file per @RG line (RG) or per TAG value, in one pass;\n"

@@ -13,14 +13,21 @@
  * read by record counts (CRAM, plain gzip), discards the state with a line
  * saying why, and the sort starts afresh.  An unchanged ctime costs
  * nothing on a rerun; the load reads each batch's bytes a second time, from
- * the page cache, for the CRC (bench/RESULTS.md).
- * - resume_recheck_open(), before the input is opened: the file opened
- *   again for the CRC (a regular file only), and its ctime and size.
- * - resume_recheck_state(), before the store opens: the check above,
- *   against DIR's state if it has this sort's identity; sets
- *   j->resume.stale (the store then discards the state).  0, or -1 once a
- *   failure to read the file is reported (DIR then untouched).
- * - resume_recheck_take_back(): the CRC goes on from the last note's.
+ * the page cache, for the CRC (bench/RESULTS.md).  Of several inputs, the
+ * note's prefix is the one being read; those read whole before it are in
+ * the note as a hash of their ctimes and one of their whole bytes' CRCs: a
+ * rerun that finds one ctime changed reads them all again.
+ * - resume_recheck_open(), before an input is opened to be read: the file
+ *   opened again for the CRC (a regular file only: nothing for a stream),
+ *   and its ctime and size.
+ * - resume_recheck_input_done(), at the end of an input that is not the
+ *   last: its CRC taken to its end and folded into those read whole; closes it.
+ * - resume_recheck_state(), before the store opens, for a sort of files:
+ *   the check above, against DIR's state if it has this sort's identity;
+ *   sets j->resume.stale (the store then discards the state).  0, or -1 once
+ *   a failure to read a file is reported (DIR then untouched).
+ * - resume_recheck_take_back(): the CRCs go on from the last note's, once
+ *   the input it was in is open.
  * - resume_recheck_note(): a note's ctime and prefix, the CRC extended over
  *   the bytes read since the last note.  A read that fails leaves the
  *   prefix out of every later note (a rerun then checks nothing).
@@ -31,7 +38,8 @@
 
 #include "engine/sort_job.h"
 
-void resume_recheck_open(sort_job *j);
+void resume_recheck_open(sort_job *j, const char *fn);
+void resume_recheck_input_done(sort_job *j);
 int resume_recheck_state(sort_job *j);
 void resume_recheck_take_back(sort_job *j, const resume_note *n);
 void resume_recheck_note(sort_job *j, resume_note *n);

@@ -15,7 +15,8 @@
 #include "store/store.h"
 
 typedef struct {
-    const char *in_fn;          /* "-" for stdin */
+    const char *const *in_fns;  /* the inputs, sorted as one, in this order; "-" for stdin */
+    int n_in;                   /* at least 1 */
     const char *out_fn;         /* "-" for stdout; with --split, the outputs' FORMAT */
     const char *split_other;    /* --split-other FILE, or NULL (keys/split_key.h: sort.split) */
     char out_mode[16];          /* htslib mode: "wb6", "w", "wc"... */

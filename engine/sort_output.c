@@ -72,7 +72,7 @@ static int write_header(sort_job *j, int in_ranges)
     const rocksort_opts *o = j->o;
     errmsg err;
     if (sort_key_set_hd_tags(j->hdr, &j->sort) < 0)
-        return sort_job_fail("failed to update the @HD line of '%s'", o->in_fn);
+        return sort_job_fail("failed to update the @HD line of '%s'", j->in_fn);
     if (sam_hdr_write(j->out.fp, j->hdr) < 0)
         return sort_job_fail("cannot write the header to '%s'", o->out_fn);
     if (o->index_fn && (in_ranges
@@ -98,7 +98,7 @@ static int readout_single(sort_job *j, const readout_request *rq, size_t readahe
     j->result.ranges = j->result.threads = 1;
     if (merge_sources_open(&src, rq->in, NULL, NULL, readahead, &err) < 0) {
         merge_sources_close(&src);
-        return sort_job_fail("%s of '%s'", err.msg, j->o->in_fn);
+        return sort_job_fail("%s of '%s'", err.msg, j->in_fn);
     }
     int ret = merge_writer_write(&w, src.merge, &err);
     j->result.records = w.records;
@@ -135,7 +135,7 @@ int sort_output_readout(sort_job *j)
         j->t_readout = now_seconds() - t0;
         return split;
     }
-    if (readout_plan_ranges(&rq, &plan, &err) < 0) return sort_job_fail("%s of '%s'", err.msg, o->in_fn);
+    if (readout_plan_ranges(&rq, &plan, &err) < 0) return sort_job_fail("%s of '%s'", err.msg, j->in_fn);
     run_readers_shape shape = run_passes_readers(j->store);
     j->readers = (readout_readers){ shape.runs,
                                     run_readers_bytes(&shape, plan.readahead) * (uint64_t)plan.threads,

@@ -1,9 +1,9 @@
 /* engine/sort_pipeline.c -- see engine/sort_pipeline.h.
  *
  * The pipeline, each phase in a file of its own:
- *   open     the input and its header (engine/sort_load.c), the output
+ *   open     the inputs and their headers (engine/sort_inputs.c), the output
  *            (engine/sort_output.c), the temporary store (engine/sort_plan.c);
- *   load     records into batches; the spill thread (load/spill.c) sorts
+ *   load     records into batches, input after input; the spill thread (load/spill.c) sorts
  *            each full one and writes it as a run, or holds it in memory
  *            when the whole input is expected to fit (engine/sort_load.c);
  *   readout  the runs, the held batches and the last batch merged in key
@@ -17,6 +17,8 @@
 #include "engine/sort_pipeline.h"
 #include "engine/sort_job.h"
 #include "engine/sort_plan.h"
+#include "engine/sort_input.h"
+#include "engine/sort_inputs.h"
 #include "engine/sort_load.h"
 #include "engine/sort_output.h"
 #include "engine/sort_report.h"
@@ -31,7 +33,7 @@ static int open_all(sort_job *j)
 {
     if (sort_plan_temp_space(j) < 0) return -1;
     if (j->resume.on) return sort_resume_open(j);
-    if (sort_load_open_input(j) < 0 || sort_output_open(j) < 0) return -1;
+    if (sort_inputs_open(j, 0) < 0 || sort_output_open(j) < 0) return -1;
     return sort_plan_open_store(j);
 }
 
@@ -76,10 +78,7 @@ static int load_phase(sort_job *j)
 {
     sort_report_mark(j, MARK_LOAD);
     int ret = load_input(j);
-    if (ret == 0 && j->in) {
-        sam_close(j->in);
-        j->in = NULL;
-    }
+    if (ret == 0) sort_input_close(j);
     return ret;
 }
 
@@ -108,8 +107,8 @@ static void cleanup(sort_job *j, int failed)
     free(j->resume.stale);
     resume_recheck_close(j);
     sort_key_spec_free(&j->sort);
+    sort_inputs_close(j);
     if (j->hdr) sam_hdr_destroy(j->hdr);
-    if (j->in) sam_close(j->in);
     if (j->pool.pool) hts_tpool_destroy(j->pool.pool);
     sort_report_marks_free(j);
 }
@@ -119,6 +118,7 @@ int sort_pipeline_run(const rocksort_opts *o)
     sort_job j;
     memset(&j, 0, sizeof j);
     j.o = o;
+    j.in_fn = o->in_fns[0];
     j.resume.on = o->resume_dir != NULL;
     j.resume.prefix_fd = -1;
     sort_plan_allocator(o);

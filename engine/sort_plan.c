@@ -198,7 +198,7 @@ int sort_plan_temp_space(sort_job *j)
     const rocksort_opts *o = j->o;
     /* With --resume every run goes to DIR: its disk is the one that counts. */
     temp_request rq = {
-        .mode = o->temp_compression, .in_fn = o->in_fn,
+        .mode = o->temp_compression, .in_fns = o->in_fns, .n_in = o->n_in,
         .dirs = o->resume_dir ? &o->resume_dir : o->tmp_dirs,
         .n_dirs = o->resume_dir ? 1 : o->n_tmp_dirs,
         .max_dirs = o->resume_dir ? 0 : dirs_within_files(),
@@ -263,18 +263,18 @@ static void plan_holding(sort_job *j, const batch *first, double input_batches)
     spill_allow_holding(q, fit - 1, 0);
 }
 
-/* Size the background merging and in-memory holding from the input file:
- * its size times the expansion seen over the first batch (BAM expands
+/* Size the background merging and in-memory holding from the input files:
+ * their size times the expansion seen over the first batch (BAM expands
  * about 2.5x, but aux tags and read lengths move that).  Done once, when
  * the first batch is full, before the spill thread gets it.  -s overrides
  * the estimate for merging. */
-void sort_plan_from_input(sort_job *j, const batch *first, int64_t consumed)
+void sort_plan_from_input(sort_job *j, const batch *first, int64_t consumed, uint64_t total)
 {
     j->size_planned = 1;
-    if (consumed <= 0) return;
-    plan_holding(j, first, (double)j->in_file_size / (double)consumed);
+    if (consumed <= 0 || !total) return;
+    plan_holding(j, first, (double)total / (double)consumed);
     if (j->o->size_hint) return;
     double expansion = (double)j->bytes_in / (double)consumed;
-    j->size_estimate = (uint64_t)(expansion * (double)j->in_file_size);
+    j->size_estimate = (uint64_t)(expansion * (double)total);
     j->merge_width = store_merge_plan(j->store, j->size_estimate);
 }

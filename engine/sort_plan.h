@@ -8,7 +8,7 @@
  * merges from -s, the readout's reader threads, and the descriptors the
  * process may still open, after raising its soft RLIMIT_NOFILE to the hard
  * limit.  sort_plan_from_input() runs once, when the first batch is full: from
- * the input file's size and the bytes consumed so far it estimates the
+ * the input files' size and the bytes consumed so far it estimates the
  * total, plans background merges when -s was not given, and lets the spill
  * thread hold every batch in memory when all are expected to fit.
  */
@@ -51,9 +51,9 @@ int sort_plan_temp_space(sort_job *j);
  * sorting and writing on the spill thread, as they always did. */
 int sort_plan_spill_pooled(const sort_job *j);
 
-/* first: the first batch, full; consumed: bytes of the input file read so
- * far, <= 0 if unknown, which plans nothing.  Before the first batch goes
- * to the spill thread. */
-void sort_plan_from_input(sort_job *j, const batch *first, int64_t consumed);
+/* first: the first batch, full; consumed: bytes of the input files read so
+ * far, <= 0 if unknown, which plans nothing, as does a total of 0 (an
+ * input is a stream).  Before the first batch goes to the spill thread. */
+void sort_plan_from_input(sort_job *j, const batch *first, int64_t consumed, uint64_t total);
 
 #endif

@@ -4,6 +4,7 @@
 #include <sys/resource.h>
 #include "engine/sort_report.h"
 #include "engine/resume_fate.h"
+#include "engine/sort_inputs.h"
 #include "engine/sort_plan.h"
 #include "engine/sort_split.h"
 
@@ -25,15 +26,31 @@ static void report_sizing(const sort_job *j)
     if (j->o->size_hint)
         fprintf(stderr, "[rocksort] size: %.1f MB given by -s\n", j->o->size_hint / 1e6);
     else if (j->size_estimate && j->merge_width > 0)
-        fprintf(stderr, "[rocksort] size: %.1f MB estimated from the input file; "
-                "at least %d runs per background merge\n", j->size_estimate / 1e6, j->merge_width);
+        fprintf(stderr, "[rocksort] size: %.1f MB estimated from the input file%s; "
+                "at least %d runs per background merge\n", j->size_estimate / 1e6,
+                j->o->n_in > 1 ? "s" : "", j->merge_width);
     else if (j->size_estimate)
-        fprintf(stderr, "[rocksort] size: %.1f MB estimated from the input file; no background "
+        fprintf(stderr, "[rocksort] size: %.1f MB estimated from the input file%s; no background "
                 "merges (too few runs, or compact runs to be merged in passes instead)\n",
-                j->size_estimate / 1e6);
+                j->size_estimate / 1e6, j->o->n_in > 1 ? "s" : "");
     else
         fprintf(stderr, "[rocksort] size: unknown (no -s, %s)\n",
                 j->size_planned ? "input not a regular BAM/SAM file" : "fits in one batch");
+}
+
+/* Of several inputs, the records each gave, in one line. */
+static void report_inputs(const sort_job *j)
+{
+    if (j->o->n_in < 2 || !j->inputs) return;
+    fprintf(stderr, "[rocksort] inputs: %d; records from each:", j->o->n_in);
+    for (int i = 0; i < j->o->n_in; i++) {
+        const char *sep = i + 1 < j->o->n_in ? "," : "\n";
+        if (j->inputs[i].taken_back)
+            fprintf(stderr, " '%s' stored by an earlier run%s", j->o->in_fns[i], sep);
+        else
+            fprintf(stderr, " '%s' %llu%s", j->o->in_fns[i],
+                    (unsigned long long)sort_inputs_records(j, i), sep);
+    }
 }
 
 static const char *memory_use(const sort_job *j)
@@ -181,6 +198,7 @@ void sort_report_verbose(const sort_job *j)
     struct rusage ru;
     getrusage(RUSAGE_SELF, &ru);
     report_sizing(j);
+    report_inputs(j);
     resume_fate_report(j);
     temp_space_report(&j->space, stderr);
     report_dirs(j);

@@ -15,7 +15,8 @@
 #include "engine/resume_progress.h"
 #include "engine/resume_recheck.h"
 #include "codec/record.h"
-#include "engine/sort_load.h"
+#include "engine/sort_input.h"
+#include "engine/sort_inputs.h"
 #include "engine/sort_output.h"
 #include "engine/sort_plan.h"
 #include "output/split_dir.h"
@@ -33,34 +34,47 @@ static int regular_file(const char *fn, struct stat *st)
  * yet, a relative name from another directory) or is a directory is no
  * stream: it fails before the state is touched, rather than making the
  * state look like another sort's, discarded before the open fails. */
-static int named_input_missing(const sort_job *j)
+static int named_input_missing(const char *fn)
 {
     struct stat st;
-    const char *fn = j->o->in_fn;
     if (!strcmp(fn, "-")) return 0;
     int cause = stat(fn, &st) < 0 ? errno : S_ISDIR(st.st_mode) ? EISDIR : 0;
     return cause ? sort_job_fail("cannot open '%s': %s", fn, strerror(cause)) : 0;
 }
 
+/* Several inputs are resumed as files only: a stream among them would
+ * have to be given again, read again from its start and checked against
+ * the records stored, while the files are not read again. */
+static int several_need_files(const rocksort_opts *o)
+{
+    struct stat st;
+    for (int i = 0; i < o->n_in; i++) {
+        if (regular_file(o->in_fns[i], &st)) continue;
+        if (named_input_missing(o->in_fns[i]) < 0) return -1;
+        return sort_job_fail("--resume with several inputs reads files only, and '%s' is a "
+                             "stream: give it as a file, or sort it apart", o->in_fns[i]);
+    }
+    return 0;
+}
+
 static char *identity_of(const sort_job *j, int file)
 {
+    int n = j->o->n_in;
+    uint64_t *hashes = malloc((size_t)n * sizeof *hashes);
+    if (!hashes) {
+        sort_job_fail("out of memory");
+        return NULL;
+    }
+    for (int i = 0; i < n; i++) hashes[i] = j->inputs[i].header_hash;
     identity_request rq = {
-        .in_fn = file ? j->o->in_fn : NULL, .header_text = j->resume.header_text,
+        .in_fns = file ? j->o->in_fns : NULL, .header_hashes = hashes, .n_in = n,
         .sort = &j->o->sort, .reference = j->o->reference, .in_opts = j->o->in_opts,
     };
     errmsg err;
     char *id = resume_identity(&rq, &err);
+    free(hashes);
     if (!id) sort_job_fail("%s", err.msg);
     return id;
-}
-
-static position_kind kind_of(const sort_job *j, int file)
-{
-    if (!file) return POS_RECORDS;
-    if (j->in->format.compression == bgzf) return POS_BGZF;
-    if (j->in->format.format == sam && j->in->format.compression == no_compression)
-        return POS_BYTES;
-    return POS_RECORDS;
 }
 
 static int state_damaged(sort_job *j, const char *why)
@@ -72,21 +86,21 @@ static int state_damaged(sort_job *j, const char *why)
 /* The input is not the one the state was made from; the state is fine. */
 static int input_differs(const sort_job *j, const char *how)
 {
-    if (!strcmp(j->o->in_fn, "-"))
+    if (!strcmp(j->in_fn, "-"))
         return sort_job_fail("standard input differs from the stream the state in '%s' was made "
                              "from (%s)", resume_fate_dir_shown(j), how);
     return sort_job_fail("'%s' differs from the input the state in '%s' was made from (%s)",
-                         j->o->in_fn, resume_fate_dir_shown(j), how);
+                         j->in_fn, resume_fate_dir_shown(j), how);
 }
 
-/* What read_past() found: i records read again, r the last read's result,
- * hash the stream's hash of them. */
-static int judge_passed_over(sort_job *j, const resume_note *n, const bam1_t *b, uint64_t i,
-                             int r, uint64_t hash, int to_end)
+/* What read_past() found: the records read again up to j->records_in, r
+ * the last read's result, hash the stream's hash of them. */
+static int judge_passed_over(sort_job *j, const resume_note *n, const bam1_t *b, int r,
+                             uint64_t hash, int to_end)
 {
     char how[160];
-    j->records_in = i;
-    if (r < -1) return sort_load_check_read_end(j, b, r);
+    uint64_t i = j->records_in;
+    if (r < -1) return sort_input_check_end(j, b, r);
     if (i < n->records) {
         snprintf(how, sizeof how, "it ends after %" PRIu64 " of the %" PRIu64 " records stored",
                  i, n->records);
@@ -101,52 +115,84 @@ static int judge_passed_over(sort_job *j, const resume_note *n, const bam1_t *b,
         snprintf(how, sizeof how, "it holds more than the %" PRIu64 " records stored", i);
         return input_differs(j, how);
     }
-    return sort_load_check_read_end(j, b, r);
+    return sort_input_check_end(j, b, r);
 }
 
-/* Reads the first n->records records again, and with to_end the rest,
- * which must be nothing.  A stream's are checked against their hash.
- * Their digest stands for the state's: --verify checks them as read now. */
-static int read_past(sort_job *j, const resume_note *n, int to_end)
+/* Reads the records from number `from`, where the inputs stand, up to the
+ * n->records stored (across inputs), and with to_end the rest, which must
+ * be nothing.  A stream's are checked against their hash.  Read from the
+ * first, their digest stands for the state's: --verify checks them as read
+ * now. */
+static int read_past(sort_job *j, const resume_note *n, uint64_t from, int to_end)
 {
-    if (sort_load_start_threads(j) < 0) return -1;
+    if (sort_input_start_threads(j) < 0) return -1;
     bam1_t *b = bam_init1();
-    uint64_t hash = 0, digest = 0, i = 0;
+    uint64_t hash = 0, digest = 0;
     int r = 0;
-    while (b && i < n->records && (r = sort_load_read_record(j, b)) >= 0) {
+    j->records_in = from;
+    while (b && j->records_in < n->records && (r = sort_inputs_read(j, b)) >= 0) {
         uint64_t d = record_digest(b);
         hash = resume_progress_stream_hash(hash, d);
         digest += d;
-        i++;
+        j->records_in++;
     }
-    if (b && i == n->records && to_end) r = sort_load_read_record(j, b);
-    int ret = b ? judge_passed_over(j, n, b, i, r, hash, to_end)
-                : sort_job_fail("out of memory reading '%s'", j->o->in_fn);
+    if (b && j->records_in == n->records && to_end) r = sort_inputs_read(j, b);
+    int ret = b ? judge_passed_over(j, n, b, r, hash, to_end)
+                : sort_job_fail("out of memory reading '%s'", j->in_fn);
     bam_destroy1(b);
-    if (ret == 0) {
+    if (ret == 0 && from == 0) {
         j->digest_in = digest;
         j->resume.digested = 1;
-        j->resume.bytes_skipped = n->bytes;
     }
+    if (ret == 0) j->resume.bytes_skipped = n->bytes;
     return ret;
 }
 
-/* Moves a file to the record after the last stored one. */
-static int position_input(sort_job *j, const resume_note *n)
+/* Seeks the input the note's position is in (open already) to it; the
+ * files before it count as skipped. */
+static int seek_input(sort_job *j, const resume_note *n)
 {
-    if (n->kind == POS_RECORDS || (j->o->verify && !n->digested)) return read_past(j, n, 0);
     int ok;
     if (n->kind == POS_BGZF) {
         ok = bgzf_seek(j->in->fp.bgzf, (int64_t)n->pos, SEEK_SET) == 0;
-        j->resume.bytes_skipped = n->pos >> BGZF_WITHIN_BLOCK_BITS;
+        j->resume.bytes_skipped = j->in_before + (n->pos >> BGZF_WITHIN_BLOCK_BITS);
     } else {
         ok = hseek(j->in->fp.hfile, (off_t)n->pos, SEEK_SET) >= 0;
-        j->resume.bytes_skipped = n->pos;
+        j->resume.bytes_skipped = j->in_before + n->pos;
     }
     /* Reading a SAM header keeps the first record's line: read anew. */
     j->in->line.l = 0;
     j->resume.seeked = 1;
-    return ok ? 0 : sort_job_fail("cannot seek in '%s' to resume: %s", j->o->in_fn, strerror(errno));
+    return ok ? 0 : sort_job_fail("cannot seek in '%s' to resume: %s", j->in_fn, strerror(errno));
+}
+
+static int kind_differs(sort_job *j, const resume_note *n)
+{
+    return n->kind != j->resume.kind ? state_damaged(j, "its positions are of another kind") : 0;
+}
+
+/* Moves the inputs to the record after the last stored one: the files
+ * before the one it is in passed over, that one seeked, or read past
+ * (CRAM; and from the first input with --verify when the state's digest
+ * does not cover every stored record).  The CRCs then go on from the note's. */
+static int position_input(sort_job *j, const resume_note *n)
+{
+    int ret;
+    if (n->input >= (uint64_t)j->o->n_in) return state_damaged(j, "its notes name another input");
+    if (j->o->verify && !n->digested) {
+        /* Read to a note at an input's start, the one before is still open. */
+        ret = read_past(j, n, 0, 0);
+        if (ret == 0) ret = sort_inputs_goto(j, (int)n->input, n->input_first);
+        if (ret == 0) ret = kind_differs(j, n);
+    } else if (sort_inputs_goto(j, (int)n->input, n->input_first) < 0 || kind_differs(j, n) < 0) {
+        ret = -1;
+    } else if (n->kind == POS_RECORDS) {
+        ret = read_past(j, n, n->input_first, 0);
+    } else {
+        ret = seek_input(j, n);
+    }
+    if (ret == 0) resume_recheck_take_back(j, n);
+    return ret;
 }
 
 /* The counts, checksums and flags of every stored record, from the last
@@ -183,22 +229,23 @@ static int header_from_state(sort_job *j, const store_resume *r)
         return state_damaged(j, "its header does not parse");
     j->n_refs = sam_hdr_nref(j->hdr);
     j->resume.input_stored = 1;
-    return j->sort.ctx ? 0 : sort_load_prepare_header(j);
+    return j->sort.ctx ? 0 : sort_inputs_prepare_header(j);
 }
 
 /* With no input, the state must be finished as it is, from what it holds:
  * it is kept, and the line says what to rerun with. */
 static int no_input_refused(const sort_job *j, const store_resume *r)
 {
-    char file[PATH_MAX];
+    char files[PATH_MAX];
     const char *dir = resume_fate_dir_shown(j);
     if (!r->runs)
         return sort_job_fail("%s: there is nothing to sort, and the state in '%s' holds no run",
                              j->resume.no_input, dir);
-    if (resume_identity_file(j->resume.identity, file, sizeof file))
-        return sort_job_fail("%s, and the state in '%s' holds %" PRIu64 " runs, not the whole of '%s': "
-                             "rerun with that file as the input to resume", j->resume.no_input, dir,
-                             r->runs, file);
+    int n = resume_identity_files(j->resume.identity, files, sizeof files);
+    if (n)
+        return sort_job_fail("%s, and the state in '%s' holds %" PRIu64 " runs, not the whole of %s: "
+                             "rerun with %s as the input%s to resume", j->resume.no_input, dir,
+                             r->runs, files, n > 1 ? "those files" : "that file", n > 1 ? "s" : "");
     return sort_job_fail("%s, and the state in '%s' holds %" PRIu64 " runs, not the whole stream it "
                          "was made from: rerun with that stream as the input to resume",
                          j->resume.no_input, dir, r->runs);
@@ -209,12 +256,12 @@ static int no_input_refused(const sort_job *j, const store_resume *r)
  * the checksum in the readout would remove the state. */
 static int no_input_to_verify(const sort_job *j)
 {
-    char file[PATH_MAX];
-    int named = resume_identity_file(j->resume.identity, file, sizeof file);
+    char files[PATH_MAX];
+    int n = resume_identity_files(j->resume.identity, files, sizeof files);
     return sort_job_fail("%s, and --verify must read the input again (the state in '%s' holds no "
-                         "checksum of every stored record): rerun with %s%s%s as the input",
-                         j->resume.no_input, resume_fate_dir_shown(j), named ? "'" : "",
-                         named ? file : "the file it was made from", named ? "'" : "");
+                         "checksum of every stored record): rerun with %s as the input%s",
+                         j->resume.no_input, resume_fate_dir_shown(j),
+                         n ? files : "the file it was made from", n > 1 ? "s" : "");
 }
 
 /* No record is loaded: a file is read only for --verify's digest, a
@@ -230,18 +277,18 @@ static int take_back_complete(sort_job *j, const store_resume *r, const resume_n
     resume_fate_resuming(j, !check ? "writing the output"
                             : file ? "reading the input again for --verify's checksum first"
                             : "checking the input against it first");
-    return check ? read_past(j, n, 1) : 0;
+    for (int i = 0; !check && j->inputs && i < j->o->n_in; i++) j->inputs[i].taken_back = 1;
+    return check ? read_past(j, n, 0, 1) : 0;
 }
 
 static int take_back_partial(sort_job *j, const store_resume *r, const resume_note *n, int file)
 {
     if (!j->in) return no_input_refused(j, r);
     if (!file && check_stream_header(j, r) < 0) return -1;
-    j->resume.kind = kind_of(j, file);
-    if (n->kind != j->resume.kind) return state_damaged(j, "its positions are of another kind");
     restore_counts(j, r, n);
-    resume_fate_resuming(j, file ? "reading the rest of the input"
-                                 : "checking the input against it, then reading the rest");
+    resume_fate_resuming(j, !file ? "checking the input against it, then reading the rest"
+                          : j->o->n_in > 1 ? "reading the rest of the inputs"
+                          : "reading the rest of the input");
     return position_input(j, n);
 }
 
@@ -258,7 +305,6 @@ static int start_fresh(sort_job *j, const store_resume *r, int file)
 {
     errmsg err;
     if (!j->in) return no_input_refused(j, r);
-    j->resume.kind = kind_of(j, file);
     j->resume.hash_stream = !file;
     j->resume.digested = 1;
     if (store_state_keep(j->store, KEPT_HEADER, j->resume.header_text, strlen(j->resume.header_text),
@@ -296,9 +342,9 @@ static int replace_hidden_outputs(sort_job *j, const store_resume *r)
  * it would only wait for a Ctrl-D), are no input: j->in stays NULL. */
 static int open_stream(sort_job *j)
 {
-    const char *fn = j->o->in_fn;
+    const char *fn = j->o->in_fns[0];
     int stdin_named = !strcmp(fn, "-");
-    int empty = stdin_named && isatty(STDIN_FILENO) ? 2 : sort_load_open_input_unless_empty(j);
+    int empty = stdin_named && isatty(STDIN_FILENO) ? 2 : sort_inputs_open(j, 1);
     if (empty <= 0) return empty;
     int n = stdin_named ? asprintf(&j->resume.no_input, "standard input is %s",
                                    empty == 2 ? "a terminal" : "empty")
@@ -336,18 +382,19 @@ static int readable_before_discarding(sort_job *j)
     int found = state_dir_identity(j->o->resume_dir, &stored);
     int same = found > 0 && !strcmp(stored, j->resume.identity) && !j->resume.stale;
     free(stored);
-    return found == 0 || same ? 0 : sort_load_read_first_record(j);
+    return found == 0 || same ? 0 : sort_inputs_read_first(j);
 }
 
 int sort_resume_open(sort_job *j)
 {
     struct stat st;
-    int file = regular_file(j->o->in_fn, &st);
+    const rocksort_opts *o = j->o;
+    int file = o->n_in > 1 || regular_file(o->in_fns[0], &st);
     resume_fate_watch_signals(j);
-    if (!file && named_input_missing(j) < 0) return -1;
-    if (file) resume_recheck_open(j);
+    if (o->n_in > 1 && several_need_files(o) < 0) return -1;
+    if (!file && named_input_missing(o->in_fns[0]) < 0) return -1;
     /* Nothing in DIR is discarded before the input is shown readable. */
-    if ((file ? sort_load_open_input(j) : open_stream(j)) < 0) return -1;
+    if ((file ? sort_inputs_open(j, 0) : open_stream(j)) < 0) return -1;
     if (!(j->resume.identity = identity_of(j, file))) return -1;
     if (!j->in && identity_without_input(j) < 0) return -1;
     if (file && resume_recheck_state(j) < 0) return -1;

@@ -9,10 +9,14 @@
  * or why a state in DIR was discarded.  The input, a file or a stream, is
  * opened and its header read first, and before a state of another input
  * is discarded its first record too: one that cannot be read leaves DIR
- * untouched.
+ * untouched.  Several inputs must all be files (refused otherwise, DIR
+ * untouched); the identity covers each, in order.
  * - A file is moved to the record after the last stored one: seeked, or
  *   read past (CRAM; and with --verify when the state's digest does not
  *   cover every stored record, so that --verify checks them as read now).
+ *   Of several files, those the state holds whole are passed over unread
+ *   (with --verify and no digest, all are read again from the first), and
+ *   the one the last note is in is moved to its record.
  * - A stream is read again from its start, its header and records checked
  *   against the state.  When the state holds the whole stream, a stream
  *   given is read to its end (an upstream never gets SIGPIPE) and must be

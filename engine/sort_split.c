@@ -11,7 +11,7 @@ int sort_split_open(sort_job *j)
     const rocksort_opts *o = j->o;
     split_setup s = { .format = o->out_fn, .index_format = o->index_fn,
                       .index_min_shift = o->index_min_shift, .other = o->split_other,
-                      .in_fn = o->in_fn, .mode = o->out_mode, .opts = o->out_opts,
+                      .in_fn = o->in_fns[0], .mode = o->out_mode, .opts = o->out_opts,
                       .reference = o->reference, .spec = &o->sort.split };
     errmsg err;
     if (!(j->split = split_set_open(&s, j->hdr, &err))) return sort_job_fail("%s", err.msg);
@@ -24,7 +24,7 @@ int sort_split_readout(sort_job *j, const readout_input *in)
     const rocksort_opts *o = j->o;
     errmsg err;
     if (sort_key_set_hd_tags(j->hdr, &j->sort) < 0)
-        return sort_job_fail("failed to update the @HD line of '%s'", o->in_fn);
+        return sort_job_fail("failed to update the @HD line of '%s'", j->in_fn);
     if (split_set_header(j->split, j->hdr, &err) < 0) return sort_job_fail("%s", err.msg);
     split_request rq = { .in = in, .set = j->split, .sort = &j->sort, .verify = o->verify,
                          .threads = o->threads, .merge_threads = o->merge_threads,

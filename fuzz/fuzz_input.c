@@ -67,7 +67,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
     rocksort_opts o;
     memset(&o, 0, sizeof o);
-    o.in_fn = in_fn;
+    const char *in_fns[1] = { in_fn };
+    o.in_fns = in_fns;
+    o.n_in = 1;
     o.out_fn = out_fn;
     strcpy(o.out_mode, "wb1");
     /* Every order; -t RG on top when bit 6 is set. */

@@ -45,22 +45,32 @@ static int sample_digest(int fd, uint64_t size, uint64_t *digest)
     return 0;
 }
 
-static int describe_file(const identity_request *rq, kstring_t *k, errmsg *err)
+static int describe_file(const char *fn, uint64_t header_hash, kstring_t *k, errmsg *err)
 {
     char path[PATH_MAX];
     struct stat st;
     uint64_t sampled = 0;
-    int fd = open(rq->in_fn, O_RDONLY | O_CLOEXEC);
-    int ok = fd >= 0 && fstat(fd, &st) == 0 && realpath(rq->in_fn, path) &&
+    int fd = open(fn, O_RDONLY | O_CLOEXEC);
+    int ok = fd >= 0 && fstat(fd, &st) == 0 && realpath(fn, path) &&
              sample_digest(fd, (uint64_t)st.st_size, &sampled) == 0;
-    if (!ok) errmsg_set(err, "cannot read '%s': %s", rq->in_fn, strerror(errno));
+    if (!ok) errmsg_set(err, "cannot read '%s': %s", fn, strerror(errno));
     if (fd >= 0) close(fd);
     if (!ok) return -1;
-    const char *h = rq->header_text ? rq->header_text : "";
     return put(k, err, "input %s\ninode %llu\nsize %lld\nmtime %lld.%09ld\nheader %016" PRIx64
                "\nsampled %016" PRIx64 "\n", path, (unsigned long long)st.st_ino,
                (long long)st.st_size, (long long)st.st_mtim.tv_sec, st.st_mtim.tv_nsec,
-               mix64_bytes(HASH_SEED, h, strlen(h)), sampled);
+               header_hash, sampled);
+}
+
+/* The inputs: one stream, or the files in their order, counted first when
+ * there are several (a list that grows or shrinks differs in that line). */
+static int describe_inputs(const identity_request *rq, kstring_t *k, errmsg *err)
+{
+    if (!rq->in_fns) return put(k, err, "input a stream\n");
+    if (rq->n_in > 1 && put(k, err, "inputs %d\n", rq->n_in) < 0) return -1;
+    for (int i = 0; i < rq->n_in; i++)
+        if (describe_file(rq->in_fns[i], rq->header_hashes[i], k, err) < 0) return -1;
+    return 0;
 }
 
 /* A FASTA named on the command line, by its real path: ./ref.fa and
@@ -123,7 +133,7 @@ char *resume_identity(const identity_request *rq, errmsg *err)
     const uint16_t one = 1;
     int ok = put(&k, err, "layout %s-endian core %zu\n",
                  *(const uint8_t *)&one ? "little" : "big", sizeof(bam1_core_t)) == 0 &&
-             (rq->in_fn ? describe_file(rq, &k, err) : put(&k, err, "input a stream\n")) == 0 &&
+             describe_inputs(rq, &k, err) == 0 &&
              describe_options(rq, &k, err) == 0;
     if (!ok) {
         free(k.s);
@@ -132,12 +142,12 @@ char *resume_identity(const identity_request *rq, errmsg *err)
     return ks_release(&k);
 }
 
-/* Where the lines that describe the input lie in an identity: from its
- * "input " line to its "order " line (describe_file(), describe_options()).
- * -1 if there are none. */
+/* Where the lines that describe the inputs lie in an identity: from its
+ * first "input " or "inputs " line to its "order " line (describe_inputs(),
+ * describe_options()).  -1 if there are none. */
 static int input_span(const char *id, size_t *from, size_t *to)
 {
-    const char *in = strstr(id, "\ninput "), *order = in ? strstr(in, "\norder ") : NULL;
+    const char *in = strstr(id, "\ninput"), *order = in ? strstr(in, "\norder ") : NULL;
     if (!order) return -1;
     *from = (size_t)(in - id) + 1;
     *to = (size_t)(order - id) + 1;
@@ -158,13 +168,21 @@ char *resume_identity_with_input_of(const char *now, const char *stored)
     return ks_release(&k);
 }
 
-int resume_identity_file(const char *identity, char *path, size_t size)
+int resume_identity_files(const char *identity, char *names, size_t size)
 {
-    size_t from, to;
+    size_t from, to, used = 0;
+    int n = 0;
+    if (size) names[0] = '\0';
+    if (input_span(identity, &from, &to) < 0) return 0;
     /* A file is named by its real path; a stream is "input a stream". */
-    if (input_span(identity, &from, &to) < 0 || identity[from + strlen("input ")] != '/')
-        return 0;
-    const char *name = identity + from + strlen("input ");
-    snprintf(path, size, "%.*s", (int)strcspn(name, "\n"), name);
-    return 1;
+    for (const char *p = identity + from - 1; (p = strstr(p, "\ninput /")) && p < identity + to;
+         p++) {
+        const char *name = p + strlen("\ninput ");
+        int len = (int)strcspn(name, "\n");
+        int w = used < size ? snprintf(names + used, size - used, "%s'%.*s'", n ? ", " : "",
+                                       len, name) : 0;
+        if (w > 0) used += (size_t)w;
+        n++;
+    }
+    return n;
 }

@@ -3,8 +3,9 @@
  * Contract: resume_identity() writes, one line each, everything that
  * decides which records a state's runs hold and in what order, so that a
  * rerun whose text differs starts afresh (store/store_state.h compares it).
- * - A regular file by its real path, inode, size, modification time (in
- *   nanoseconds), header, and a digest of IDENTITY_SAMPLES blocks of
+ * - Each input file, in order (several counted first), by its real path,
+ *   inode, size, modification time (in nanoseconds), header (a hash of its
+ *   text, header_hashes), and a digest of IDENTITY_SAMPLES blocks of
  *   IDENTITY_SAMPLE_BYTES spread over it, first and last included.  An
  *   edit that keeps all of them (the same inode and size, the mtime put
  *   back, no sampled byte changed) is not seen here: it changes the
@@ -37,8 +38,9 @@
 #define IDENTITY_SAMPLE_BYTES 4096
 
 typedef struct {
-    const char *in_fn;              /* a regular file, or NULL for a stream */
-    const char *header_text;        /* the file's header as read (a file only) */
+    const char *const *in_fns;      /* the input files, or NULL for one stream */
+    const uint64_t *header_hashes;  /* each one's header text, hashed */
+    int n_in;
     const sort_spec *sort;
     const char *reference;          /* --reference, or NULL */
     const hts_opt *in_opts;         /* --input-fmt-option */
@@ -52,8 +54,8 @@ char *resume_identity(const identity_request *rq, errmsg *err);
  * differs.  Malloc'd; NULL if either does not parse or memory runs out. */
 char *resume_identity_with_input_of(const char *now, const char *stored);
 
-/* 1 with the input file's real path copied into path when the identity is
- * a file's; 0 for a stream's. */
-int resume_identity_file(const char *identity, char *path, size_t size);
+/* How many input files the identity names (0 for a stream's), with their
+ * real paths quoted into names, ", " between them, cut to fit size. */
+int resume_identity_files(const char *identity, char *names, size_t size);
 
 #endif

@@ -2,9 +2,10 @@
  *
  * Contract: a resume_note travels with each run into the store's journal
  * (store/store_state.h): where the input's next record starts once the run's
- * batch was full, in one of three kinds of position, and the counts and
- * checksums of every record before it; for a file, its ctime and a CRC-32
- * of the bytes those records lie in, for a rerun that finds the ctime
+ * batch was full (which of several inputs, and where in it, in one of three
+ * kinds of position), and the counts and checksums of every record before
+ * it; for a file, its ctime and a CRC-32 of the bytes those records lie in,
+ * and of the files read whole before it, for a rerun that finds a ctime
  * changed (engine/resume_recheck.h).  resume_state_note_encode() and resume_state_note_decode()
  * turn it into bytes and back; resume_state_note_decode() returns -1 for bytes that are
  * not a note.  resume_state is what the engine keeps of it during a sort
@@ -29,7 +30,9 @@ typedef enum {
 } position_kind;
 
 typedef struct {
-    uint64_t kind, pos;         /* position_kind, and where the next record starts */
+    uint64_t input;             /* the input (of several) the next record is in */
+    uint64_t input_first;       /* the number of that input's first record */
+    uint64_t kind, pos;         /* position_kind, and where in that input the next record starts */
     uint64_t records;           /* records before it: the next one's sequence number */
     uint64_t bytes;             /* their decoded bytes */
     uint64_t digest;            /* --verify's sum of their digests, */
@@ -40,6 +43,8 @@ typedef struct {
     uint64_t ctime;             /* a file's: its status change time when the run began (ns) */
     uint64_t prefix_bytes;      /* a file's first bytes, holding every record before pos: */
     uint64_t prefix_crc;        /* their CRC-32; 0 bytes when the kind has no byte offset */
+    uint64_t done_ctimes;       /* the inputs before `input`: their ctimes hashed, */
+    uint64_t done_crcs;         /* and their whole bytes' CRC-32s (0: not known) */
 } resume_note;
 
 void resume_state_note_encode(const resume_note *n, byte_writer *w);
@@ -48,7 +53,7 @@ int resume_state_note_decode(const uint8_t *p, size_t len, resume_note *n);
 typedef struct {
     int on;                     /* --resume given */
     int input_stored;           /* the state holds the whole input: none is read */
-    position_kind kind;         /* of this input's positions */
+    position_kind kind;         /* of the input's positions (the one being read) */
     uint64_t pos_before;        /* the position before the record being read */
     int hash_stream;            /* a stream: its records are hashed (stream_hash) */
     uint64_t stream_hash;
@@ -70,6 +75,8 @@ typedef struct {
     uint64_t ctime, size;       /* the file's, as this run began (ctime in ns) */
     uint64_t prefix_bytes;      /* the prefix checksummed so far, */
     uint32_t prefix_crc;        /* and its CRC-32 */
+    uint64_t done_ctimes, done_crcs;    /* of the inputs read whole (resume_note), */
+    int done_lost;              /* and a CRC of one of them not known */
     char *stale;                /* why a state of this identity must still go, or NULL */
 } resume_state;
 

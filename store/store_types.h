@@ -93,8 +93,10 @@ typedef struct store_pass store_pass;
  * version is bumped and the layout's new hash recorded there.
  * 3: 'S' leads with it; notes say whether their digest covers every record.
  * 4: template-coordinate keys hold the cell barcode (CB).
- * 5: notes hold a file's ctime and its stored prefix's CRC-32. */
-#define STORE_STATE_VERSION 5
+ * 5: notes hold a file's ctime and its stored prefix's CRC-32.
+ * 6: notes say which of several inputs they are in, and fold the ctimes and
+ *    CRC-32s of the inputs read whole before it. */
+#define STORE_STATE_VERSION 6
 
 /* What a resumable store took back at its open (store_state_resumed(),
  * store/store_state.h), with the blobs kept in STORE_KEEP_SLOTS slots. */

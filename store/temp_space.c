@@ -158,14 +158,33 @@ static temp_mode mode_of_codec(store_codec c)
     return TEMP_COMPACT;
 }
 
+/* The data of every input file, and the compact runs' ratio over all of
+ * them; -1 if an input is a stream or says nothing (then -s stands in). */
+static int estimate_from_files(const temp_request *rq, uint64_t *data, double *ratio)
+{
+    uint64_t sum = 0;
+    double compact = 0;
+    for (int i = 0; i < rq->n_in; i++) {
+        uint64_t one;
+        double r;
+        if (!strcmp(rq->in_fns[i], "-") || estimate_from_file(rq->in_fns[i], &one, &r) < 0)
+            return -1;
+        sum += one;
+        compact += (double)one / r;
+    }
+    *data = sum;
+    if (compact > 0) *ratio = (double)sum / compact;
+    return 0;
+}
+
 static void estimate(const temp_request *rq, temp_plan *p, double *ratio)
 {
     uint64_t data = 0;
     *ratio = COMPACT_RATIO_GUESS;
     /* A file's own size beats -s, which is a guess made for merging (and
      * may be far off: it only moves speed); -s still plans the merges. */
-    if (strcmp(rq->in_fn, "-") && estimate_from_file(rq->in_fn, &data, ratio) == 0) {
-        p->source = "the input file";
+    if (estimate_from_files(rq, &data, ratio) == 0) {
+        p->source = rq->n_in > 1 ? "the input files" : "the input file";
     } else if (rq->size_hint) {
         data = (uint64_t)((double)rq->size_hint * RECORD_OVERHEAD);
         p->source = "-s";

@@ -3,8 +3,9 @@
  * Contract: temp_space_plan() runs before any record is read.  It estimates
  * the bytes the sort will hold under its temp directory at the peak (the
  * runs, plus what background merges write before they delete their
- * inputs), for uncompressed and for compact runs: from the input file's
- * size and, for BGZF, the expansion of its blocks that end within its first
+ * inputs), for uncompressed and for compact runs: from the input files'
+ * sizes (all of them: one that is a stream leaves -s to estimate) and, for
+ * BGZF, the expansion of each one's blocks that end within its first
  * TEMP_SAMPLE_BYTES (read by htslib's BGZF reader, which also reads the
  * block that crosses that mark; nothing of a pipe), else from -s.
  * It compares that with the space free in the directories it is given (a
@@ -59,7 +60,8 @@ typedef enum {
 
 typedef struct {
     temp_mode mode;             /* --temp-compression */
-    const char *in_fn;          /* "-": standard input */
+    const char *const *in_fns;  /* the inputs; "-": standard input */
+    int n_in;
     const char *const *dirs;    /* where the runs may go (-T, or --resume's DIR); none: $TMPDIR or /tmp */
     int n_dirs;
     int max_dirs;               /* keep at most this many, those with most room; 0: all */

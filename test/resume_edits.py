@@ -41,7 +41,8 @@ def stored_bytes(state):
     """Where a plain SAM's next record starts after the last stored run: the
     position in the note of the journal's last 'R' record (store/store_state.c:
     part, entries, bytes, groups' key spans, samples, then the note, whose
-    second field is the position)."""
+    fourth field is the position, after the input and its first record's
+    number and the position's kind: resume/resume_state.c)."""
     def skip_bytes(p, at):
         return at + 8 + struct.unpack_from("<Q", p, at)[0]
     pos = 0
@@ -54,7 +55,7 @@ def stored_bytes(state):
         at += 8
         for _ in range(struct.unpack_from("<Q", p, at - 8)[0]):
             at = skip_bytes(p, at) + 8
-        pos = struct.unpack_from("<Q", p, at + 8 + 8)[0]
+        pos = struct.unpack_from("<Q", p, at + 8 + 3 * 8)[0]
     return pos
 
 

@@ -117,8 +117,8 @@ static const char *check_one_file_system(void)
 
 static const char *check_refusal_names_each(void)
 {
-    const char *places[2] = { one, two };
-    temp_request rq = { .mode = TEMP_AUTO, .in_fn = "-", .dirs = places, .n_dirs = 2,
+    const char *places[2] = { one, two }, *in_fns[1] = { "-" };
+    temp_request rq = { .mode = TEMP_AUTO, .in_fns = in_fns, .n_in = 1, .dirs = places, .n_dirs = 2,
                         .size_hint = 1ULL << 60, .memory = 3u << 20, .run_bytes = 1u << 20,
                         .threads = 1, .out_level = 6 };
     temp_plan p;

@@ -18,10 +18,13 @@
 static char dir[4096];
 static const char *dirs[1] = { dir };
 
+static const char *in_fns[1];
+
 static temp_request request(const char *in_fn, uint64_t size_hint, temp_mode mode)
 {
+    in_fns[0] = in_fn;
     temp_request rq = {
-        .mode = mode, .in_fn = in_fn, .dirs = dirs, .n_dirs = 1, .size_hint = size_hint,
+        .mode = mode, .in_fns = in_fns, .n_in = 1, .dirs = dirs, .n_dirs = 1, .size_hint = size_hint,
         .memory = 3u << 20, .run_bytes = 1u << 20, .threads = 2, .out_level = 6,
     };
     return rq;

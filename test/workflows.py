@@ -1,6 +1,7 @@
 """Tests of the workflow-engine examples in workflow/: the Snakemake
 example (workflow/snakemake/, the reusable rule in rocksort.smk) and the
-CWL tool (workflow/cwl/samtools-rocksort.cwl).
+CWL tool (workflow/cwl/samtools-rocksort.cwl); and the command line an
+nf-core module writes, several inputs sorted into one (NFCORE_SCRIPT).
 
 Each test runs the real engine, from the project's venv (scripts/deps.sh
 installs snakemake and cwltool there), on a copy of workflow/ inside the
@@ -239,4 +240,57 @@ def test_workflow_cwl_name_order(case):
     expect_rocksort_pg(case, actual, ["-n", "-@ 1", "--max-memory 64M", "-v"])
     if not os.path.getsize(cwl_file(outputs, "log", out_dir)):
         raise Failure("the log output is empty: -v statistics expected")
+    expect_no_rocksort_temp(case)
+
+
+# The shape of nf-core/modules' samtools/sort script, with rocksort in
+# samtools sort's place: the BAMs of one sample (staged as links in the
+# task's directory, as Nextflow stages them) sorted into one, indexed, the
+# temporary data under -T PREFIX in the task's directory.
+NFCORE_SCRIPT = """#!/bin/bash
+set -euo pipefail
+prefix=sample
+samtools rocksort \\
+    --write-index \\
+    -T ${prefix} \\
+    --threads 2 \\
+    -o ${prefix}.bam \\
+    "$@"
+"""
+
+
+def test_workflow_nfcore_several_inputs(case):
+    """`samtools rocksort ... -o sample.bam a.sam b.bam`, as an nf-core
+    module calls it: the records of samtools 1.24's `samtools cat | samtools
+    sort` of the inputs (each made BAM first: cat takes one format), an
+    index beside the output, nothing else left in the task's directory."""
+    task = os.path.join(case.dir, "task")
+    os.makedirs(task)
+    inputs = []
+    for name in ("sampleA.sam", "sampleB.bam"):
+        os.symlink(os.path.join(WORKFLOW_DIR, "data", name), os.path.join(task, name))
+        inputs.append(name)
+    script = os.path.join(case.dir, "command.sh")
+    write_text(script, NFCORE_SCRIPT)
+    result = run(["bash", script, *inputs], cwd=task, env=workflow_env(case))
+    if result.returncode != 0:
+        raise Failure(f"the module's script exited with {result.returncode}",
+                      error_lines(result.stderr))
+    if result.stderr.strip():
+        raise Failure("rocksort printed something on stderr", tail(result.stderr))
+    work = os.path.join(case.dir, "expected")
+    os.makedirs(work)
+    bams = []
+    for name in inputs:
+        bams.append(os.path.join(work, name + ".bam"))
+        case.session.oracle_ok("view", ["-b", "--no-PG", "-o", bams[-1],
+                                        os.path.join(task, name)])
+    joined = os.path.join(work, "cat.bam")
+    case.session.oracle_ok("cat", ["--no-PG", "-o", joined, *bams])
+    want = expected(case, joined, [], "sample.bam")
+    case.expect_same(os.path.join(task, "sample.bam"), want)
+    left = sorted(set(os.listdir(task)) - {*inputs, "sample.bam", "sample.bam.csi"})
+    if left or not os.path.exists(os.path.join(task, "sample.bam.csi")):
+        raise Failure("the task's directory holds other files than the output and "
+                      "its index", left)
     expect_no_rocksort_temp(case)
