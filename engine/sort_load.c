@@ -75,15 +75,18 @@ static int take_record(sort_job *j, batch **cur, bam1_t *b)
     int added;
     errmsg err;
     if (sort_input_check_refs(j, b) < 0) return -1;
-    /* A stream's records are hashed as read, before -M rewrites them. */
-    uint64_t digest = j->o->verify || j->resume.hash_stream ? record_digest(b) : 0;
-    uint64_t hash = j->resume.hash_stream ? resume_progress_stream_hash(j->resume.stream_hash, digest) : 0;
+    /* A stream's records are hashed as read, before -M rewrites them
+     * (sort_key_record_finish()); --verify's digest is of the record as it
+     * will be written, after. */
+    uint64_t hash = j->resume.hash_stream
+                  ? resume_progress_stream_hash(j->resume.stream_hash, record_digest(b)) : 0;
     while ((added = batch_add(*cur, &j->sort, b, j->records_in, &err)) == 0) {
         if (!j->size_planned)
             sort_plan_from_input(j, *cur, sort_inputs_consumed(j), sort_inputs_total(j));
         if (!(*cur = hand_over(j, *cur))) return j->q.failed ? spill_error(j) : -1;
     }
     if (added < 0) return sort_job_fail("'%s': %s", j->in_fn, err.msg);
+    uint64_t digest = j->o->verify ? record_digest(b) : 0;
     spill_loaded(&j->q, *cur);
     j->resume.stream_hash = hash;
     j->records_in++;

@@ -131,9 +131,10 @@ static int read_past(sort_job *j, const resume_note *n, uint64_t from, int to_en
     int r = 0;
     j->records_in = from;
     while (b && j->records_in < n->records && (r = sort_inputs_read(j, b)) >= 0) {
-        uint64_t d = record_digest(b);
-        hash = resume_progress_stream_hash(hash, d);
-        digest += d;
+        hash = resume_progress_stream_hash(hash, record_digest(b));
+        /* As written: -M rewrites unplaced reads (sort_key_record_finish()). */
+        sort_key_record_finish(&j->sort, b);
+        digest += record_digest(b);
         j->records_in++;
     }
     if (b && j->records_in == n->records && to_end) r = sort_inputs_read(j, b);

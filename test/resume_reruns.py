@@ -203,6 +203,19 @@ def test_resume_verify_added(case, phase, stdin):
     expect_finished(case, state, "bulk.bam", [])
 
 
+def test_resume_verify_added_minimiser(case):
+    """-M rewrites unplaced reads as it loads them: a rerun's --verify
+    digests the stored records it reads again as they were written."""
+    src, state = case.input("bulk.bam"), os.path.join(case.dir, "state")
+    args = sort_args(case, state, ["-M"], SPILL) + [src]
+    killed_in(case, state, args, "load", False)
+    lines = rerun(case, ["--verify", *args])
+    if not any(re.search(r"verify: 40000 records in, 40000 out; .*: OK$", line)
+               for line in lines):
+        raise Failure("no verify line saying OK for every record", lines)
+    expect_finished(case, state, "bulk.bam", ["-M"])
+
+
 # Options that change neither the records nor their order: a rerun with
 # one of them changed takes the state back.
 # (options of the killed run, of the rerun, the rerun's output name)

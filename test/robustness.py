@@ -24,7 +24,7 @@ import samdata
 import tmpfs
 from background import WAIT, Background, listing, store_dirs, wait_until
 from bgzf import BGZF_EOF
-from harness import (ORACLE_SCRIPT, PYTHON, SAM_OUT, SPILL, TIMEOUT, Failure, expect_error,
+from harness import (ORACLE_SCRIPT, PYTHON, SAM_OUT, SPILL, TIMEOUT, Failure, each, expect_error,
                      run, stderr_lines, tail, write_bytes, write_text)
 
 
@@ -421,3 +421,18 @@ def test_nofile_limit_64_many_runs(case):
     case.expect_same(out, expected)
     case.expect_no_temp_left()
     case.expect_only_files(case.out_dir, ["out.bam"])
+
+
+@each((f"verify_minimiser_{kind}", extra) for kind, extra in
+      (("in_memory", []), ("spilled", ["-m", "1M", "-@", "2"])))
+def test_verify_minimiser(case, extra):
+    """-M writes unplaced reads reverse-complemented where their minimiser
+    lies on the reverse strand: --verify checks the records as written
+    (before, every -M sort with such reads failed its check)."""
+    src = case.input("bulk.bam")
+    expected = case.session.expected("bulk.bam", ["-M"])
+    result = case.rocksort_ok(["--verify", "-M", *extra, "-T", case.temp_prefix,
+                               "-o", case.out("out.bam"), src])
+    expect_verify_ok(case, result.stderr, record_count(case, src))
+    case.expect_same(case.out("out.bam"), expected)
+    case.expect_no_temp_left()
