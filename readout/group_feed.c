@@ -5,7 +5,10 @@
  * takes them from its head.  The end of the feed, or its failure, is
  * published the same way.  Slots are kept in a list of all the feed ever
  * made, so that closing frees them whoever holds them; released ones are
- * reused.
+ * reused.  A feed serves one key range after another (group_feed_restart()):
+ * its thread, its slots and its iterator's buffers stay, so a readout in
+ * many pieces starts a thread per merge thread and part, not per piece, and
+ * does not free and allocate its buffers again at every piece.
  */
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -27,12 +30,14 @@ struct group_feed {
     uint8_t *lo, *hi;       /* NULL: open */
     size_t lo_len, hi_len;
     store_iter *it;         /* group_feed_open_iter()'s, read whole; else NULL */
+    store_iter *range_it;   /* else the iterator over the range, kept from range to range */
     int ahead;              /* groups decoded ahead, 1..GROUP_FEED_AHEAD */
     group_scratch scratch;  /* the columns of the group being decoded: one at a time */
     worker w;               /* the reader; w.lock guards everything below, w.stop: closing */
     feed_slot *ring[GROUP_FEED_AHEAD];  /* decoded, in order, not yet taken */
     int head, n_ready;
     int ended, failed;
+    int restart;            /* a new range is set: the thread reads it */
     errmsg error;
     feed_slot **slots;
     size_t n_slots, slots_cap;
@@ -128,12 +133,23 @@ static int send_straddlers(group_feed *f, errmsg *err)
     return r;
 }
 
+/* The iterator over the feed's range: the pass's, or the range's, made
+ * once and moved to each new range. */
+static store_iter *range_iterator(group_feed *f)
+{
+    if (f->it) return f->it;
+    if (!f->range_it)
+        return f->range_it = store_iter_open_range(f->st, f->part, f->readahead, f->lo, f->lo_len,
+                                                   f->hi, f->hi_len);
+    return store_iter_retarget(f->range_it, f->lo, f->lo_len, f->hi, f->hi_len) == 0
+         ? f->range_it : NULL;
+}
+
 /* The groups whose first keys lie in [lo, hi), decoded where RocksDB
  * holds them. */
 static int send_range(group_feed *f, errmsg *err)
 {
-    store_iter *it = f->it ? f->it : store_iter_open_range(f->st, f->part, f->readahead, f->lo,
-                                                           f->lo_len, f->hi, f->hi_len);
+    store_iter *it = range_iterator(f);
     if (!it) return errmsg_set(err, "out of memory reading the temporary runs");
     int r = 0;
     for (store_iter_first(it); r == 0 && store_iter_valid(it); store_iter_next(it)) {
@@ -142,17 +158,30 @@ static int send_range(group_feed *f, errmsg *err)
         r = send_group(f, v, len, err);
     }
     if (r == 0 && store_iter_status(it, err) < 0) r = -1;
-    if (it != f->it) store_iter_close(it);
     return r;
+}
+
+/* Waits for the next range: 1 once one is set, 0 when the feed closes. */
+static int next_range(group_feed *f)
+{
+    pthread_mutex_lock(&f->w.lock);
+    while (!f->restart && !f->w.stop) pthread_cond_wait(&f->w.changed, &f->w.lock);
+    int go = f->restart && !f->w.stop;
+    f->restart = 0;
+    pthread_mutex_unlock(&f->w.lock);
+    return go;
 }
 
 static void *read_groups(void *arg)
 {
     group_feed *f = arg;
-    errmsg err;
-    int r = f->lo ? send_straddlers(f, &err) : 0;
-    if (r == 0) r = send_range(f, &err);
-    finish(f, r < 0 ? &err : NULL);
+    int r;
+    do {
+        errmsg err;
+        r = f->lo ? send_straddlers(f, &err) : 0;
+        if (r == 0) r = send_range(f, &err);
+        finish(f, r < 0 ? &err : NULL);
+    } while (r == 0 && !f->it && next_range(f));
     thread_cpu_exiting();
     return NULL;
 }
@@ -197,6 +226,34 @@ group_feed *group_feed_open(rocks_store *st, int part, const key_sample *lo, con
     errmsg_set(err, "out of memory reading the temporary runs");
     group_feed_close(f);
     return NULL;
+}
+
+int group_feed_restart(group_feed *f, const key_sample *lo, const key_sample *hi, errmsg *err)
+{
+    uint8_t *new_lo = NULL, *new_hi = NULL;
+    size_t lo_len = 0, hi_len = 0;
+    if (copy_key(&new_lo, &lo_len, lo) < 0 || copy_key(&new_hi, &hi_len, hi) < 0) {
+        free(new_lo);
+        return errmsg_set(err, "out of memory reading the temporary runs");
+    }
+    pthread_mutex_lock(&f->w.lock);
+    while (!f->ended) pthread_cond_wait(&f->w.changed, &f->w.lock);
+    if (f->failed) {    /* its thread has ended: the failure stands */
+        pthread_mutex_unlock(&f->w.lock);
+        free(new_lo);
+        free(new_hi);
+        return errmsg_copy(err, &f->error);
+    }
+    free(f->lo);
+    free(f->hi);
+    f->lo = new_lo, f->lo_len = lo_len;
+    f->hi = new_hi, f->hi_len = hi_len;
+    f->ended = 0;
+    f->head = f->n_ready = 0;
+    f->restart = 1;
+    pthread_cond_broadcast(&f->w.changed);
+    pthread_mutex_unlock(&f->w.lock);
+    return 0;
 }
 
 group_feed *group_feed_open_iter(store_iter *it, int ahead, errmsg *err)
@@ -278,6 +335,7 @@ void group_feed_close(group_feed *f)
     free(f->slots);
     free(f->scratch.p);
     store_iter_close(f->it);
+    store_iter_close(f->range_it);
     free(f->lo);
     free(f->hi);
     worker_free(&f->w);

@@ -14,6 +14,9 @@
  * gives it back with group_feed_release() once its records are no longer
  * needed, from any point on.  After the end, group_feed_status() returns 0,
  * or -1 with the cause (a failed read, a group that does not decode).
+ * group_feed_restart() gives a feed that has ended (its last group taken,
+ * its merge over, every group released) the next key range to read, on
+ * the same thread, slots and iterator; it returns 0, or -1 with the cause.
  * group_feed_close() stops the thread and frees every group, taken or not.
  * group_feed_open_iter() feeds the groups of an iterator instead (one run
  * of a merge pass, readout/run_passes.h), read whole; the feed owns it, and
@@ -56,6 +59,7 @@ group_feed *group_feed_open(rocks_store *st, int part, const key_sample *lo, con
                             size_t readahead, errmsg *err);
 /* Takes it over, closed even on failure. */
 group_feed *group_feed_open_iter(store_iter *it, int ahead, errmsg *err);
+int group_feed_restart(group_feed *f, const key_sample *lo, const key_sample *hi, errmsg *err);
 const uint8_t *group_feed_peek(group_feed *f, size_t *klen);
 fed_group *group_feed_take(group_feed *f);
 void group_feed_release(group_feed *f, fed_group *g);

@@ -113,6 +113,37 @@ int merge_sources_open(merge_sources *s, const readout_input *in, const key_samp
     return s->merge ? 0 : errmsg_set(err, "out of memory for the final merge");
 }
 
+/* Each reader to [lo, hi): a feed's thread reads the new range; a stream's
+ * iterator moves there and its thread reads it again. */
+static int move_readers(merge_sources *s, const key_sample *lo, const key_sample *hi, errmsg *err)
+{
+    for (int i = 0; i < s->n_feeds; i++)
+        if (group_feed_restart(s->feed[i], lo, hi, err) < 0) return -1;
+    for (int i = 0; i < s->n_streams; i++) {
+        if (store_iter_retarget(s->it[i], lo ? lo->key : NULL, lo ? lo->len : 0,
+                                hi ? hi->key : NULL, hi ? hi->len : 0) < 0
+            || run_stream_restart(s->stream[i]) < 0)
+            return errmsg_set(err, "out of memory for the final merge");
+    }
+    return 0;
+}
+
+int merge_sources_move(merge_sources *s, const readout_input *in, const key_sample *lo,
+                       const key_sample *hi, errmsg *err)
+{
+    run_merge_close(s->merge);
+    s->merge = NULL;
+    free(s->batches);
+    free(s->packed);
+    s->batches = NULL;
+    s->packed = NULL;
+    if (move_readers(s, lo, hi, err) < 0) return -1;
+    if (slice_held(s, in, lo, hi) < 0) return errmsg_set(err, "out of memory for the final merge");
+    s->merge = run_merge_open(s->stream, s->n_streams, s->feed, s->n_feeds, s->batches,
+                              s->n_batches, s->packed, s->n_packed);
+    return s->merge ? 0 : errmsg_set(err, "out of memory for the final merge");
+}
+
 int merge_sources_open_pass(merge_sources *s, rocks_store *st, store_pass *p, int first, int n,
                             size_t readahead, int ahead, errmsg *err)
 {

@@ -8,8 +8,10 @@
  * iterators bounded to the range; for compact runs a feed of decoded
  * groups, readout/group_feed.h), and slices of the
  * held batches and of the last batch (readout/run_merge.h); then it opens the
- * merge of them all.  merge_sources_open_pass() opens a merge pass's group of
- * runs instead.  The
+ * merge of them all.  merge_sources_move() takes sources whose merge has
+ * ended to the next key range: the same readers (their threads and
+ * buffers) read it, as merge_sources_open() would have opened them.
+ * merge_sources_open_pass() opens a merge pass's group of runs instead.  The
  * whole key space (both bounds open) is the readout in one stream.  After
  * the merge has ended, merge_sources_status() gives 0, or -1 with a reader's
  * error.  merge_sources_close() stops the readers and frees what merge_sources_open()
@@ -47,6 +49,8 @@ typedef struct {
 /* readahead: bytes each run's reader fetches at a time (direct I/O). */
 int merge_sources_open(merge_sources *s, const readout_input *in, const key_sample *lo,
                        const key_sample *hi, size_t readahead, errmsg *err);
+int merge_sources_move(merge_sources *s, const readout_input *in, const key_sample *lo,
+                       const key_sample *hi, errmsg *err);
 /* A merge pass's group (readout/run_passes.h): runs first..first+n-1 of p, each
  * read by a stream or a feed of its own (feeds decoding `ahead` groups
  * ahead), merged whole. */

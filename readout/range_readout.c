@@ -92,26 +92,33 @@ static int close_piece(samFile *fp, const char *name, errmsg *err)
     return ret;
 }
 
-/* Merges piece i into its slot.  Returns 0, MERGE_WRITE_STOPPED, or -1
- * with the cause in err. */
-static int write_piece(piece_line *l, int i, merge_writer *w, errmsg *err)
+/* Merges piece i into its slot, with src's readers: opened for the
+ * worker's first piece, moved to each next one (their threads and buffers
+ * kept), and closed when a piece fails.  Returns 0, MERGE_WRITE_STOPPED,
+ * or -1 with the cause in err. */
+static int write_piece(piece_line *l, int i, merge_writer *w, merge_sources *src, int *opened,
+                       errmsg *err)
 {
     const range_plan *p = l->p;
     const char *name = l->rq->out->name;
     int fd = p->slot_fd[i % p->n_slots];
-    merge_sources src;
     w->fp = open_piece(l, fd);
     if (!w->fp)
         return errmsg_set(err, "error writing to '%s': cannot open an in-memory part: %s", name,
                           strerror(errno ? errno : ENOMEM));
-    int status = merge_sources_open(&src, l->rq->in, bound_at(p, i - 1), bound_at(p, i),
-                                    p->readahead, err);
-    if (status == 0) status = merge_writer_write(w, src.merge, err);
-    if (status == 0 && merge_sources_status(&src, err) < 0) {
+    const key_sample *lo = bound_at(p, i - 1), *hi = bound_at(p, i);
+    int status = *opened ? merge_sources_move(src, l->rq->in, lo, hi, err)
+                         : merge_sources_open(src, l->rq->in, lo, hi, p->readahead, err);
+    *opened = 1;
+    if (status == 0) status = merge_writer_write(w, src->merge, err);
+    if (status == 0 && merge_sources_status(src, err) < 0) {
         status = errmsg_prefix(err, "error reading the temporary database");
         if (store_shows_damage(err->msg)) w->corrupt = 1;
     }
-    merge_sources_close(&src);
+    if (status != 0) {
+        merge_sources_close(src);
+        *opened = 0;
+    }
     errmsg close_err;
     if (close_piece(w->fp, name, &close_err) < 0 && status == 0) status = errmsg_copy(err, &close_err);
     w->fp = NULL;
@@ -138,8 +145,10 @@ static void *piece_worker(void *arg)
                        store_path(rq->in->store) : NULL, .hdr = rq->hdr, .verify = rq->verify,
                        .prog = rq->prog, .shown = &l->shown, .stop = &l->stop };
     errmsg err;
+    merge_sources src;
+    int opened = 0;
     for (int i; (i = take_piece(l)) >= 0;) {
-        int status = write_piece(l, i, &w, &err);
+        int status = write_piece(l, i, &w, &src, &opened, &err);
         int slot = i % l->p->n_slots;
         off_t len = 0;
         if (status == 0 && output_parts_slot_length(l->p->slot_fd[slot], l->bgzf_output, &len, &err) < 0)
@@ -154,6 +163,7 @@ static void *piece_worker(void *arg)
         pthread_cond_broadcast(&l->changed);
         pthread_mutex_unlock(&l->lock);
     }
+    if (opened) merge_sources_close(&src);
     pthread_mutex_lock(&l->lock);
     l->records += w.records;
     l->digest += w.digest;

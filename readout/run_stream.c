@@ -24,6 +24,7 @@ struct run_stream {
     int head;           /* the chunk the consumer reads */
     int n_filled;       /* published and not yet released, head included */
     int done;           /* the producer has published its last chunk */
+    int restart;        /* run_stream_restart(): the producer reads the iterator again */
     int out_of_memory;
     int failed;         /* the iterator failed: error says why */
     errmsg error;
@@ -81,20 +82,38 @@ static void publish(run_stream *s, int filled, int last)
     pthread_mutex_unlock(&s->w.lock);
 }
 
-static void *produce(void *arg)
+/* Copies the iterator's records into the chunks to its end: 0, or -1 once
+ * the consumer is closing or the copy failed. */
+static int produce_range(run_stream *s)
 {
-    run_stream *s = arg;
     store_iter_first(s->it);
     for (;;) {
         int i = next_free_chunk(s);
-        if (i < 0) break;
+        if (i < 0) return -1;
         chunk *c = &s->chunks[i];
         s->out_of_memory = fill(s, c) < 0;
         int last = s->out_of_memory || !store_iter_valid(s->it);
         if (last && !s->out_of_memory) s->failed = store_iter_status(s->it, &s->error) < 0;
         publish(s, c->used > 0, last);
-        if (last) break;
+        if (last) return s->out_of_memory || s->failed ? -1 : 0;
     }
+}
+
+/* Waits for run_stream_restart(): 1, or 0 when the consumer is closing. */
+static int next_range(run_stream *s)
+{
+    pthread_mutex_lock(&s->w.lock);
+    while (!s->restart && !s->w.stop) pthread_cond_wait(&s->w.changed, &s->w.lock);
+    int go = s->restart && !s->w.stop;
+    s->restart = 0;
+    pthread_mutex_unlock(&s->w.lock);
+    return go;
+}
+
+static void *produce(void *arg)
+{
+    run_stream *s = arg;
+    while (produce_range(s) == 0 && next_range(s)) {}
     thread_cpu_exiting();
     return NULL;
 }
@@ -168,6 +187,19 @@ void run_stream_next(run_stream *s)
     if (s->rec < c->data + c->used) return;
     release_chunk(s);
     take_chunk(s);
+}
+
+int run_stream_restart(run_stream *s)
+{
+    if (s->out_of_memory || s->failed) return -1;
+    pthread_mutex_lock(&s->w.lock);
+    s->done = 0;
+    s->head = s->n_filled = 0;
+    s->restart = 1;
+    pthread_cond_broadcast(&s->w.changed);
+    pthread_mutex_unlock(&s->w.lock);
+    take_chunk(s);
+    return 0;
 }
 
 int run_stream_status(const run_stream *s, errmsg *err)

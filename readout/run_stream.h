@@ -7,6 +7,10 @@
  * caller reads the current record with run_stream_key() and run_stream_value()
  * (valid until the next run_stream_next()) and checks run_stream_valid().  Once the
  * stream ends, run_stream_status() says whether the iterator failed.
+ * run_stream_restart() reads the iterator again from its first key, on the
+ * same thread and chunks, once the stream has ended (run_stream_valid() 0)
+ * and the caller has moved the iterator to its next range
+ * (store_iter_retarget()): 0, or -1 if the stream had failed.
  * run_stream_close() stops and joins the thread; the caller then closes the
  * iterator (store_iter_close()).
  *
@@ -35,6 +39,7 @@ void run_stream_next(run_stream *s);
 /* After the end: 0, or -1 with the iterator's error (or "out of memory")
  * in err. */
 int run_stream_status(const run_stream *s, errmsg *err);
+int run_stream_restart(run_stream *s);
 
 void run_stream_close(run_stream *s);
 

@@ -11,6 +11,8 @@
  * An iterator over one file of a merge pass reads it with file instead. */
 struct store_iter {
     sst_read *file;
+    rocks_store *st;            /* an iterator over a part: its store and part */
+    int part;
     rocksdb_iterator_t *it;
     rocksdb_readoptions_t *read;
     uint8_t *lo, *hi;
@@ -35,22 +37,58 @@ static rocksdb_readoptions_t *read_options(size_t readahead)
     return read;
 }
 
+/* The bounds copied, and the read options pointed at them: RocksDB's
+ * iterator reads its bounds through those pointers. */
+static int set_bounds(store_iter *si, const uint8_t *lo, size_t lo_len, const uint8_t *hi,
+                      size_t hi_len)
+{
+    uint8_t *new_lo = NULL, *new_hi = NULL;
+    size_t new_lo_len, new_hi_len;
+    if (copy_bound(&new_lo, &new_lo_len, lo, lo_len) < 0
+        || copy_bound(&new_hi, &new_hi_len, hi, hi_len) < 0) {
+        free(new_lo);
+        return -1;
+    }
+    rocksdb_readoptions_set_iterate_lower_bound(si->read, (const char *)new_lo, new_lo_len);
+    rocksdb_readoptions_set_iterate_upper_bound(si->read, (const char *)new_hi, new_hi_len);
+    free(si->lo);
+    free(si->hi);
+    si->lo = new_lo, si->lo_len = new_lo_len;
+    si->hi = new_hi, si->hi_len = new_hi_len;
+    return 0;
+}
+
 store_iter *store_iter_open_range(rocks_store *st, int part, size_t readahead,
                                   const uint8_t *lo, size_t lo_len,
                                   const uint8_t *hi, size_t hi_len)
 {
     store_iter *si = calloc(1, sizeof *si);
     if (!si) return NULL;
-    if (copy_bound(&si->lo, &si->lo_len, lo, lo_len) < 0
-        || copy_bound(&si->hi, &si->hi_len, hi, hi_len) < 0
-        || !(si->read = read_options(readahead))) {
+    si->st = st;
+    si->part = part;
+    if (!(si->read = read_options(readahead)) || set_bounds(si, lo, lo_len, hi, hi_len) < 0) {
         store_iter_close(si);
         return NULL;
     }
-    if (si->lo) rocksdb_readoptions_set_iterate_lower_bound(si->read, (const char *)si->lo, si->lo_len);
-    if (si->hi) rocksdb_readoptions_set_iterate_upper_bound(si->read, (const char *)si->hi, si->hi_len);
     si->it = rocksdb_create_iterator_cf(part_db(st, part), si->read, st->part[part]);
     return si;
+}
+
+/* RocksDB copies the read options into the iterator, with their pointers
+ * to the bounds: a bound that was absent stays absent for it, and one that
+ * was there follows what the pointer's slice says.  So the iterator is
+ * kept where each bound stays present or absent (changing bounds between
+ * seeks is how MyRocks and LogDevice use RocksDB), and made anew where one
+ * comes or goes. */
+int store_iter_retarget(store_iter *si, const uint8_t *lo, size_t lo_len, const uint8_t *hi,
+                        size_t hi_len)
+{
+    int same_shape = !si->lo == !lo && !si->hi == !hi;
+    if (set_bounds(si, lo, lo_len, hi, hi_len) < 0) return -1;
+    if (same_shape) return 0;
+    rocksdb_iter_destroy(si->it);
+    si->it = rocksdb_create_iterator_cf(part_db(si->st, si->part), si->read, si->st->part[si->part]);
+    return 0;
 }
 
 store_iter *store_iter_over_file(const char *path, int direct, size_t readahead, errmsg *err)

@@ -23,6 +23,11 @@
 store_iter *store_iter_open_range(rocks_store *st, int part, size_t readahead,
                                   const uint8_t *lo, size_t lo_len,
                                   const uint8_t *hi, size_t hi_len);
+/* Moves an iterator store_iter_open_range() made to the keys from lo to hi,
+ * keeping what it holds (its readahead buffers): the next store_iter_first()
+ * starts there.  0, or -1 if out of memory (the iterator is then as it was). */
+int store_iter_retarget(store_iter *it, const uint8_t *lo, size_t lo_len, const uint8_t *hi,
+                        size_t hi_len);
 void store_iter_first(store_iter *it);
 int store_iter_valid(const store_iter *it);
 const uint8_t *store_iter_key(const store_iter *it, size_t *len);
