@@ -1,6 +1,6 @@
-"""Peak memory where README's memory section says what it is (issue #50 item 7).
+"""Peak memory where the man page's -m says what it is (issue #50 item 7).
 
-test/memory_bound.py holds rocksort to 1.15 x budget + 48 MB.  README lists
+test/memory_bound.py holds rocksort to 1.15 x budget + 48 MB.  The man page's -m lists
 where the peak is something else, with its size; each such statement is
 checked here, so that it fails when it stops being true:
 
@@ -106,7 +106,7 @@ def test_memory_slow_deflate(case, args, holds):
     compressor: -v counts 2.5 MiB a thread (168 MB), which -m 4M holds
     (the peak within the bound) and -m 1M does not (-v says so, and the
     peak exceeds the bound by at most the part beyond three quarters of
-    the budget, README's figure)."""
+    the budget, the man page's figure)."""
     args = [*args, "-l", "9"]
     src = made_input(case.session, "memory-4M.bam", SMALL_INPUT_BYTES, 50)
     err, rss = measured(case, args, src)
@@ -123,10 +123,10 @@ def test_memory_slow_deflate(case, args, holds):
                   "the bound" if holds else "the bound and what the budget cannot hold", err)
 
 
-# -- CRAM output and --resume: README's figures -----------------------------------
+# -- CRAM output and --resume: the man page's figures -----------------------------------
 
 # htslib's CRAM encoder, per -@ thread: containers of 10,000 records with
-# their blocks, 25-30 MB each without a reference at -@ 2-8 (README).
+# their blocks, 25-30 MB each without a reference at -@ 2-8 (the man page's -m).
 CRAM_MB_PER_THREAD = 35
 
 
@@ -142,7 +142,7 @@ def test_memory_cram_output_documented(case):
 
 # A run's reader at the readout, at the smallest readahead: the readahead, a
 # block, and a compact run's group decoded, as -v's readout memory line
-# counts them (README).
+# counts them (the man page's -m).
 RESUME_MB_PER_RUN = 1.1
 
 
@@ -162,7 +162,7 @@ def test_memory_resume_documented(case):
                   f"the bound + {RESUME_MB_PER_RUN} MB a run", err)
 
 
-# A compact group decoded, with its offsets (README, doc/DESIGN.md).
+# A compact group decoded, with its offsets (the man page's -m, doc/DESIGN.md).
 TIER_MB_PER_RUN = 0.3
 
 
