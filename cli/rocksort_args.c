@@ -216,6 +216,17 @@ static int read_input_list(rocksort_args *c, const char *fn)
     return 0;
 }
 
+/* -b FILE and -T DIR may each come several times, up to a fixed count. */
+static int add_repeated(const char **slots, int *n, int most, char opt, const char *arg)
+{
+    if (*n == most) {
+        fprintf(stderr, "samtools rocksort: -%c given more than %d times\n", opt, most);
+        return -1;
+    }
+    slots[(*n)++] = arg;
+    return 0;
+}
+
 /* Files, formats and what is reported. */
 static int io_option(rocksort_args *c, int ch, const char *arg)
 {
@@ -227,21 +238,9 @@ static int io_option(rocksort_args *c, int ch, const char *arg)
         else c->out_fn = arg;
         break;
     case 'f': c->legacy_full_name = 1; break;
-    case 'b':
-        if (c->n_lists == MAX_LISTS) {
-            fprintf(stderr, "samtools rocksort: -b given more than %d times\n", MAX_LISTS);
-            return -1;
-        }
-        c->lists[c->n_lists++] = arg;
-        break;
+    case 'b': return add_repeated(c->lists, &c->n_lists, MAX_LISTS, 'b', arg);
     case 'O': c->out_fmt = arg; break;
-    case 'T':
-        if (r->n_tmp_dirs == TEMP_MAX_DIRS) {
-            fprintf(stderr, "samtools rocksort: -T given more than %d times\n", TEMP_MAX_DIRS);
-            return -1;
-        }
-        r->tmp_dirs[r->n_tmp_dirs++] = arg;
-        break;
+    case 'T': return add_repeated(r->tmp_dirs, &r->n_tmp_dirs, TEMP_MAX_DIRS, 'T', arg);
     case 'k': r->keep_db = 1; break;
     case 'v': r->verbose = 1; break;
     case OPT_VERIFY: r->verify = 1; break;
