@@ -14,12 +14,10 @@
 #define RANGES_MAX 64
 
 /* The pieces the readout cuts the key space into.  Each run's share of a
- * piece is read with a seek of its own, and a compact run's groups that
- * straddle a piece's bounds are decoded by both pieces, so a piece holds at
- * least PIECE_RUN_SHARE per run; the pieces in flight (threads + 2, in
- * memory) stay within a quarter of the sort's memory.  When those two
- * cannot both hold, the automatic rule takes fewer merge threads, and keeps
- * one stream only where not even two fit. */
+ * piece is read with a seek of its own, so a piece holds at least
+ * PIECE_RUN_SHARE per run; the pieces in flight (threads + 2, in memory)
+ * stay within a quarter of the sort's memory.  When those two cannot both
+ * hold, the automatic rule keeps one stream. */
 #define PIECE_MIN_BYTES (4ULL << 20)
 #define PIECE_MAX_BYTES (64ULL << 20)
 #define PIECE_RUN_SHARE (1ULL << 20)
@@ -101,15 +99,6 @@ static uint64_t piece_bytes(const readout_request *rq, int threads)
     return fits < PIECE_MIN_BYTES ? PIECE_MIN_BYTES : fits;
 }
 
-/* The most merge threads, k at most, whose pieces fit (piece_bytes());
- * in *piece their size, 0 if not even two threads' do. */
-static int within_pieces(const readout_request *rq, int k, uint64_t *piece)
-{
-    for (*piece = 0; k >= 2; k--)
-        if ((*piece = piece_bytes(rq, k)) != 0) return k;
-    return k;
-}
-
 static int pieces_for(const readout_request *rq, uint64_t piece, int threads)
 {
     uint64_t n = (rq->bytes + piece - 1) / piece;
@@ -188,8 +177,8 @@ int readout_plan_ranges(const readout_request *rq, range_plan *p, errmsg *err)
     p->n = p->threads = 1;
     run_readers_shape shape = run_passes_readers(rq->in->store);
     p->readahead = merge_readahead(rq, &shape, 1, 0);
-    uint64_t piece;
-    int k = within_pieces(rq, within_descriptors(readout_width(rq)), &piece);
+    int k = within_descriptors(readout_width(rq));
+    uint64_t piece = k < 2 ? 0 : piece_bytes(rq, k);
     if (piece) k = within_memory(rq, &shape, k, piece);
     if (!piece || k < 2) return 0;
     int want = pieces_for(rq, piece, k);
