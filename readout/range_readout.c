@@ -9,6 +9,7 @@
 #include <htslib/bgzf.h>
 #include <htslib/hfile.h>
 #include "readout/range_readout.h"
+#include "readout/piece_fault.h"
 #include "util/clock_util.h"
 #include "readout/merge_writer.h"
 #include "output/output_parts.h"
@@ -30,9 +31,7 @@ typedef struct {
     off_t *length;          /* per slot: that piece's bytes */
     _Atomic uint64_t shown;
     _Atomic int stop;
-    int failed_piece;       /* the first piece that failed (INT_MAX: none) */
-    errmsg cause;           /* why it failed */
-    int store_failed;       /* and whether the stored runs were at fault */
+    piece_fault fault;      /* the first piece that failed, and why */
     uint64_t records, digest, bytes;
     double writer_waited;
 } piece_line;
@@ -47,11 +46,7 @@ static const key_sample *bound_at(const range_plan *p, int i)
 static void piece_failed(piece_line *l, int piece, const errmsg *cause, int store_failed)
 {
     pthread_mutex_lock(&l->lock);
-    if (piece < l->failed_piece) {
-        l->failed_piece = piece;
-        errmsg_copy(&l->cause, cause);
-        l->store_failed = store_failed;
-    }
+    piece_fault_keep(&l->fault, piece, cause, store_failed);
     atomic_store(&l->stop, 1);
     pthread_cond_broadcast(&l->changed);
     pthread_mutex_unlock(&l->lock);
@@ -214,7 +209,7 @@ static int line_init(piece_line *l, const readout_request *rq, const range_plan 
     memset(l, 0, sizeof *l);
     l->rq = rq;
     l->p = p;
-    l->failed_piece = INT_MAX;
+    l->fault = PIECE_FAULT_NONE;
     l->bgzf_output = rq->out->fp->format.compression == bgzf;
     l->done = calloc((size_t)p->n_slots, sizeof *l->done);
     l->length = calloc((size_t)p->n_slots, sizeof *l->length);
@@ -258,10 +253,10 @@ int range_readout_run(const readout_request *rq, const range_plan *p, readout_re
     if (ret < 0) stop_line(&l);
     for (int t = 0; t < started; t++) pthread_join(worker[t], NULL);
     /* The first failing piece's cause: the others follow from it. */
-    if (ret == 0 && l.failed_piece != INT_MAX) ret = errmsg_copy(err, &l.cause);
+    if (ret == 0) ret = piece_fault_cause(&l.fault, err);
     *res = (readout_result){ .records = l.records, .digest = l.digest, .ranges = p->n,
                              .threads = p->threads, .bytes_through_memory = l.bytes,
-                             .writer_waited = l.writer_waited, .store_failed = l.store_failed };
+                             .writer_waited = l.writer_waited, .store_failed = l.fault.store_failed };
     line_free(&l);
     free(worker);
     return ret;

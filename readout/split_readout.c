@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "readout/split_readout.h"
+#include "readout/piece_fault.h"
 #include "readout/merge_writer.h"
 #include "readout/readout_plan.h"
 #include "readout/run_passes.h"
@@ -137,9 +138,7 @@ typedef struct {
     int next;               /* the next piece a writer takes */
     _Atomic uint64_t shown;
     _Atomic int stop;
-    int failed_piece;       /* the first piece that failed (INT_MAX: none) */
-    errmsg cause;
-    int store_failed;
+    piece_fault fault;      /* the first piece that failed, and why */
     uint64_t records, digest;
 } split_line;
 
@@ -251,11 +250,7 @@ static int take_piece(split_line *l)
 static void piece_failed(split_line *l, int piece, const errmsg *cause, int store_failed)
 {
     pthread_mutex_lock(&l->lock);
-    if (piece < l->failed_piece) {
-        l->failed_piece = piece;
-        errmsg_copy(&l->cause, cause);
-        l->store_failed = store_failed;
-    }
+    piece_fault_keep(&l->fault, piece, cause, store_failed);
     atomic_store(&l->stop, 1);
     pthread_mutex_unlock(&l->lock);
 }
@@ -318,7 +313,7 @@ static int run_writers(split_line *l, int k, errmsg *err)
 int split_readout_run(const split_request *rq, readout_result *res, errmsg *err)
 {
     split_plan p;
-    split_line l = { .rq = rq, .p = &p, .failed_piece = INT_MAX };
+    split_line l = { .rq = rq, .p = &p, .fault = PIECE_FAULT_NONE };
     memset(res, 0, sizeof *res);
     if (plan(rq, &p) < 0) {
         plan_free(&p);
@@ -326,9 +321,9 @@ int split_readout_run(const split_request *rq, readout_result *res, errmsg *err)
     }
     pthread_mutex_init(&l.lock, NULL);
     int ret = run_writers(&l, p.writers, err);
-    if (ret == 0 && l.failed_piece != INT_MAX) ret = errmsg_copy(err, &l.cause);
+    if (ret == 0) ret = piece_fault_cause(&l.fault, err);
     *res = (readout_result){ .records = l.records, .digest = l.digest, .ranges = p.n,
-                             .threads = p.writers, .store_failed = l.store_failed };
+                             .threads = p.writers, .store_failed = l.fault.store_failed };
     pthread_mutex_destroy(&l.lock);
     plan_free(&p);
     return ret;
