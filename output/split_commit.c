@@ -92,19 +92,42 @@ static void describe(const split_set *set, const split_group *g, char *out, size
                   set->spec.tag);
 }
 
-/* No two outputs or indexes of one file (by name, or by a link to it):
- * one would replace the other. */
+/* The file a target names, spelled one way: its directory resolved
+ * (realpath) and its own name, so that "o/x.bam", "o/./x.bam", "./o//x.bam"
+ * and a link to o all give one string.  A directory that cannot be
+ * resolved keeps the name as given (its rename fails later anyway). */
+static char *one_spelling(const char *target)
+{
+    const char *slash = strrchr(target, '/');
+    char *dir = slash ? strndup(target, (size_t)(slash - target) + 1) : strdup(".");
+    char *real = dir ? realpath(dir, NULL) : NULL, *out = NULL;
+    if (real && asprintf(&out, "%s/%s", strcmp(real, "/") ? real : "", slash ? slash + 1 : target) < 0)
+        out = NULL;
+    if (!real && dir) out = strdup(target);
+    free(dir);
+    free(real);
+    return out;
+}
+
+/* No two outputs or indexes of one file (by name, by a link to it or by
+ * another spelling of its directory): one would replace the other. */
 static int check_distinct(const split_set *set, errmsg *err)
 {
     named *all = malloc(2 * (set->n ? set->n : 1) * sizeof *all);
     size_t n = 0;
-    if (!all) return errmsg_set(err, "out of memory");
-    for (size_t i = 0; i < set->n; i++) {
-        all[n++] = (named){ set->g[i].target, &set->g[i] };
-        if (set->g[i].idx_target) all[n++] = (named){ set->g[i].idx_target, &set->g[i] };
+    int ret = all ? 0 : -1;
+    for (size_t i = 0; i < set->n && ret == 0; i++)
+        for (int index = 0; index <= (set->g[i].idx_target != NULL) && ret == 0; index++) {
+            all[n].g = &set->g[i];
+            all[n].name = one_spelling(index ? set->g[i].idx_target : set->g[i].target);
+            ret = all[n++].name ? 0 : -1;
+        }
+    if (ret < 0) {
+        for (size_t i = 0; all && i < n; i++) free((char *)all[i].name);
+        free(all);
+        return errmsg_set(err, "out of memory");
     }
     qsort(all, n, sizeof *all, by_name);
-    int ret = 0;
     for (size_t i = 1; i < n && ret == 0; i++)
         if (!strcmp(all[i - 1].name, all[i].name)) {
             char a[320], b[320];
@@ -113,6 +136,7 @@ static int check_distinct(const split_set *set, errmsg *err)
             ret = errmsg_set(err, "-o '%s': the outputs for %s and for %s would both be written to "
                              "'%s'", set->s.format, a, b, all[i].name);
         }
+    for (size_t i = 0; i < n; i++) free((char *)all[i].name);
     free(all);
     return ret;
 }

@@ -311,6 +311,26 @@ def test_split_collision_leaves_nothing(case):
     case.expect_only_files(case.out_dir, [])
 
 
+
+def test_split_other_is_an_output_spelled_otherwise(case):
+    """--split-other naming a value's file by another spelling of its
+    directory (./, //, the absolute path, a link to the directory): the two
+    outputs would be one file, so the commit refuses it and leaves none.
+    The check compared the strings once, and one output replaced the other
+    with exit 0."""
+    src = os.path.join(case.dir, "other_clash.sam")
+    write_text(src, "@HD\tVN:1.6\tSO:unsorted\n@SQ\tSN:c1\tLN:1000\n"
+               "r1\t0\tc1\t10\t60\t4M\t*\t0\t0\tACGT\tIIII\n"
+               "r2\t0\tc1\t20\t60\t4M\t*\t0\t0\tACGT\tIIII\tCB:Z:x\n")
+    link = os.path.join(case.dir, "out_link")
+    os.symlink(case.out_dir, link)
+    for other in ("./x.bam", ".//x.bam", os.path.join(case.out_dir, "x.bam"),
+                  os.path.join(link, "x.bam")):
+        result = case.rocksort(["--split", "CB", "-o", "%!.bam", "--split-other", other,
+                                "-T", case.temp_prefix, src])
+        expect_error(case, result, ["value 'x'", "without a CB value"], None)
+        case.expect_only_files(case.out_dir, [])
+
 # --- resuming, and a killed sort's hidden directory ---------------------------------
 
 def test_split_resume_killed_in_load(case):
