@@ -8,6 +8,7 @@
 #include <htslib/kstring.h>
 #include "output/split_set_internal.h"
 #include "keys/key_bytes.h"
+#include "util/cleanup.h"
 #include "util/grow_array.h"
 
 /* "bam", "cram" or "sam": what %. gives for the outputs' mode, as split
@@ -156,6 +157,10 @@ static int header_for(split_set *set, split_file *f)
 
 static int open_output(split_set *set, split_file *f, htsThreadPool *pool, errmsg *err)
 {
+    /* Once a signal has come, its thread is emptying the hidden directory:
+     * a file created now could outlive that (writers start a file in
+     * milliseconds), so none is. */
+    if (cleanup_signal_arrived()) return errmsg_set(err, "interrupted before '%s'", f->name);
     char *path = split_set_hidden(set, f->group, 0);
     if (!path) return errmsg_set(err, "out of memory");
     f->fp = hts_open(path, set->s.mode);
@@ -210,9 +215,10 @@ static void release(split_file *f)
 
 int split_set_end(split_set *set, split_file *f, uint64_t records, errmsg *err)
 {
-    int ret = 0;
+    int ret = f->indexed && cleanup_signal_arrived()   /* the index is a new file too */
+            ? errmsg_set(err, "interrupted before the index of '%s'", f->name) : 0;
     errno = 0;
-    if (f->indexed && sam_idx_save(f->fp) < 0)
+    if (ret == 0 && f->indexed && sam_idx_save(f->fp) < 0)
         ret = errmsg_set(err, "error writing the index of '%s': %s", f->name,
                          strerror(errno ? errno : EIO));
     if (sam_close(f->fp) < 0 && ret == 0)
