@@ -51,6 +51,21 @@ int split_args_option(rocksort_opts *r, int ch, const char *arg)
     }
 }
 
+/* FORMAT, and with --write-index's "##idx##INDEX" each of the two by
+ * itself: each may have a directory, and each needs a name per value. */
+static int check_formats(const char *format, split_names_shape *shape, errmsg *err)
+{
+    const char *delim = strstr(format, HTS_IDX_DELIM);
+    if (!delim) return split_names_check(format, shape, err);
+    char *outputs = strndup(format, (size_t)(delim - format));
+    split_names_shape index_shape;
+    int ret = !outputs ? errmsg_set(err, "out of memory")
+            : split_names_check(outputs, shape, err) < 0 ? -1
+            : split_names_check(delim + strlen(HTS_IDX_DELIM), &index_shape, err);
+    free(outputs);
+    return ret;
+}
+
 int split_args_finish(rocksort_opts *r, const char **out_fn, int legacy)
 {
     split_spec *s = &r->sort.split;
@@ -63,7 +78,7 @@ int split_args_finish(rocksort_opts *r, const char **out_fn, int legacy)
     if (legacy) return refuse("--split does not apply to the legacy form IN OUT%s", "");
     if (!strcmp(*out_fn, "-")) *out_fn = s->by_rg ? "%*_%#.%." : "%*_%!.%.";
     split_names_shape shape;
-    if (split_names_check(*out_fn, &shape, &err) < 0) return refuse("%s", err.msg);
+    if (check_formats(*out_fn, &shape, &err) < 0) return refuse("%s", err.msg);
     s->value_named = shape.value_named;
     s->value_alone = shape.value_alone;
     if (!r->split_other) return 0;

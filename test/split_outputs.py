@@ -211,6 +211,24 @@ def test_split_write_index(case):
             raise Failure(f"{name}: {got} records in a region, expected {want}")
 
 
+
+def test_split_write_index_named_in_a_directory(case):
+    """-o 'DIR/%!.bam##idx##DIR/%!.bam.bai': each part of FORMAT may have a
+    directory.  The check of %! in a directory part read the index's part
+    as the outputs' directory and refused it."""
+    sub = os.path.join(case.out_dir, "by_rg")
+    os.makedirs(sub)
+    fmt = os.path.join(sub, "%!.bam") + "##idx##" + os.path.join(sub, "%!.bam.bai")
+    result = case.rocksort(["--split", "RG", "--write-index", "-o", fmt, "-T", case.temp_prefix,
+                            case.input("cells_bulk.bam")])
+    if result.returncode != 0:
+        raise Failure(f"exit status {result.returncode}", tail(result.stderr))
+    outputs = sorted(n for n in os.listdir(sub) if n.endswith(".bam"))
+    if not outputs or sorted(os.listdir(sub)) != sorted(outputs + [n + ".bai" for n in outputs]):
+        raise Failure("not one BAI beside each output", sorted(os.listdir(sub))[:6])
+    for name in outputs:
+        region_count(case, os.path.join(sub, name))
+
 def region_count(case, path, region="p1:1000-90000"):
     """Records in a region, read through the file's index by the oracle."""
     count = os.path.join(case.dir, "count.txt")
