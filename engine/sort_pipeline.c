@@ -96,9 +96,12 @@ static void cleanup(sort_job *j, int failed)
     spill_free(&j->q);
     batch_destroy(j->tail);
     if (failed && (j->out.fp || j->out.tmp_path)) output_file_abort(&j->out);
-    sort_split_free(j);
     if (j->resume.on) resume_fate_close(j, failed);
     else if (j->store) store_close(j->store, keep_store(j, failed));
+    /* After the store: emptying --split's hidden directory takes descriptors,
+     * and a sort that failed for want of them (EMFILE) has none until
+     * RocksDB lets go of its files. */
+    sort_split_free(j);
     if (j->first) bam_destroy1(j->first);
     free(j->resume.header_text);
     free(j->resume.identity);

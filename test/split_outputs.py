@@ -432,6 +432,23 @@ def test_split_sigterm_while_many_files_are_begun(case):
         case.expect_only_files(case.out_dir, [])
         case.expect_no_temp_left()
 
+
+def test_split_out_of_descriptors_leaves_nothing(case):
+    """Under `ulimit -n 16` a spilled split fails for want of descriptors
+    (RocksDB's runs take them): exit 1, naming the cause, and no hidden
+    directory left.  Its removal needs descriptors, and it came before the
+    store let go of its files, so the directory and its lock stayed."""
+    src = os.path.join(case.dir, "cells10k.sam")
+    write_text(src, many_cells_text(10_000))
+    for threads in ("0", "4"):
+        args = [*SPILL, "-@", threads, "--split", "CB", "-o", os.path.join(case.out_dir, FORMAT),
+                "-T", case.temp_prefix, src]
+        result = run([PYTHON, "-c", LIMIT_FILES, "16", *case.session.rocksort_cmd, *args],
+                     cwd=case.out_dir, env=dict(case.session.env, TMPDIR=case.tmp))
+        expect_error(case, result, ["Too many open files"], None)
+        case.expect_only_files(case.out_dir, [])
+        case.expect_no_temp_left()
+
 # --- 100,000 cells under ulimit -n 64 ---------------------------------------------
 
 CELLS = 100_000
