@@ -72,3 +72,34 @@ def test_template_error_cb_integer_spilled(case):
     src = os.path.join(case.dir, "bad.sam")
     write_text(src, with_bad_record(dataset_text("templates_bulk"), 1.0, {"CB": "i:5"}))
     expect_refused_like_oracle(case, src, "CB", extra=[*SPILL, "-@", "2"])
+
+
+def test_template_mate_reference_star_has_one_order(case):
+    """A read whose mate is flagged mapped but has RNEXT * (its mate's
+    reference -1) beside an unmapped read: 1.24 compares reference ids by
+    subtraction, which overflows between -1 and an unmapped read's INT32_MAX,
+    so its order of these three records follows their input order (the
+    man page's DIFFERENCES).  rocksort gives one order for every input
+    order, -1 first, as 1.24's key means it."""
+    header = "@HD\tVN:1.6\n@SQ\tSN:chr1\tLN:1000\n"
+    records = ["c\t0\tchr1\t1\t60\t4M\t*\t0\t0\t*\t*\n",
+               "a\t99\tchr1\t340\t29\t20M\t*\t0\t0\t*\t*\tMC:Z:20M\n",
+               "b\t4\t*\t0\t0\t*\t*\t0\t0\t*\t*\n"]
+    oracle_orders = set()
+    for perm in ((0, 1, 2), (1, 0, 2), (1, 2, 0), (2, 1, 0)):
+        src = os.path.join(case.dir, "star.sam")
+        write_text(src, header + "".join(records[i] for i in perm))
+        out = case.out("out.sam")
+        case.session.oracle_ok("sort", ["--template-coordinate", "-O", "sam", "-o", out, src])
+        with open(out) as f:
+            oracle_orders.add(tuple(l.split("\t")[0] for l in f if not l.startswith("@")))
+        result = case.rocksort(["--template-coordinate", "-O", "sam", "-o", out, src])
+        if result.returncode != 0:
+            raise Failure(f"exit status {result.returncode}", tail(result.stderr))
+        with open(out) as f:
+            got = tuple(l.split("\t")[0] for l in f if not l.startswith("@"))
+        if got != ("a", "c", "b"):
+            raise Failure(f"input order {perm}: {got}, expected a c b")
+    if len(oracle_orders) < 2:
+        raise Failure("test is wrong: samtools 1.24 gave one order, so it should be compared "
+                      "with", sorted(oracle_orders))
