@@ -23,6 +23,10 @@ uint64_t mem_option_auto(const char *opt, int threads, int verbose)
     char why[512], given[64];
     mem_limits_read("", env_lookup, &lim);
     uint64_t budget = mem_budget_auto(&lim, threads, why, sizeof why);
+    if (lim.slurm_unread[0])
+        fprintf(stderr, "samtools rocksort: warning: %s is not a memory size (megabytes, or a "
+                "number with K, M, G or T); %s auto takes no SLURM limit from it\n",
+                lim.slurm_unread, opt);
     if (verbose) fprintf(stderr, "[rocksort] memory budget: %s\n", why);
     snprintf(given, sizeof given, "%s auto", opt);
     if (budget) warn_over(&lim, threads, given, budget);

@@ -252,6 +252,32 @@ static const char *check_slurm_none(void)
     return expect_slurm(no_cpus, 0, "");
 }
 
+/* A SLURM variable set to what is neither a size nor 0 is named, for
+ * --max-memory auto's warning; sizes, 0 and unset ones are not. */
+static const char *check_slurm_unread(void)
+{
+    static const char *const cases[][3] = {
+        { "SLURM_MEM_PER_NODE", "1.5G", "SLURM_MEM_PER_NODE='1.5G'" },
+        { "SLURM_MEM_PER_CPU", "garbage", "SLURM_MEM_PER_CPU='garbage'" },
+        { "SLURM_MEM_PER_NODE", "99999999999999999999", "SLURM_MEM_PER_NODE='9999" },
+        { "SLURM_MEM_PER_NODE", "0", "" },
+        { "SLURM_MEM_PER_NODE", "2G", "" },
+        { "SLURM_MEM_PER_CPU", "1000", "" },
+    };
+    static const char *const files[] = { NULL };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        const char *vars[] = { cases[i][0], cases[i][1], NULL };
+        mem_limits lim;
+        env_table = vars;
+        mem_limits_read(fixture("slurm_unread", files), table_env, &lim);
+        env_table = NULL;
+        int named = cases[i][2][0] ? !strncmp(lim.slurm_unread, cases[i][2], strlen(cases[i][2]))
+                                   : !lim.slurm_unread[0];
+        if (!named) return cases[i][1];
+    }
+    return NULL;
+}
+
 static const char *check_slurm_per_cpu(void)
 {
     static const char *const per_cpu[] = {
@@ -353,6 +379,7 @@ int main(void)
     report("mem_limits_meminfo", check_meminfo());
     report("mem_limits_slurm_units", check_slurm_units());
     report("mem_limits_slurm_none", check_slurm_none());
+    report("mem_limits_slurm_unread", check_slurm_unread());
     report("mem_limits_slurm_per_cpu", check_slurm_per_cpu());
     report("mem_budget_auto", check_auto_budget());
     report("mem_budget_warning", check_warning());

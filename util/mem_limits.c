@@ -203,15 +203,25 @@ static uint64_t slurm_size(const char *s)
     return (uint64_t)v << shift;
 }
 
+/* A variable set, to neither a size nor SLURM's 0, is noted for a warning. */
+static uint64_t slurm_var(mem_limits_env env, const char *name, mem_limits *out)
+{
+    const char *text = env(name);
+    uint64_t bytes = slurm_size(text);
+    if (!bytes && text && *text && strspn(text, "0") != strlen(text) && !out->slurm_unread[0])
+        snprintf(out->slurm_unread, sizeof out->slurm_unread, "%s='%.40s'", name, text);
+    return bytes;
+}
+
 static void slurm_limit(mem_limits_env env, mem_limits *out)
 {
-    uint64_t node = slurm_size(env("SLURM_MEM_PER_NODE"));
+    uint64_t node = slurm_var(env, "SLURM_MEM_PER_NODE", out);
     if (node) {
         out->slurm = node;
         snprintf(out->slurm_vars, sizeof out->slurm_vars, "SLURM_MEM_PER_NODE");
         return;
     }
-    uint64_t per_cpu = slurm_size(env("SLURM_MEM_PER_CPU"));
+    uint64_t per_cpu = slurm_var(env, "SLURM_MEM_PER_CPU", out);
     const char *cpus_text = env("SLURM_CPUS_ON_NODE");
     char *end;
     unsigned long cpus = cpus_text && isdigit((unsigned char)*cpus_text)

@@ -14,7 +14,8 @@
  * Each is in bytes, 0 when absent, unreadable or unlimited ("max", v1's
  * figure near 2^63, SLURM's 0 for "all of the node"): what cannot be read
  * is no limit, so it never fails and never prints.  The names say which
- * file or variables set the cgroup's and SLURM's figures, for messages.
+ * file or variables set the cgroup's and SLURM's figures, for messages,
+ * and which SLURM variable was set to something that is not a size.
  */
 #ifndef MEM_LIMITS_H
 #define MEM_LIMITS_H
@@ -26,6 +27,7 @@ typedef struct {
     char cgroup_file[32];       /* "memory.max", "memory.high", "memory.limit_in_bytes" */
     uint64_t slurm;             /* bytes; 0: no allocation given */
     char slurm_vars[64];        /* "SLURM_MEM_PER_NODE", "SLURM_MEM_PER_CPU x SLURM_CPUS_ON_NODE" */
+    char slurm_unread[96];      /* a SLURM variable set but not a size: "NAME='TEXT'"; else "" */
     uint64_t available;         /* MemAvailable; 0: unknown */
 } mem_limits;
 
