@@ -43,8 +43,10 @@
 /* The output's size against the records', at a level above 0. */
 #define READOUT_COMPRESSED_SHARE 0.4
 /* A piece's extra reading of its runs' groups that span its start, with
- * pieces of at least 1 MiB per run (readout/readout_plan.c). */
+ * pieces of at least READOUT_RUN_SHARE per run; with s bytes per run it
+ * is READOUT_STRADDLE_SHARE * READOUT_RUN_SHARE / s. */
 #define READOUT_STRADDLE_SHARE 0.25
+#define READOUT_RUN_SHARE (1ULL << 20)
 
 typedef struct {
     double cpu;         /* all threads' */
@@ -55,8 +57,36 @@ readout_cost readout_model_costs(int k, int level, double read, int parts);
 
 /* The modeled wall per GB with k merge threads on `threads` threads. */
 double readout_model_seconds_per_gb(int k, int threads, int level, double read, int parts);
+/* The same two with pieces whose runs' shares are smaller than 1 MiB: a
+ * straddle other than READOUT_STRADDLE_SHARE. */
+readout_cost readout_model_costs_straddling(int k, int level, double read, int parts,
+                                            double straddle);
+double readout_model_seconds_straddling(int k, int threads, int level, double read, int parts,
+                                        double straddle);
 
 int readout_model_ranges_for(int threads, int level, double read, int parts, uint64_t bytes,
                              uint64_t min_range, int max_k);
+
+/* What bounds the pieces (readout/readout_plan.c): each holds at least
+ * run_share bytes of each of `runs` spilled runs and piece_min bytes, at
+ * most piece_max, and the k + 2 in flight share `room` bytes. */
+typedef struct {
+    uint64_t runs, room, piece_min, piece_max;
+} readout_room;
+
+/* The bytes of records in one of k threads' pieces, or 0 if they do not fit. */
+uint64_t readout_model_piece(const readout_room *r, int k, uint64_t run_share);
+
+typedef struct {
+    int k;              /* merge threads; 1: one stream */
+    uint64_t piece;     /* the bytes of records in a piece, 0 with one stream */
+} readout_shape;
+
+/* Where k threads' pieces at READOUT_RUN_SHARE a run do not fit: of the
+ * most threads (at most k) whose pieces fit at that share, and the most at
+ * half of it (twice the straddle), the faster by the model if it beats one
+ * stream; else one stream. */
+readout_shape readout_model_fewer_or_smaller(const readout_room *r, int k, int threads, int level,
+                                             double read, int parts);
 
 #endif

@@ -15,13 +15,26 @@
 
 /* The pieces the readout cuts the key space into.  Each run's share of a
  * piece is read with a seek of its own, so a piece holds at least
- * PIECE_RUN_SHARE per run; the pieces in flight (threads + 2, in memory)
+ * READOUT_RUN_SHARE per run; the pieces in flight (threads + 2, in memory)
  * stay within a quarter of the sort's memory.  When those two cannot both
- * hold, the automatic rule keeps one stream. */
+ * hold, the automatic rule takes fewer threads or half the share a run
+ * (fewer_or_smaller()), or one stream. */
 #define PIECE_MIN_BYTES (4ULL << 20)
 #define PIECE_MAX_BYTES (64ULL << 20)
-#define PIECE_RUN_SHARE (1ULL << 20)
 #define PIECES_MAX 65536
+
+/* What reading the runs back costs the model (readout/readout_model.h). */
+static double read_cost(const readout_request *rq)
+{
+    rocks_store *st = rq->in->store;
+    return !st || !store_runs_ingested(st) ? 0
+         : store_grouped(st) ? READOUT_DECODE_S_PER_GB : READOUT_READ_S_PER_GB;
+}
+
+static int store_parts_of(const readout_request *rq)
+{
+    return rq->in->store ? store_parts(rq->in->store) : 1;
+}
 
 /* The merge threads asked for, before the samples are seen. */
 static int readout_width(const readout_request *rq)
@@ -29,11 +42,8 @@ static int readout_width(const readout_request *rq)
     if (strchr(rq->out_mode + 1, 'c')) return 1;
     if (rq->indexed && !rq->out->final_path) return 1;
     if (rq->merge_threads > 0) return rq->merge_threads < RANGES_MAX ? rq->merge_threads : RANGES_MAX;
-    rocks_store *st = rq->in->store;
-    double read = !st || !store_runs_ingested(st) ? 0
-                : store_grouped(st) ? READOUT_DECODE_S_PER_GB : READOUT_READ_S_PER_GB;
     int level = output_file_deflate_level(rq->out_mode, rq->out_opts);
-    return readout_model_ranges_for(rq->threads, level, read, st ? store_parts(st) : 1, rq->bytes,
+    return readout_model_ranges_for(rq->threads, level, read_cost(rq), store_parts_of(rq), rq->bytes,
                                     RANGE_MIN_BYTES, RANGES_MAX);
 }
 
@@ -86,17 +96,41 @@ static double held_share(const readout_request *rq)
     return output_file_deflate_level(rq->out_mode, rq->out_opts) > 0 ? READOUT_COMPRESSED_SHARE : 1.0;
 }
 
-/* The bytes of records in one piece (see PIECE_MIN_BYTES); 0 when the
- * runs are too many for pieces that fit in memory. */
-static uint64_t piece_bytes(const readout_request *rq, int threads)
+/* What bounds the pieces: a quarter of the memory for the k + 2 in flight,
+ * held compressed at the output's level. */
+static readout_room piece_room(const readout_request *rq)
 {
-    uint64_t fits = (uint64_t)((double)(rq->memory / 4 / (uint64_t)(threads + 2)) / held_share(rq));
-    uint64_t piece = spilled_runs(rq) * PIECE_RUN_SHARE;
-    if (piece < PIECE_MIN_BYTES) piece = PIECE_MIN_BYTES;
+    readout_room r = { .runs = spilled_runs(rq), .piece_min = PIECE_MIN_BYTES,
+                       .piece_max = PIECE_MAX_BYTES,
+                       .room = (uint64_t)((double)(rq->memory / 4) / held_share(rq)) };
+    return r;
+}
+
+/* The bytes of records in one piece for k threads; 0 when the runs are
+ * too many for pieces that fit in memory.  --merge-threads takes the
+ * pieces that fit, however small (PIECE_MIN_BYTES at least). */
+static uint64_t piece_bytes(const readout_request *rq, int k)
+{
+    readout_room room = piece_room(rq);
+    uint64_t piece = readout_model_piece(&room, k, READOUT_RUN_SHARE);
+    if (piece || !rq->merge_threads) return piece;
+    uint64_t fits = room.room / (uint64_t)(k + 2);
     if (fits > PIECE_MAX_BYTES) fits = PIECE_MAX_BYTES;
-    if (piece <= fits) return piece;
-    if (!rq->merge_threads) return 0;
     return fits < PIECE_MIN_BYTES ? PIECE_MIN_BYTES : fits;
+}
+
+/* Where the automatic rule's k threads' pieces do not fit: fewer threads,
+ * or pieces of half the share a run, whichever the model finds faster, or
+ * one stream (0).  Falling back to one stream at once left one chain of
+ * single threads bounding the readout on many cores. */
+static uint64_t fewer_or_smaller(const readout_request *rq, int *k)
+{
+    readout_room room = piece_room(rq);
+    readout_shape shape = readout_model_fewer_or_smaller(&room, *k, rq->threads,
+                                                         output_file_deflate_level(rq->out_mode, rq->out_opts),
+                                                         read_cost(rq), store_parts_of(rq));
+    *k = shape.k;
+    return shape.piece;
 }
 
 static int pieces_for(const readout_request *rq, uint64_t piece, int threads)
@@ -179,6 +213,7 @@ int readout_plan_ranges(const readout_request *rq, range_plan *p, errmsg *err)
     p->readahead = merge_readahead(rq, &shape, 1, 0);
     int k = within_descriptors(readout_width(rq));
     uint64_t piece = k < 2 ? 0 : piece_bytes(rq, k);
+    if (k >= 2 && !piece) piece = fewer_or_smaller(rq, &k);
     if (piece) k = within_memory(rq, &shape, k, piece);
     if (!piece || k < 2) return 0;
     int want = pieces_for(rq, piece, k);

@@ -8,6 +8,7 @@
 #include "readout/piece_fault.h"
 #include "readout/merge_writer.h"
 #include "readout/readout_plan.h"
+#include "readout/readout_model.h"
 #include "readout/run_passes.h"
 #include "codec/record.h"
 #include "keys/key_samples.h"
@@ -18,7 +19,6 @@
 /* A piece holds at least this much, and 1 MiB per spilled run (each run's
  * share of a piece is a seek of its own), as readout/readout_plan.c's. */
 #define PIECE_MIN_BYTES (4ULL << 20)
-#define PIECE_RUN_SHARE (1ULL << 20)
 #define PIECES_PER_WRITER 8
 #define WRITERS_MAX 64
 
@@ -104,7 +104,7 @@ static int plan(const split_request *rq, split_plan *p)
         for (size_t i = 0; i < p->n_groups; i++) total += p->group[i].weight;
         uint64_t least = total / ((uint64_t)k * PIECES_PER_WRITER);
         if (least < PIECE_MIN_BYTES) least = PIECE_MIN_BYTES;
-        if (least < spilled_runs(rq) * PIECE_RUN_SHARE) least = spilled_runs(rq) * PIECE_RUN_SHARE;
+        if (least < spilled_runs(rq) * READOUT_RUN_SHARE) least = spilled_runs(rq) * READOUT_RUN_SHARE;
         if (cut_pieces(p, least) < 0) return -1;
     }
     p->writers = p->n < k ? p->n : k;

@@ -85,6 +85,63 @@ static const char *small_inputs_stay_one_merge(void)
     return NULL;
 }
 
+#define MIB (1ULL << 20)
+
+static readout_room room_of(uint64_t runs, uint64_t memory)
+{
+    readout_room r = { .runs = runs, .room = memory / 4, .piece_min = 4 * MIB, .piece_max = 64 * MIB };
+    return r;
+}
+
+/* Issue #52's case: -@ 16 -u, 512 MB, 20 compact runs in two parts.  16
+ * threads' pieces of 1 MiB a run do not fit; the readout must still split
+ * (it fell back to one chain), within the memory. */
+static const char *many_runs_split_in_fewer_or_smaller_pieces(void)
+{
+    readout_room r = room_of(20, 512 * MIB);
+    if (readout_model_piece(&r, 16, READOUT_RUN_SHARE)) return "the test's pieces fit at 16 threads";
+    readout_shape s = readout_model_fewer_or_smaller(&r, 16, 16, 0, READOUT_DECODE_S_PER_GB, 2);
+    if (s.k < 2) return "-@ 16 -u with 20 runs in 512 MB read out in one stream";
+    if (s.piece * (uint64_t)(s.k + 2) > r.room) return "the pieces in flight exceed the memory";
+    if (s.piece < 20 * READOUT_RUN_SHARE / 2) return "a piece holds less than half a MiB a run";
+    return NULL;
+}
+
+/* Over runs, budgets, threads, levels and reads: a choice of merge
+ * threads fits the memory, is no more than asked, and is faster by the
+ * model than one stream; one stream only where nothing that fits is. */
+static const char *fewer_or_smaller_fits_and_pays(void)
+{
+    const double reads[] = { 0, READOUT_READ_S_PER_GB, READOUT_DECODE_S_PER_GB };
+    for (uint64_t runs = 1; runs <= 400; runs = runs * 3 / 2 + 1)
+        for (uint64_t mem = 16 * MIB; mem <= 64ULL << 30; mem *= 2)
+            for (int t = 2; t <= 64; t *= 2)
+                for (int level = 0; level <= 6; level += 6)
+                    for (int r = 0; r < 3; r++) {
+                        readout_room room = room_of(runs, mem);
+                        readout_shape s = readout_model_fewer_or_smaller(&room, t, t, level, reads[r], 2);
+                        double one = readout_model_seconds_per_gb(1, t, level, reads[r], 2);
+                        if (s.k < 1 || s.k > t) return "merge threads outside 1..asked";
+                        if (s.k == 1) {
+                            if (s.piece) return "one stream with a piece size";
+                            if (readout_model_piece(&room, 2, READOUT_RUN_SHARE / 2) &&
+                                readout_model_seconds_straddling(2, t, level, reads[r], 2,
+                                                                 2 * READOUT_STRADDLE_SHARE) < one)
+                                return "one stream kept where two threads' pieces fit and pay";
+                            continue;
+                        }
+                        if (s.piece * (uint64_t)(s.k + 2) > room.room || s.piece > room.piece_max)
+                            return "pieces in flight beyond the memory";
+                        if (s.piece < runs * READOUT_RUN_SHARE / 2 || s.piece < room.piece_min)
+                            return "a piece below half a MiB a run or the minimum";
+                        double straddle = s.piece >= runs * READOUT_RUN_SHARE
+                                        ? READOUT_STRADDLE_SHARE : 2 * READOUT_STRADDLE_SHARE;
+                        if (readout_model_seconds_straddling(s.k, t, level, reads[r], 2, straddle) >= one)
+                            return "merge threads the model finds no faster than one stream";
+                    }
+    return NULL;
+}
+
 int main(void)
 {
     report("single_merge_where_it_fits", single_merge_where_it_fits());
@@ -92,5 +149,7 @@ int main(void)
     report("no_thread_past_its_share", no_thread_past_its_share());
     report("more_threads_never_fewer_ranges", more_threads_never_fewer_ranges());
     report("small_inputs_stay_one_merge", small_inputs_stay_one_merge());
+    report("many_runs_split_in_fewer_or_smaller_pieces", many_runs_split_in_fewer_or_smaller_pieces());
+    report("fewer_or_smaller_fits_and_pays", fewer_or_smaller_fits_and_pays());
     return report_summary();
 }
