@@ -17,6 +17,7 @@ output is checked and the memory is not.
 """
 
 import os
+import re
 import resource
 import struct
 import subprocess
@@ -64,8 +65,8 @@ def made_input(session, name, size, seed):
     return path
 
 
-def oracle_sorted(session, src):
-    path = os.path.join(session.inputs_dir, "memory-40M.sorted.bam")
+def oracle_sorted(session, src, name="memory-40M.sorted.bam"):
+    path = os.path.join(session.inputs_dir, name)
     with session.lock_for(("memory-oracle", src)):
         if not os.path.exists(path):
             session.oracle_ok("sort", ["--no-PG", "-o", path + ".part", src])
@@ -169,3 +170,42 @@ def test_memory_within_budget(case, args, stdin, compare):
                 if "runs:" in l or "readout memory" in l or "readout:" in l]
         raise Failure(f"{' '.join(args)}: peak RSS {rss:.0f} MB, over the bound "
                       f"{bound_mb(budget):.0f} MB (budget {budget / MB:.1f} MB)", said)
+
+
+# 80 MiB of BAM, about 214 MB of records: at -@ 16 -u --max-memory 120M it
+# spills 6-7 compact runs, and the 6 merge threads the readout asks for
+# (32 MiB of records each) would need 8 pieces of 1 MiB a run in flight,
+# more than a quarter of the budget.
+SPLIT_INPUT_BYTES, SPLIT_INPUT_SEED = 80 << 20, 7
+SPLIT_ARGS = ["-@", "16", "-u", "--max-memory", "120M"]
+
+
+@release_only("an 80 MiB input sorted at -@ 16: the sanitizer run reads out in pieces "
+              "in the readout tests")
+def test_memory_many_runs_read_out_in_pieces(case):
+    """Issue #52: where k threads' pieces of 1 MiB a run do not fit the
+    budget, the automatic rule fell back to one stream, whose single threads
+    bound the readout on many cores.  It takes fewer threads or pieces of
+    half a MiB a run instead: -v says two merge threads or more, the records
+    are the oracle's and the peak RSS is within the bound."""
+    src = made_input(case.session, "memory-80M.bam", SPLIT_INPUT_BYTES, SPLIT_INPUT_SEED)
+    code, err, rss = sort_measured(case, SPLIT_ARGS, src, False)
+    if code != 0:
+        raise Failure(f"rocksort {' '.join(SPLIT_ARGS)} exited with {code}", tail(err))
+    text = err.decode(errors="replace")
+    said = re.search(r"^\[rocksort\] readout: (\d+) merge threads? over (\d+) pieces?", text, re.M)
+    runs = re.search(r"^\[rocksort\] runs: (\d+) written", text, re.M)
+    if not said or not runs:
+        raise Failure("-v did not say the readout's threads or the runs", tail(err))
+    if int(runs.group(1)) < 4:
+        raise Failure(f"only {runs.group(1)} runs spilled: the case no longer tests many runs",
+                      tail(err))
+    if int(said.group(1)) < 2:
+        raise Failure(f"{' '.join(SPLIT_ARGS)} with {runs.group(1)} runs read out in one stream",
+                      tail(err))
+    expect_oracle_records(case, case.out("out.bam"),
+                          oracle_sorted(case.session, src, "memory-80M.sorted.bam"))
+    case.expect_no_temp_left()
+    budget = budget_bytes(SPLIT_ARGS)
+    if not instrumented(case) and rss > bound_mb(budget):
+        raise Failure(f"peak RSS {rss:.0f} MB, over the bound {bound_mb(budget):.0f} MB", tail(err))

@@ -107,6 +107,21 @@ static const char *many_runs_split_in_fewer_or_smaller_pieces(void)
     return NULL;
 }
 
+/* The two shapes are both tried, and each at its own cost: with 20 runs
+ * at -@ 16 -u, 1400 MiB fits 15 threads at 1 MiB a run (3.22 / 15 s/GB)
+ * and 16 at half of it (3.62 / 16): the first is faster.  300 MiB fits 5
+ * threads at half a MiB a run, faster than one stream (0.72 against 0.80)
+ * only if their straddle is twice, not four times, 1 MiB's. */
+static const char *the_faster_shape_at_its_own_cost(void)
+{
+    readout_room wide = room_of(20, 1400 * MIB), narrow = room_of(20, 300 * MIB);
+    readout_shape a = readout_model_fewer_or_smaller(&wide, 16, 16, 0, READOUT_DECODE_S_PER_GB, 2);
+    readout_shape b = readout_model_fewer_or_smaller(&narrow, 16, 16, 0, READOUT_DECODE_S_PER_GB, 2);
+    if (a.k != 15 || a.piece != 20 * MIB) return "1400 MiB: not 15 threads at 1 MiB a run";
+    if (b.k != 5 || b.piece != 10 * MIB) return "300 MiB: not 5 threads at half a MiB a run";
+    return NULL;
+}
+
 /* Over runs, budgets, threads, levels and reads: a choice of merge
  * threads fits the memory, is no more than asked, and is faster by the
  * model than one stream; one stream only where nothing that fits is. */
@@ -151,5 +166,6 @@ int main(void)
     report("small_inputs_stay_one_merge", small_inputs_stay_one_merge());
     report("many_runs_split_in_fewer_or_smaller_pieces", many_runs_split_in_fewer_or_smaller_pieces());
     report("fewer_or_smaller_fits_and_pays", fewer_or_smaller_fits_and_pays());
+    report("the_faster_shape_at_its_own_cost", the_faster_shape_at_its_own_cost());
     return report_summary();
 }
