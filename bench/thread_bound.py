@@ -213,7 +213,7 @@ def tool_commands(args):
     cmds = {
         "rocksort": (f"{rs} -@ {t} -m {m} -T {{tmp}} -o {{out}} {{in}}", t),
         "samtools": (f"{st} sort -@ {t} -m {m} -T {{tmpfile}} -o {{out}} {{in}}", t),
-        "mako": (f"{mk} -i {{in}} -o {{out}} --order coordinate -@ {t} -m {args.mako_mem} "
+        "mako": (f"{mk} -i {{in}} -o {{out}} --order coordinate -@ {t} -m {args.mako_mem or m} "
                  f"--compression-level 7 -T {{tmp}}", t),
         "rocksort32": (f"{rs} -@ {2 * t} -m {m} -T {{tmp}} -o {{out}} {{in}}", 2 * t),
     }
@@ -267,7 +267,8 @@ def main():
     ap.add_argument("--input", default=os.path.join(OUT, "input-1G-s1-g1.bam"))
     ap.add_argument("--threads", type=int, default=16, help="-@ (rocksort32: twice this)")
     ap.add_argument("--mem", default="32M", help="-m for rocksort and samtools")
-    ap.add_argument("--mako-mem", default="512M", help="mako's -m")
+    ap.add_argument("--mako-mem", default=None,
+                    help="mako's -m [--mem: per thread, as samtools' and rocksort's]")
     ap.add_argument("--tools", default=DEFAULT_TOOLS,
                     help=f"comma-separated, of {DEFAULT_TOOLS}; empty for --cmd only")
     ap.add_argument("--cmd", action="append", default=[],
