@@ -137,8 +137,8 @@ static uint64_t piece_bytes(const readout_request *rq, int k)
 static uint64_t fewer_or_smaller(const readout_request *rq, int *k)
 {
     readout_room room = piece_room(rq);
-    readout_shape shape = readout_model_fewer_or_smaller(&room, *k, rq->threads,
-                                                         output_file_deflate_level(rq->out_mode, rq->out_opts),
+    int level = output_file_deflate_level(rq->out_mode, rq->out_opts);
+    readout_shape shape = readout_model_fewer_or_smaller(&room, *k, rq->threads, level,
                                                          read_cost(rq), store_parts_of(rq));
     *k = shape.k;
     return shape.piece;
