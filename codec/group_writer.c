@@ -102,6 +102,11 @@ group_writer *group_writer_create_on(hts_tpool *pool, int threads, size_t group_
     return gw;
 }
 
+void group_writer_set_group_bytes(group_writer *gw, size_t group_bytes)
+{
+    gw->group_bytes = group_bytes;
+}
+
 int group_writer_add(group_writer *gw, const uint8_t *key, size_t klen,
                      const uint8_t *val, size_t vlen, errmsg *err)
 {

@@ -35,6 +35,8 @@ typedef struct group_writer group_writer;
  * instead of a pool of the writer's own. */
 group_writer *group_writer_create_on(hts_tpool *pool, int threads, size_t group_bytes,
                                      group_put_fn put, void *ctx);
+/* Groups from the next one filled on are of about group_bytes. */
+void group_writer_set_group_bytes(group_writer *gw, size_t group_bytes);
 int group_writer_add(group_writer *gw, const uint8_t *key, size_t klen,
                      const uint8_t *val, size_t vlen, errmsg *err);
 int group_writer_finish(group_writer *gw, errmsg *err);

@@ -157,6 +157,9 @@ static void report_readers(const sort_job *j)
     fprintf(stderr, "[rocksort] readout memory: readers of %llu runs hold %.1f MB of the %.1f MB "
             "they may, at %zu KiB readahead; ", (unsigned long long)j->readers.runs,
             j->readers.bytes / 1e6, j->readers.allowed / 1e6, j->readers.readahead >> 10);
+    /* Smaller groups than the default say that the runs were many for the memory. */
+    if (store_grouped(j->store))
+        fprintf(stderr, "groups of %zu KiB; ", store_group_bytes(j->store) >> 10);
     if (!in)
         fprintf(stderr, "no merge passes\n");
     else if (in == out)
@@ -187,9 +190,9 @@ static void report_merges(const sort_job *j)
                 "readout\n");
     else
         fprintf(stderr, ": %s\n", m.bytes ? "only to keep the readout within ulimit -n"
-                                  : m.left_to_passes ? "none planned: the compact runs' groups "
-                                    "would not fit the readout's memory, so merge passes "
-                                    "rewrite the runs before it instead"
+                                  : m.left_to_passes ? "none planned: the compact runs' readers, "
+                                    "even merged, would not fit the readout's memory, so "
+                                    "merge passes rewrite the runs before it instead"
                                   : "none planned (too few runs, or no size known)");
 }
 

@@ -87,10 +87,12 @@ static int collect(batch_groups *bg, int failed, encoded_group_fn put, void *ctx
     return put_range(r, put, ctx, err);
 }
 
-static int dispatch(batch_groups *bg, const batch *sb, int i, size_t lo, size_t hi)
+static int dispatch(batch_groups *bg, const batch *sb, size_t group_bytes, int i, size_t lo,
+                    size_t hi)
 {
     range_slot *r = &bg->slot[i % bg->ahead];
     r->sb = sb;
+    r->group_bytes = group_bytes;
     r->lo = lo;
     r->hi = hi;
     r->out.n = 0;
@@ -99,18 +101,19 @@ static int dispatch(batch_groups *bg, const batch *sb, int i, size_t lo, size_t 
     return hts_tpool_dispatch(bg->pool, bg->queue, encode_range, r);
 }
 
-int batch_groups_write(batch_groups *bg, const batch *sb, encoded_group_fn put, void *ctx,
-                       errmsg *err)
+int batch_groups_write(batch_groups *bg, const batch *sb, size_t group_bytes,
+                       encoded_group_fn put, void *ctx, errmsg *err)
 {
     size_t n = batch_count(sb), bytes = batch_bytes(sb) ? batch_bytes(sb) : 1;
-    size_t range_bytes = BATCH_RANGE_GROUPS * bg->slot[0].group_bytes;
+    size_t range_bytes = BATCH_RANGE_GROUPS * group_bytes;
     size_t ranges = (bytes + range_bytes - 1) / range_bytes;
     if (ranges > n) ranges = n ? n : 1;
     int failed = 0, queued = 0, collected = 0;
     for (size_t i = 0; i < ranges && !failed; i++) {
         if (queued - collected == bg->ahead)
             failed = collect(bg, failed, put, ctx, err) < 0, collected++;
-        if (!failed && dispatch(bg, sb, (int)i, n * i / ranges, n * (i + 1) / ranges) < 0)
+        size_t lo = n * i / ranges, hi = n * (i + 1) / ranges;
+        if (!failed && dispatch(bg, sb, group_bytes, (int)i, lo, hi) < 0)
             failed = errmsg_set(err, "could not queue a run's records for compression") < 0;
         else if (!failed) queued++;
     }
@@ -119,7 +122,7 @@ int batch_groups_write(batch_groups *bg, const batch *sb, encoded_group_fn put, 
     return failed ? -1 : 0;
 }
 
-batch_groups *batch_groups_create(hts_tpool *pool, int ahead, size_t group_bytes)
+batch_groups *batch_groups_create(hts_tpool *pool, int ahead)
 {
     batch_groups *bg = calloc(1, sizeof *bg);
     if (!bg) return NULL;
@@ -127,10 +130,8 @@ batch_groups *batch_groups_create(hts_tpool *pool, int ahead, size_t group_bytes
     bg->ahead = ahead > 1 ? ahead : 1;
     bg->slot = calloc((size_t)bg->ahead, sizeof *bg->slot);
     int ok = bg->slot && (bg->queue = hts_tpool_process_init(pool, bg->ahead, 0));
-    for (int i = 0; ok && i < bg->ahead; i++) {
-        bg->slot[i].group_bytes = group_bytes;
+    for (int i = 0; ok && i < bg->ahead; i++)
         ok = (bg->slot[i].enc = group_codec_encoder_create()) != NULL;
-    }
     if (ok) return bg;
     batch_groups_destroy(bg);
     return NULL;

@@ -2,7 +2,8 @@
  *
  * Contract: batch_groups_write() cuts a sorted batch (load/batch.h) into
  * ranges of consecutive records, BATCH_RANGE_GROUPS groups' worth each,
- * and encodes each range's records as groups of about group_bytes
+ * and encodes each range's records as groups of about group_bytes (the
+ * store's, store_group_bytes(), which may change between runs)
  * (codec/group_codec.h) on a thread pool, several ranges at once.  The groups
  * reach put() on the calling thread in key order, each with its first and
  * last key and the bytes of records it holds: the groups a group_writer
@@ -36,9 +37,9 @@ typedef int (*encoded_group_fn)(void *ctx, const group_span *span, const uint8_t
 typedef struct batch_groups batch_groups;
 
 /* NULL when out of memory. */
-batch_groups *batch_groups_create(hts_tpool *pool, int ahead, size_t group_bytes);
-int batch_groups_write(batch_groups *bg, const batch *sb, encoded_group_fn put, void *ctx,
-                       errmsg *err);
+batch_groups *batch_groups_create(hts_tpool *pool, int ahead);
+int batch_groups_write(batch_groups *bg, const batch *sb, size_t group_bytes,
+                       encoded_group_fn put, void *ctx, errmsg *err);
 void batch_groups_destroy(batch_groups *bg);
 
 #endif

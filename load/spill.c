@@ -31,7 +31,8 @@ static int write_run(const spill_queue *q, batch *sb, const uint8_t *note, size_
     if (n == 0) return 0;
     if (store_run_begin(st, err) < 0) return -1;
     if (q->groups) {
-        if (batch_groups_write(q->groups, sb, put_group, st, err) < 0) return -1;
+        if (batch_groups_write(q->groups, sb, store_group_bytes(st), put_group, st, err) < 0)
+            return -1;
         return store_run_end(st, note, note_len, err);
     }
     for (size_t i = 0; i < n; i++) {
@@ -231,7 +232,7 @@ static int use_pool(spill_queue *q, const spill_setup *s)
     if (!q->pool) return 0;
     if (touch_ahead_start(&q->ahead, q->pool, q->threads) < 0) return -1;
     if (!store_grouped(q->store)) return 0;
-    q->groups = batch_groups_create(q->pool, q->threads + 2, STORE_GROUP_BYTES);
+    q->groups = batch_groups_create(q->pool, q->threads + 2);
     return q->groups ? 0 : -1;
 }
 

@@ -44,6 +44,7 @@
 #include "codec/group_codec.h"
 #include "keys/key_bytes.h"
 #include "store/store.h"
+#include "store/run_readers.h"
 
 typedef struct {
     group_records rec;
@@ -52,7 +53,8 @@ typedef struct {
 
 typedef struct group_feed group_feed;
 
-#define GROUP_FEED_AHEAD 4
+/* Groups a feed decodes ahead: counted in its readers' memory there. */
+#define GROUP_FEED_AHEAD READERS_FEED_AHEAD
 
 /* lo and hi are copied.  NULL with the cause in err if the feed cannot start. */
 group_feed *group_feed_open(rocks_store *st, int part, const key_sample *lo, const key_sample *hi,

@@ -14,7 +14,7 @@
 static run_readers_shape shape_of(const store_survey *v)
 {
     run_readers_shape s = { .grouped = v->grouped, .parts = v->parts, .ahead = GROUP_FEED_AHEAD,
-                            .block_codec = v->block_codec };
+                            .block_codec = v->block_codec, .group_bytes = v->group_bytes };
     for (int p = 0; p < v->parts; p++) {
         s.runs += v->runs[p];
         s.groups += v->groups[p];
@@ -34,8 +34,8 @@ run_readers_shape run_passes_readers(rocks_store *st)
 /* One run of a pass, read by a feed or a stream of its own. */
 static run_readers_shape run_shape(const store_survey *v, const store_pass *p, int i)
 {
-    run_readers_shape s = { .runs = 1, .grouped = v->grouped, .parts = 1,
-                        .ahead = PASS_AHEAD, .block_codec = v->block_codec };
+    run_readers_shape s = { .runs = 1, .grouped = v->grouped, .parts = 1, .ahead = PASS_AHEAD,
+                            .block_codec = v->block_codec, .group_bytes = v->group_bytes };
     if (s.grouped) s.groups = store_pass_run_depth(p, i);
     return s;
 }
@@ -78,7 +78,7 @@ static int merge_group(rocks_store *st, const store_survey *v, store_pass *p, in
     for (int i = first; i < first + n; i++) {
         run_readers_shape one = run_shape(v, p, i);
         s = (run_readers_shape){ s.runs + 1, s.groups + one.groups, one.grouped, s.parts + 1,
-                             one.ahead, one.block_codec };
+                                 one.ahead, one.block_codec, one.group_bytes };
     }
     size_t readahead = run_readers_fit(&s, memory);
     merge_sources src;

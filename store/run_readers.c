@@ -3,10 +3,17 @@
 #include "store/store_types.h"
 
 /* A decoded group: its records, their offsets (two words per record of a
- * few hundred bytes) and the allocator's rounding. */
-#define GROUP_DECODED_BYTES ((uint64_t)STORE_GROUP_BYTES * 9 / 8)
-/* A group's columns while it is decoded: about its records' bytes. */
-#define GROUP_COLUMNS_BYTES ((uint64_t)STORE_GROUP_BYTES)
+ * few hundred bytes) and the allocator's rounding.  Its columns, while it
+ * is decoded, take about its records' bytes. */
+static uint64_t group_decoded_bytes(size_t group_bytes)
+{
+    return (uint64_t)(group_bytes ? group_bytes : STORE_GROUP_BYTES) * 9 / 8;
+}
+
+static uint64_t group_columns_bytes(size_t group_bytes)
+{
+    return group_bytes ? group_bytes : STORE_GROUP_BYTES;
+}
 #define CHUNK_MIN_BYTES (64u << 10)
 #define CHUNK_MAX_BYTES (1u << 20)
 
@@ -26,11 +33,13 @@ uint64_t run_readers_bytes(const run_readers_shape *s, size_t readahead)
 {
     uint64_t b = s->runs * run_readers_per_run(readahead, s->block_codec);
     uint64_t parts = s->parts > 0 ? (uint64_t)s->parts : 0;
-    if (s->grouped)
-        b += s->groups * GROUP_DECODED_BYTES
-             + parts * ((uint64_t)s->ahead * GROUP_DECODED_BYTES + GROUP_COLUMNS_BYTES);
-    else
+    if (s->grouped) {
+        uint64_t decoded = group_decoded_bytes(s->group_bytes);
+        b += s->groups * decoded
+             + parts * ((uint64_t)s->ahead * decoded + group_columns_bytes(s->group_bytes));
+    } else {
         b += parts * STREAM_CHUNKS * run_readers_chunk_bytes(readahead);
+    }
     return b;
 }
 
@@ -45,6 +54,20 @@ size_t run_readers_fit(const run_readers_shape *s, uint64_t memory)
         else hi = mid;
     }
     return lo & ~(size_t)4095;
+}
+
+size_t run_readers_group_bytes(uint64_t runs, uint64_t files, uint64_t memory)
+{
+    run_readers_shape s = { .runs = files, .groups = runs, .grouped = 1, .parts = 1,
+                            .ahead = READERS_FEED_AHEAD, .group_bytes = STORE_GROUP_BYTES };
+    if (run_readers_bytes(&s, READERS_MIN_READAHEAD) <= memory) return STORE_GROUP_BYTES;
+    /* The runs are an estimate: room to spare first, then just fitting. */
+    size_t readahead[2] = { READERS_GROUPS_READAHEAD, READERS_MIN_READAHEAD };
+    for (int r = 0; r < 2; r++)
+        for (s.group_bytes = STORE_GROUP_BYTES / 2; s.group_bytes >= STORE_GROUP_MIN_BYTES;
+             s.group_bytes /= 2)
+            if (run_readers_bytes(&s, readahead[r]) <= memory) return s.group_bytes;
+    return STORE_GROUP_BYTES;
 }
 
 int run_readers_threads(const run_readers_shape *s, size_t readahead, uint64_t memory, int k)

@@ -38,6 +38,8 @@
 #define READERS_MIN_READAHEAD (256u << 10)
 /* A piece's writer: its BGZF buffers and deflate state. */
 #define READOUT_THREAD_BYTES (1ULL << 20)
+/* Groups a compact runs' feed decodes ahead (readout/group_feed.h). */
+#define READERS_FEED_AHEAD 4
 
 typedef struct {
     uint64_t runs;      /* files open */
@@ -46,6 +48,8 @@ typedef struct {
     int parts;          /* reader threads: feeds (compact runs) or streams (records) */
     int ahead;          /* compact runs: groups each feed decodes ahead */
     int block_codec;    /* RocksDB decompresses each block */
+    size_t group_bytes; /* compact runs: records per group (store_group_bytes());
+                           0: STORE_GROUP_BYTES */
 } run_readers_shape;
 
 /* The chunks of a records runs' stream (readout/run_stream.h) at a readahead:
@@ -58,6 +62,21 @@ uint64_t run_readers_per_run(size_t readahead, int block_codec);
 uint64_t run_readers_bytes(const run_readers_shape *s, size_t readahead);
 size_t run_readers_fit(const run_readers_shape *s, uint64_t memory);
 int run_readers_threads(const run_readers_shape *s, size_t readahead, uint64_t memory, int k);
+
+/* The group size for `runs` compact runs written, read at the readout
+ * from `files` files by one feed, when the readers may hold `memory`:
+ * STORE_GROUP_BYTES wherever those readers fit at READERS_MIN_READAHEAD;
+ * else the larger of its half and its quarter (STORE_GROUP_MIN_BYTES) at
+ * which they fit with READERS_GROUPS_READAHEAD a file (room for runs
+ * beyond the estimate), else at READERS_MIN_READAHEAD; STORE_GROUP_BYTES
+ * where neither fits, as merge passes will rewrite the runs anyway.
+ * Why: a RocksDB merge copies groups whole, so the readout holds a group of
+ * every run written however the runs were merged; where those groups fill
+ * the readers' memory, every run is rewritten in a merge pass before the
+ * readout.  Smaller groups cost some density and encoding time
+ * (doc/DESIGN.md, "The readout's memory"); a pass costs a rewrite. */
+#define READERS_GROUPS_READAHEAD (2 * READERS_MIN_READAHEAD)
+size_t run_readers_group_bytes(uint64_t runs, uint64_t files, uint64_t memory);
 
 /* Gives the pages the allocator holds free back to the system: between a
  * merge pass's groups, and before the readout, so that what one phase's

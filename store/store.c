@@ -340,6 +340,7 @@ static int set_up(rocks_store *st, const store_options *o, errmsg *err)
     st->run_bytes = o->run_bytes;
     st->codec = o->compression;
     st->readout_memory = o->readout_memory;
+    st->group_bytes = STORE_GROUP_BYTES;
     int pool = lay_out(st, o);
     configure_shared(st);
     for (int i = 0; i < st->n_dbs; i++) {
@@ -442,6 +443,7 @@ int store_direct_io(const rocks_store *st)
 }
 
 int store_grouped(const rocks_store *st) { return st->groups != NULL; }
+size_t store_group_bytes(const rocks_store *st) { return st->group_bytes; }
 
 int store_parts(const rocks_store *st) { return st->parts_used; }
 

@@ -74,6 +74,9 @@ int store_parts(const rocks_store *st);
 /* True when runs hold groups of records in columns (compact runs): see
  * store/store_iter.h for what that means to a reader. */
 int store_grouped(const rocks_store *st);
+/* Compact runs: the records per group of the runs written from now on
+ * (store_merge_plan(), store/store_merge.h). */
+size_t store_group_bytes(const rocks_store *st);
 
 /* Sorted runs the readout will merge: the databases' files (all in level 0). */
 int store_sorted_runs(rocks_store *st);

@@ -72,6 +72,7 @@ struct rocks_store {
     hts_tpool *pool;            /* store_options' */
     int encode_threads;         /* store_options' compression_threads */
     group_writer *groups;       /* compact runs: records go in groups (codec/group_codec.h) */
+    size_t group_bytes;         /* compact runs: records per group (store/store_merge.c) */
     run_index *index;           /* compact runs: each run's groups (store/run_index.h) */
     /* A resumable store (store/store_state.c). */
     char *state_dir;            /* NULL: a temporary directory */

@@ -32,20 +32,43 @@ static uint64_t runs_for(const rocks_store *st, uint64_t size)
     return st->run_bytes ? (size + st->run_bytes - 1) / st->run_bytes : 1;
 }
 
-/* See store_merge_plan() in store/store_merge.h: compact runs whose groups
- * exceed the readout's memory are merged in passes instead. */
-static int merges_pointless(const rocks_store *st, uint64_t runs)
+/* The files the readout opens for `runs` runs: about 2*sqrt(runs) once
+ * merged in the background (merge_plan_for()), else every run. */
+static uint64_t readout_files(uint64_t runs)
 {
-    run_readers_shape groups = { .groups = runs, .grouped = 1 };
-    return st->codec == STORE_CODEC_COLUMNS && st->readout_memory &&
-           run_readers_bytes(&groups, 0) > st->readout_memory;
+    return runs > STORE_MERGE_MIN_RUNS ? (uint64_t)merge_plan_for(runs).trigger : runs;
+}
+
+/* Compact runs: the groups of the runs to come are sized for `runs` runs
+ * read from `files` files.  Runs written already (a resumed sort's) keep
+ * STORE_GROUP_BYTES, which their readout counts them at.  Called before
+ * the first run begins (store_merge_plan()'s contract). */
+static void plan_groups(rocks_store *st, uint64_t runs, uint64_t files)
+{
+    if (st->codec != STORE_CODEC_COLUMNS || !st->readout_memory || st->runs > 0) return;
+    st->group_bytes = run_readers_group_bytes(runs, files, st->readout_memory);
+    if (st->groups) group_writer_set_group_bytes(st->groups, st->group_bytes);
+}
+
+/* Sizes the groups for `runs` runs, then says whether background merges
+ * are pointless (store_merge_plan() in store/store_merge.h): compact runs
+ * whose readers, merged, would still exceed the readout's memory at the
+ * smallest readahead are merged in passes instead.  Too few runs to merge
+ * are never merged in the background anyway. */
+static int plan_groups_and_passes(rocks_store *st, uint64_t runs)
+{
+    plan_groups(st, runs, readout_files(runs));
+    run_readers_shape s = { .runs = readout_files(runs), .groups = runs, .grouped = 1,
+                            .group_bytes = st->group_bytes };
+    return st->codec == STORE_CODEC_COLUMNS && st->readout_memory && runs > STORE_MERGE_MIN_RUNS &&
+           run_readers_bytes(&s, READERS_MIN_READAHEAD) > st->readout_memory;
 }
 
 /* Each database merges its own runs: its share of the size plans them. */
 void store_merge_configure(rocks_store *st, store_db *d, const store_options *o, double share)
 {
     merge_plan p = { 2, d->files.merge_width, d->files.max_runs, 0 };
-    int pointless = o->size_hint > 0 && merges_pointless(st, runs_for(st, o->size_hint));
+    int pointless = o->size_hint > 0 && plan_groups_and_passes(st, runs_for(st, o->size_hint));
     if (pointless) st->merges_left_to_passes = 1;
     d->merges_planned = o->size_hint > 0 && !pointless;
     if (d->merges_planned) {
@@ -159,11 +182,12 @@ static int start_merging(rocks_store *st, const store_db *d, int trigger, int mi
 
 /* Each database plans for its share of the runs, and merges only past
  * STORE_MERGE_MIN_RUNS of its own. */
-int store_merge_plan(rocks_store *st, uint64_t size_estimate)
+int store_merge_plan(rocks_store *st, uint64_t size_estimate, uint64_t run_bytes)
 {
     uint64_t total = 0;
     int fewest = 0;
-    if (merges_pointless(st, runs_for(st, size_estimate))) {
+    if (run_bytes) st->run_bytes = run_bytes;
+    if (plan_groups_and_passes(st, runs_for(st, size_estimate))) {
         st->merges_left_to_passes = 1;
         return 0;
     }

@@ -16,17 +16,25 @@
 /* Without a size hint, the caller may still estimate the total (from the
  * input file's size) once loading has begun: past STORE_MERGE_MIN_RUNS
  * runs, merging starts as a hint would have set it up; below, the readout
- * merges every run itself, which is cheaper than rewriting them.  Compact
- * runs are not merged in the background when their groups alone (one per
- * run, which a RocksDB merge copies whole) would not fit readout_memory:
- * merge passes rewrite them before the readout (readout/run_passes.h), and
- * background merges would only add a rewrite, and files holding more
- * groups open than a pass can read at once.  Call it
- * before the first run ends: runs already dealt to other parts stay there,
- * outside the merges' reach.  Returns the fewest runs a background merge
- * takes, 0 if there will be no merges, -1 if RocksDB refused the change. */
+ * merges every run itself, which is cheaper than rewriting them.
+ * Compact runs' groups are sized first (run_readers_group_bytes(),
+ * store/run_readers.h; a store holding runs already, a resumed sort's,
+ * keeps STORE_GROUP_BYTES, at which its readout counts them).  They are not
+ * merged in the background when their readers, even merged (a group per
+ * run written, which a RocksDB merge copies whole, and about 2*sqrt(runs)
+ * files), would not fit readout_memory: merge passes rewrite them before
+ * the readout (readout/run_passes.h), and background merges would only add
+ * a rewrite, and files holding more groups open than a pass can read at
+ * once.  Call it before the first run begins: its groups take the size
+ * planned here, and runs already dealt to other parts would stay there,
+ * outside the merges' reach.  run_bytes: the bytes of the estimate's kind
+ * that one run took (the first batch's records), as a batch holds fewer
+ * than its capacity (each record's key and index entry take room too); 0:
+ * the run size given at store_open().  Returns the fewest runs a background
+ * merge takes, 0 if there will be no merges, -1 if RocksDB refused the
+ * change. */
 #define STORE_MERGE_MIN_RUNS 32
-int store_merge_plan(rocks_store *st, uint64_t size_estimate);
+int store_merge_plan(rocks_store *st, uint64_t size_estimate, uint64_t run_bytes);
 
 /* The most runs one background merge may take when `size` bytes arrive in
  * runs of run_bytes: the merge budget above, or 0 if no merges would be

@@ -104,7 +104,8 @@ void store_pass_survey(rocks_store *st, store_survey *out)
 {
     *out = (store_survey){ .parts = st->parts_used, .grouped = st->groups != NULL,
                            .block_codec = store_codec_in_blocks(st->codec),
-                           .resumable = st->journal != NULL };
+                           .resumable = st->journal != NULL,
+                           .group_bytes = st->group_bytes };
     for (int p = 0; p < out->parts; p++) {
         /* One level (store_merge_configure()): every run is a level-0 file. */
         out->runs[p] = store_part_property(st, p, "rocksdb.num-files-at-level0");

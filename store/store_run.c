@@ -17,7 +17,7 @@ static int put_group(void *store, const group_span *span, const uint8_t *blob, s
 
 group_writer *store_run_group_writer(rocks_store *st, int threads)
 {
-    return group_writer_create_on(st->pool, threads, STORE_GROUP_BYTES, put_group, st);
+    return group_writer_create_on(st->pool, threads, st->group_bytes, put_group, st);
 }
 
 int store_run_prepare(rocks_store *st, const store_options *o, errmsg *err)

@@ -54,7 +54,7 @@ int store_run_end(rocks_store *st, const void *note, size_t note_len, errmsg *er
 /* Compact runs (store_grouped()): instead of records, a group already
  * encoded elsewhere (load/batch_groups.h) with the bytes of records it holds,
  * in key order like records.  A run takes records or groups, not both.
- * Groups hold STORE_GROUP_BYTES of records (store/store_types.h). */
+ * Groups hold store_group_bytes() of records (store/store.h). */
 int store_run_put_group(rocks_store *st, const group_span *span, const uint8_t *blob,
                         size_t len, uint64_t record_bytes, errmsg *err);
 

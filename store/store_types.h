@@ -79,8 +79,11 @@ typedef struct store_iter store_iter;
 typedef struct store_pass store_pass;
 
 /* Compact runs: record bytes per group.  Larger groups barely compress
- * better, and the readout holds one decoded group per run. */
+ * better, and the readout holds one decoded group per run written: where
+ * the runs are many for the memory, groups shrink to as little as
+ * STORE_GROUP_MIN_BYTES (run_readers_group_bytes(), store/run_readers.h). */
 #define STORE_GROUP_BYTES (256u << 10)
+#define STORE_GROUP_MIN_BYTES (64u << 10)
 
 /* The layout of a state (--resume DIR), journaled first: a state of
  * another version is discarded, whatever it holds.  Bump it with any change

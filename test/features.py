@@ -358,6 +358,32 @@ def test_sizing_s_far_too_high_still_meets_the_budget(case):
                       f"2*sqrt(T) = {2 * written ** 0.5:.1f}")
 
 
+def test_sizing_many_runs_write_smaller_groups(case):
+    """Compact runs too many for the readers' memory at 256 KiB groups are
+    written in smaller groups (issue #52): -s 1800M plans about 115 runs
+    at --max-memory 48M, whose 256 KiB groups (33 MB decoded) would leave
+    the readers' 34 MB no room for the merged files, so that a pass would
+    rewrite every run.  The runs are written in 128 or 64 KiB groups, -v
+    says so, and the records are the oracle's.  Without -s nothing is
+    known when the runs are written, and the groups keep 256 KiB."""
+    big, expected = sizing_input(case)
+    for args, smaller in ((["-s", "1800M"], True), ([], False)):
+        out = case.out("out.bam")
+        result = case.rocksort_ok(["-v", "--max-memory", "48M", *args, "-T", case.temp_prefix,
+                                   "-o", out, "-"], stdin=big)
+        case.expect_same(out, expected)
+        case.expect_no_temp_left()
+        os.remove(out)
+        err = result.stderr.decode(errors="replace")
+        groups = re.search(r"groups of (\d+) KiB", err)
+        runs = re.search(r"runs: (\d+) written", err)
+        if not groups or not runs or int(runs[1]) < 1:
+            raise Failure(f"with {args or 'no -s'}: no spilled runs or no group size in -v",
+                          err.splitlines()[:14])
+        if (int(groups[1]) < 256) != smaller:
+            raise Failure(f"with {args or 'no -s'}: groups of {groups[1]} KiB")
+
+
 def test_runs_read_by_two_threads_unless_merged(case):
     """Without background merges the runs are dealt to two parts, each
     read by its own thread at the readout; with -s every run goes to
