@@ -278,6 +278,9 @@ void sort_plan_from_input(sort_job *j, const batch *first, int64_t consumed, uin
     j->size_estimate = (uint64_t)(expansion * (double)total);
     /* The first batch's records: what a run holds, fewer than the batch's
      * capacity (keys and index entries share it).  Counting the capacity
-     * put 125 runs for the 168 written at -@ 2 -m 32M on the 1 GiB input. */
-    j->merge_width = store_merge_plan(j->store, j->size_estimate, j->bytes_in);
+     * put 125 runs for the 168 written at -@ 2 -m 32M on the 1 GiB input.
+     * A resumed sort's bytes_in counts the runs taken back too, so it is
+     * shared among them and the batch. */
+    uint64_t run_bytes = j->bytes_in / (store_runs_ingested(j->store) + 1);
+    j->merge_width = store_merge_plan(j->store, j->size_estimate, run_bytes);
 }

@@ -40,12 +40,13 @@ static uint64_t readout_files(uint64_t runs)
 }
 
 /* Compact runs: the groups of the runs to come are sized for `runs` runs
- * read from `files` files.  Runs written already (a resumed sort's) keep
- * STORE_GROUP_BYTES, which their readout counts them at.  Called before
- * the first run begins (store_merge_plan()'s contract). */
+ * read from `files` files.  A resumable store keeps STORE_GROUP_BYTES: a
+ * rerun's readout counts the runs it takes back at that size, and with -s
+ * this is planned before they are taken back.  Called before the first
+ * run begins (store_merge_plan()'s contract). */
 static void plan_groups(rocks_store *st, uint64_t runs, uint64_t files)
 {
-    if (st->codec != STORE_CODEC_COLUMNS || !st->readout_memory || st->runs > 0) return;
+    if (st->codec != STORE_CODEC_COLUMNS || !st->readout_memory || st->state_dir) return;
     st->group_bytes = run_readers_group_bytes(runs, files, st->readout_memory);
     if (st->groups) group_writer_set_group_bytes(st->groups, st->group_bytes);
 }
@@ -54,13 +55,15 @@ static void plan_groups(rocks_store *st, uint64_t runs, uint64_t files)
  * are pointless (store_merge_plan() in store/store_merge.h): compact runs
  * whose readers, merged, would still exceed the readout's memory at the
  * smallest readahead are merged in passes instead.  Too few runs to merge
- * are never merged in the background anyway. */
+ * are never merged in the background anyway, and a resumable store is
+ * never passed over (run_passes.h): background merges are all it has. */
 static int plan_groups_and_passes(rocks_store *st, uint64_t runs)
 {
     plan_groups(st, runs, readout_files(runs));
     run_readers_shape s = { .runs = readout_files(runs), .groups = runs, .grouped = 1,
                             .group_bytes = st->group_bytes };
-    return st->codec == STORE_CODEC_COLUMNS && st->readout_memory && runs > STORE_MERGE_MIN_RUNS &&
+    return st->codec == STORE_CODEC_COLUMNS && st->readout_memory && !st->state_dir &&
+           runs > STORE_MERGE_MIN_RUNS &&
            run_readers_bytes(&s, READERS_MIN_READAHEAD) > st->readout_memory;
 }
 

@@ -18,14 +18,15 @@
  * runs, merging starts as a hint would have set it up; below, the readout
  * merges every run itself, which is cheaper than rewriting them.
  * Compact runs' groups are sized first (run_readers_group_bytes(),
- * store/run_readers.h; a store holding runs already, a resumed sort's,
- * keeps STORE_GROUP_BYTES, at which its readout counts them).  They are not
+ * store/run_readers.h; a resumable store keeps STORE_GROUP_BYTES, at which
+ * a rerun's readout counts the runs it takes back).  They are not
  * merged in the background when their readers, even merged (a group per
  * run written, which a RocksDB merge copies whole, and about 2*sqrt(runs)
  * files), would not fit readout_memory: merge passes rewrite them before
  * the readout (readout/run_passes.h), and background merges would only add
  * a rewrite, and files holding more groups open than a pass can read at
- * once.  Call it before the first run begins: its groups take the size
+ * once; a resumable store, never passed over, merges them in the background
+ * anyway.  Call it before the first run begins: its groups take the size
  * planned here, and runs already dealt to other parts would stay there,
  * outside the merges' reach.  run_bytes: the bytes of the estimate's kind
  * that one run took (the first batch's records), as a batch holds fewer

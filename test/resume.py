@@ -246,6 +246,26 @@ def test_resume_kill_in_background_merges(case):
         expect_finished(case, state, "bulk.bam", [])
 
 
+def test_resume_rerun_plans_merges_for_every_run(case):
+    """A rerun plans its background merges for all the runs, as the first
+    run did: the bytes it has read count the runs taken back, and taken for
+    one run's bytes they planned about two runs, no merges, and a readout
+    of every run, over the memory bound (found by an attack on 9dd4a34).
+    The runs keep 256 KiB groups, at which the rerun counts those it took
+    back, and the records are the oracle's."""
+    src, state = case.input("bulk.bam"), os.path.join(case.dir, "state")
+    args = sort_args(case, state, [], SPILL) + [src]
+    kill_when(case, args, lambda: runs_stored(state) >= 12, "12 runs stored")
+    lines = rerun(case, args)
+    size = [line for line in lines if "] size: " in line]
+    if not size or "runs per background merge" not in size[0]:
+        raise Failure("the rerun planned no background merges", size or lines[:8])
+    if not any("groups of 256 KiB" in line for line in lines):
+        raise Failure("a resumable store's runs not in 256 KiB groups",
+                      [line for line in lines if "readout memory" in line])
+    expect_finished(case, state, "bulk.bam", [])
+
+
 def test_resume_kill_in_readout_file(case):
     """Killed while the output is written: the rerun reads no record."""
     src, state = case.input("bulk.bam"), os.path.join(case.dir, "state")
