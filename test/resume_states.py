@@ -237,9 +237,14 @@ def test_resume_fresh_run_succeeds_and_removes_dir(case):
     os.makedirs(os.path.dirname(state))
     lines = rerun(case, sort_args(case, state, [], [*MERGING, "-@", "2"]) + [src])
     expect_finished(case, state, "bulk.bam", [])
-    # The state's runs are read as a temporary database's are.
+    # The state's runs are read as a temporary database's are (direct I/O).
+    # Not the reader threads: at -m 1M a plain sort's runs, whose readers
+    # would not fit even merged, skip the background merges for passes and
+    # are read by two; a resumable store is never passed over, so it keeps
+    # its merges, and one part.
     plain = stderr_lines(case.rocksort(["-v", *MERGING, "-T", case.temp_prefix, "-o",
                                         case.out("plain.bam"), src]).stderr)
-    reads = [[line for line in got if "temp reads" in line] for got in (lines, plain)]
+    reads = [[line.split(";")[0] for line in got if "temp reads" in line]
+             for got in (lines, plain)]
     if reads[0] != reads[1]:
         raise Failure("--resume reads its runs otherwise than a plain sort", reads)
