@@ -54,6 +54,15 @@ def stores_in(directory):
     return [os.path.join(directory, n) for n in listing(directory) if n.startswith(STORE_PREFIX)]
 
 
+def size_or_gone(path):
+    """A file's size, 0 if it went meanwhile: the sort deletes runs as it
+    merges them, between a listing and the look at a file."""
+    try:
+        return os.path.getsize(path)
+    except FileNotFoundError:
+        return 0
+
+
 def has_run(directory):
     """A sorted run (an .sst file) is in a database under directory."""
     return any(n.endswith(".sst") for d in stores_in(directory) for n in listing(d))
@@ -351,9 +360,8 @@ if os.geteuid() == 0:
                 sizes = []
 
                 def stuck():
-                    sizes.append(sum(os.path.getsize(os.path.join(s, n)) for d in dirs
-                                     for s in stores_in(d) for n in listing(s)
-                                     if os.path.exists(os.path.join(s, n))))
+                    sizes.append(sum(size_or_gone(os.path.join(s, n)) for d in dirs
+                                     for s in stores_in(d) for n in listing(s)))
                     return bg.running() and len(sizes) > 25 and sizes[-1] == sizes[-25]
                 wait_until(stuck, "the readout waiting on the output pipe", bg)
                 bg.proc.send_signal(signal.SIGTERM)
