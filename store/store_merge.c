@@ -59,8 +59,9 @@ static void plan_groups(rocks_store *st, uint64_t runs, uint64_t files)
  * never passed over (run_passes.h): background merges are all it has. */
 static int plan_groups_and_passes(rocks_store *st, uint64_t runs)
 {
-    plan_groups(st, runs, readout_files(runs));
-    run_readers_shape s = { .runs = readout_files(runs), .groups = runs, .grouped = 1,
+    uint64_t files = readout_files(runs);
+    plan_groups(st, runs, files);
+    run_readers_shape s = { .runs = files, .groups = runs, .grouped = 1,
                             .group_bytes = st->group_bytes };
     return st->codec == STORE_CODEC_COLUMNS && st->readout_memory && !st->state_dir &&
            runs > STORE_MERGE_MIN_RUNS &&
