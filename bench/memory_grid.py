@@ -2,7 +2,8 @@
 """Peak memory of rocksort against its budget, over a grid of options.
 
     .venv/bin/python bench/memory_grid.py [--binary ./samtools] [--input IN.bam]
-                                          [--grid full|issue] [--only TEXT]
+                                          [--grid full|issue|exceptions|threads]
+                                          [--only TEXT]
 
 Each cell sorts the input (a ~40 MiB BAM from make_input.py, made once in
 bench/out/ unless --input names one) in a fresh child and reads its peak RSS
@@ -17,7 +18,8 @@ Grids: `issue` holds the cases issue #45 reported; `full` -m 1M/4M/16M/64M
 x -@ 0-64 x every --temp-compression, the forced --merge-threads, the levels
 and the issue's cases; `exceptions` the cases README's memory section
 states beyond the bound (-l 8 and 9 at -@ 64, CRAM output, --resume, tiers
-under ulimit -n 37 and 40), which are over it by design.  test/memory_bound.py runs a subset of it, with this
+under ulimit -n 37 and 40), which are over it by design; `threads` -@ 16-64
+with little memory each, meant for the 1 GiB input.  test/memory_bound.py runs a subset of it, with this
 file's bound.
 """
 import argparse
@@ -95,7 +97,17 @@ def exception_cells():
     return cells
 
 
-GRIDS = {"issue": issue_cells, "full": full_cells, "exceptions": exception_cells}
+def thread_cells():
+    """Many threads with little memory each, for the 1 GiB input (--input):
+    the allocator's arenas kept tens of MB of freed readahead buffers there,
+    over the bound at -@ 16 -m 16M, -@ 32 -m 8M and -@ 64 -m 4M."""
+    cells = [["-@", t, "-m", m, "-l", "1"] for t, m in [("16", "16M"), ("32", "8M"), ("64", "4M"),
+                                                       ("16", "32M")]]
+    return cells + [["-@", "16", "-m", "16M"]]
+
+
+GRIDS = {"issue": issue_cells, "full": full_cells, "exceptions": exception_cells,
+         "threads": thread_cells}
 
 
 def ensure_input():

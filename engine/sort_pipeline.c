@@ -27,6 +27,7 @@
 #include "engine/resume_fate.h"
 #include "engine/resume_recheck.h"
 #include "util/cleanup.h"
+#include "util/heap_trim.h"
 #include "util/thread.h"
 
 static int open_all(sort_job *j)
@@ -116,6 +117,10 @@ static void cleanup(sort_job *j, int failed)
     sort_report_marks_free(j);
 }
 
+/* Seconds between trims: often enough that the arenas' slack never builds
+ * up to much (bench/RESULTS.md, 2026-11-29), seldom enough to cost nothing. */
+#define HEAP_TRIM_PERIOD 0.5
+
 int sort_pipeline_run(const rocksort_opts *o)
 {
     sort_job j;
@@ -124,7 +129,7 @@ int sort_pipeline_run(const rocksort_opts *o)
     j.in_fn = o->in_fns[0];
     j.resume.on = o->resume_dir != NULL;
     j.resume.prefix_fd = -1;
-    sort_plan_allocator(o);
+    heap_trimmer *trim = sort_plan_allocator(o) ? heap_trim_start(HEAP_TRIM_PERIOD) : NULL;
     spill_init(&j.q);
     thread_name_scope named;
     thread_name_push(&named, THREAD_POOL);    /* htslib's workers take the name */
@@ -133,6 +138,7 @@ int sort_pipeline_run(const rocksort_opts *o)
     if (o->threads > 0 && !j.pool.pool) {
         sort_job_fail("cannot create worker threads");
         cleanup(&j, 1);
+        heap_trim_stop(trim);
         return -1;
     }
     /* htslib logs its own lines for bad input; ours names the file and the
@@ -146,6 +152,7 @@ int sort_pipeline_run(const rocksort_opts *o)
     progress_stop(j.prog, ok);
     if (o->verbose && j.store) sort_report_verbose(&j);
     cleanup(&j, !ok);
+    heap_trim_stop(trim);
     hts_verbose = verbosity;
     return ok ? 0 : -1;
 }

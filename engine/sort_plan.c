@@ -64,6 +64,10 @@ size_t sort_plan_batch_bytes(const rocksort_opts *o)
 /* Below this budget the allocator's slack matters: see sort_plan_allocator(). */
 #define EXACT_ALLOC_BELOW (256ULL << 20)
 #define EXACT_ALLOC_MMAP_BYTES (256 << 10)
+/* Above it, but with less than this a thread, the slack of the arenas (a
+ * few MB each, and the threads each take one) outgrows the 15% of the
+ * budget that README's bound leaves: see heap_trim.h. */
+#define TRIM_BELOW_PER_THREAD (64ULL << 20)
 
 /* glibc serves a large block from its arenas once a block of that size
  * was freed (its mmap threshold rises to it), and keeps what is freed
@@ -72,14 +76,20 @@ size_t sort_plan_batch_bytes(const rocksort_opts *o)
  * (doc/DESIGN.md, "The readout's memory").  A fixed threshold gives every
  * block of 256 KiB or more its own mapping, unmapped when freed.  The
  * price, fresh pages for each such block, is paid only where the budget
- * is small, so that the default budget's speed stays as it was. */
-void sort_plan_allocator(const rocksort_opts *o)
+ * is small, so that the default budget's speed stays as it was.  Between
+ * the two, the arenas are trimmed now and then instead, which costs next
+ * to nothing. */
+int sort_plan_allocator(const rocksort_opts *o)
 {
+    uint64_t total = sort_plan_total_memory(o);
+    uint64_t threads = (uint64_t)(o->threads > 1 ? o->threads : 1);
 #ifdef __GLIBC__
-    if (sort_plan_total_memory(o) < EXACT_ALLOC_BELOW) mallopt(M_MMAP_THRESHOLD, EXACT_ALLOC_MMAP_BYTES);
-#else
-    (void)o;
+    if (total < EXACT_ALLOC_BELOW) {
+        mallopt(M_MMAP_THRESHOLD, EXACT_ALLOC_MMAP_BYTES);
+        return 0;
+    }
 #endif
+    return total >= EXACT_ALLOC_BELOW && total / threads < TRIM_BELOW_PER_THREAD;
 }
 
 /* The budget less `batches` batches, at least `least`.  With spilled runs

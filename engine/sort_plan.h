@@ -36,8 +36,10 @@ uint64_t sort_plan_readers_memory(const rocksort_opts *o);
 
 /* Before any thread starts: under a small budget, large blocks of memory
  * (readaheads, blocks, decoded groups) go back to the system when freed
- * rather than staying in the allocator's arenas. */
-void sort_plan_allocator(const rocksort_opts *o);
+ * rather than staying in the allocator's arenas.  Returns 1 where, instead,
+ * the arenas should be trimmed while the sort runs (util/heap_trim.h):
+ * a larger budget, but a small one for each thread. */
+int sort_plan_allocator(const rocksort_opts *o);
 
 /* 0, or -1 once the failure is reported. */
 int sort_plan_open_store(sort_job *j);

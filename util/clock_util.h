@@ -2,6 +2,8 @@
  *
  * Contract: now_seconds() is monotonic (never goes back with the wall clock)
  * and only differences between two calls mean anything.
+ * realtime_after() is the deadline `seconds` from now that
+ * pthread_cond_timedwait() takes (the real-time clock, its default).
  */
 #ifndef CLOCK_UTIL_H
 #define CLOCK_UTIL_H
@@ -13,6 +15,19 @@ static inline double now_seconds(void)
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+static inline struct timespec realtime_after(double seconds)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_REALTIME, &t);
+    t.tv_sec += (time_t)seconds;
+    t.tv_nsec += (long)((seconds - (double)(time_t)seconds) * 1e9);
+    if (t.tv_nsec >= 1000000000L) {
+        t.tv_sec++;
+        t.tv_nsec -= 1000000000L;
+    }
+    return t;
 }
 
 #endif

@@ -92,11 +92,7 @@ static void *reporter(void *arg)
     double tick = p->tty ? TTY_TICK : p->interval;
     pthread_mutex_lock(&p->w.lock);
     while (!p->w.stop) {
-        struct timespec until;
-        clock_gettime(CLOCK_REALTIME, &until);
-        until.tv_sec += (time_t)tick;
-        until.tv_nsec += (long)((tick - (double)(time_t)tick) * 1e9);
-        if (until.tv_nsec >= 1000000000L) { until.tv_sec++; until.tv_nsec -= 1000000000L; }
+        struct timespec until = realtime_after(tick);
         pthread_cond_timedwait(&p->w.changed, &p->w.lock, &until);
         if (!p->w.stop) show(p, 0);
     }

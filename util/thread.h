@@ -36,6 +36,7 @@
 #define THREAD_OUTPUT THREAD_PREFIX "out"       /* BGZF's writer of the output */
 #define THREAD_PROGRESS THREAD_PREFIX "prog"    /* the progress line */
 #define THREAD_SIGNALS THREAD_PREFIX "signal"   /* removes temp data on a fatal signal */
+#define THREAD_TRIM THREAD_PREFIX "trim"        /* gives free heap memory back (util/heap_trim.h) */
 #define THREAD_STORE THREAD_PREFIX "db"         /* RocksDB's own, but its named merges */
 
 /* The calling thread, named `name` until thread_name_pop(). */
