@@ -97,21 +97,11 @@ static double held_share(const readout_request *rq)
     return output_file_deflate_level(rq->out_mode, rq->out_opts) > 0 ? READOUT_COMPRESSED_SHARE : 1.0;
 }
 
-/* The runs whose groups a piece's start may straddle: a file that RocksDB
- * merged in the background keeps one open group per run merged into it,
- * so each piece decodes a group of every run written, not of every file. */
-static uint64_t straddled_runs(const readout_request *rq)
-{
-    uint64_t files = spilled_runs(rq);
-    uint64_t written = rq->in->store ? (uint64_t)store_iter_indexed_runs(rq->in->store) : 0;
-    return written > files ? written : files;
-}
-
 /* What bounds the pieces: a quarter of the memory for the k + 2 in flight,
  * held compressed at the output's level. */
 static readout_room piece_room(const readout_request *rq)
 {
-    readout_room r = { .runs = straddled_runs(rq), .piece_min = PIECE_MIN_BYTES,
+    readout_room r = { .runs = rq->in->store ? store_straddled_runs(rq->in->store) : 0, .piece_min = PIECE_MIN_BYTES,
                        .piece_max = PIECE_MAX_BYTES,
                        .room = (uint64_t)((double)(rq->memory / 4) / held_share(rq)) };
     return r;

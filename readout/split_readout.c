@@ -58,11 +58,6 @@ static int gather_groups(const split_request *rq, split_plan *p)
     return 0;
 }
 
-static uint64_t spilled_runs(const split_request *rq)
-{
-    return rq->in->store ? (uint64_t)store_sorted_runs(rq->in->store) : 0;
-}
-
 /* Writers: -@ (or --merge-threads), held to the descriptors (each has its
  * output, an index being saved, and its readers' files through RocksDB's
  * table cache) and to what the readers' memory holds. */
@@ -104,7 +99,9 @@ static int plan(const split_request *rq, split_plan *p)
         for (size_t i = 0; i < p->n_groups; i++) total += p->group[i].weight;
         uint64_t least = total / ((uint64_t)k * PIECES_PER_WRITER);
         if (least < PIECE_MIN_BYTES) least = PIECE_MIN_BYTES;
-        if (least < spilled_runs(rq) * READOUT_RUN_SHARE) least = spilled_runs(rq) * READOUT_RUN_SHARE;
+        /* Each piece decodes a group of every run written (store/store.h). */
+        uint64_t straddled = rq->in->store ? store_straddled_runs(rq->in->store) : 0;
+        if (least < straddled * READOUT_RUN_SHARE) least = straddled * READOUT_RUN_SHARE;
         if (cut_pieces(p, least) < 0) return -1;
     }
     p->writers = p->n < k ? p->n : k;

@@ -456,6 +456,12 @@ int store_sorted_runs(rocks_store *st)
     return (int)n;
 }
 
+size_t store_straddled_runs(rocks_store *st)
+{
+    size_t files = (size_t)store_sorted_runs(st), written = store_iter_indexed_runs(st);
+    return written > files ? written : files;
+}
+
 int store_catch_up_runs(const rocks_store *st) { return st->catch_up_runs; }
 size_t store_samples(const rocks_store *st) { return st->samples.n; }
 const key_sample *store_sample_at(const rocks_store *st, size_t i) { return &st->samples.v[i]; }

@@ -80,6 +80,12 @@ size_t store_group_bytes(const rocks_store *st);
 
 /* Sorted runs the readout will merge: the databases' files (all in level 0). */
 int store_sorted_runs(rocks_store *st);
+/* The runs whose groups a piece of the readout starting inside them may
+ * straddle: a file that RocksDB merged in the background keeps a group
+ * open for every run merged into it, so each piece decodes a group of
+ * every run written, not of every file (the files where no index says
+ * more). */
+size_t store_straddled_runs(rocks_store *st);
 /* Runs that store_merge_settle() merged to meet the budget (0: none needed). */
 int store_catch_up_runs(const rocks_store *st);
 
