@@ -88,8 +88,11 @@ int sort_plan_allocator(const rocksort_opts *o)
         mallopt(M_MMAP_THRESHOLD, EXACT_ALLOC_MMAP_BYTES);
         return 0;
     }
+    return total / threads < TRIM_BELOW_PER_THREAD;
+#else
+    (void)total, (void)threads;
+    return 0;     /* glibc's arenas and malloc_trim() only */
 #endif
-    return total >= EXACT_ALLOC_BELOW && total / threads < TRIM_BELOW_PER_THREAD;
 }
 
 /* The budget less `batches` batches, at least `least`.  With spilled runs

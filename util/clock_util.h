@@ -2,8 +2,9 @@
  *
  * Contract: now_seconds() is monotonic (never goes back with the wall clock)
  * and only differences between two calls mean anything.
- * realtime_after() is the deadline `seconds` from now that
- * pthread_cond_timedwait() takes (the real-time clock, its default).
+ * deadline_after() is the deadline `seconds` from now, on the same clock,
+ * for pthread_cond_timedwait() on a worker's condition (util/worker.h):
+ * a wall clock set back never stretches a wait.
  */
 #ifndef CLOCK_UTIL_H
 #define CLOCK_UTIL_H
@@ -17,10 +18,10 @@ static inline double now_seconds(void)
     return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
-static inline struct timespec realtime_after(double seconds)
+static inline struct timespec deadline_after(double seconds)
 {
     struct timespec t;
-    clock_gettime(CLOCK_REALTIME, &t);
+    clock_gettime(CLOCK_MONOTONIC, &t);
     t.tv_sec += (time_t)seconds;
     t.tv_nsec += (long)((seconds - (double)(time_t)seconds) * 1e9);
     if (t.tv_nsec >= 1000000000L) {

@@ -19,7 +19,7 @@ static void *trimmer(void *arg)
     heap_trimmer *t = arg;
     pthread_mutex_lock(&t->w.lock);
     while (!t->w.stop) {
-        struct timespec until = realtime_after(t->period);
+        struct timespec until = deadline_after(t->period);
         pthread_cond_timedwait(&t->w.changed, &t->w.lock, &until);
         if (t->w.stop) break;
         /* Unlocked: heap_trim_stop() waits only for the wait above. */

@@ -92,7 +92,7 @@ static void *reporter(void *arg)
     double tick = p->tty ? TTY_TICK : p->interval;
     pthread_mutex_lock(&p->w.lock);
     while (!p->w.stop) {
-        struct timespec until = realtime_after(tick);
+        struct timespec until = deadline_after(tick);
         pthread_cond_timedwait(&p->w.changed, &p->w.lock, &until);
         if (!p->w.stop) show(p, 0);
     }

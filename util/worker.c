@@ -1,10 +1,16 @@
 /* util/worker.c -- see util/worker.h. */
+#include <time.h>
 #include "util/worker.h"
 
 void worker_init(worker *w)
 {
     pthread_mutex_init(&w->lock, NULL);
-    pthread_cond_init(&w->changed, NULL);
+    /* Timed waits count on the monotonic clock (deadline_after()). */
+    pthread_condattr_t attr;
+    pthread_condattr_init(&attr);
+    pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
+    pthread_cond_init(&w->changed, &attr);
+    pthread_condattr_destroy(&attr);
     w->started = w->stop = 0;
 }
 

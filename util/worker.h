@@ -4,8 +4,10 @@
  * owner shares with the thread, and changed is broadcast at each change
  * of it; stop, set under the lock by worker_stop(), tells the thread to
  * finish (the thread reads it under the lock).  worker_init() makes the
- * lock and the condition.  worker_start() runs run(arg) on a thread named
- * `name` (its role, util/thread.h): 0, or -1 when no thread could be made.
+ * lock and the condition, whose timed waits take a deadline on the
+ * monotonic clock (deadline_after(), util/clock_util.h).  worker_start()
+ * runs run(arg) on a thread named `name` (its role, util/thread.h): 0, or
+ * -1 when no thread could be made.
  * worker_stop() sets stop, wakes every waiter and joins the thread, if it
  * was started and is not joined yet.  worker_free() stops it and destroys
  * the lock and the condition.
