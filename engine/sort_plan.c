@@ -81,16 +81,15 @@ size_t sort_plan_batch_bytes(const rocksort_opts *o)
  * to nothing. */
 int sort_plan_allocator(const rocksort_opts *o)
 {
-    uint64_t total = sort_plan_total_memory(o);
-    uint64_t threads = (uint64_t)(o->threads > 1 ? o->threads : 1);
 #ifdef __GLIBC__
+    uint64_t total = sort_plan_total_memory(o);
     if (total < EXACT_ALLOC_BELOW) {
         mallopt(M_MMAP_THRESHOLD, EXACT_ALLOC_MMAP_BYTES);
         return 0;
     }
-    return total / threads < TRIM_BELOW_PER_THREAD;
+    return total / (uint64_t)(o->threads > 1 ? o->threads : 1) < TRIM_BELOW_PER_THREAD;
 #else
-    (void)total, (void)threads;
+    (void)o;
     return 0;     /* glibc's arenas and malloc_trim() only */
 #endif
 }

@@ -101,7 +101,8 @@ static double held_share(const readout_request *rq)
  * held compressed at the output's level. */
 static readout_room piece_room(const readout_request *rq)
 {
-    readout_room r = { .runs = rq->in->store ? store_straddled_runs(rq->in->store) : 0, .piece_min = PIECE_MIN_BYTES,
+    readout_room r = { .runs = rq->in->store ? store_straddled_runs(rq->in->store) : 0,
+                       .piece_min = PIECE_MIN_BYTES,
                        .piece_max = PIECE_MAX_BYTES,
                        .room = (uint64_t)((double)(rq->memory / 4) / held_share(rq)) };
     return r;
