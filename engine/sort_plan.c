@@ -125,8 +125,21 @@ static uint64_t sort_plan_merges_memory(const rocksort_opts *o)
 
 /* Threads that read the spilled runs at the readout (when nothing merges
  * them in the background), each its own share of the runs: two keep the
- * -u readout from waiting on one reader; see open_streams() in readout/merge_sources.c. */
+ * -u readout from waiting on one reader; see open_streams() in readout/merge_sources.c.
+ * Each also decodes its compact runs' groups, so that on many cores two
+ * would be single threads that bound a readout the pool otherwise keeps
+ * up with: one per READOUT_THREADS_PER_STREAM threads, up to the store's
+ * limit.  A resumable store keeps two: its parts are part of its state,
+ * which a rerun at another -@ must find as they were. */
 #define READOUT_STREAMS 2
+#define READOUT_THREADS_PER_STREAM 4
+
+static int readout_streams(const rocksort_opts *o)
+{
+    int n = o->threads / READOUT_THREADS_PER_STREAM;
+    if (o->resume_dir || n < READOUT_STREAMS) return READOUT_STREAMS;
+    return n > STORE_DB_MAX_PARTS ? STORE_DB_MAX_PARTS : n;
+}
 
 /* A spilling sort keeps many files open: during the readout every run is
  * one.  The soft RLIMIT_NOFILE is only a default below the hard limit that
@@ -184,7 +197,7 @@ int sort_plan_open_store(sort_job *j)
         .background_threads = o->threads > 1 ? o->threads : 1,
         .merge_memory = sort_plan_merges_memory(o),
         .readout_memory = sort_plan_readers_memory(o),
-        .parts = READOUT_STREAMS,
+        .parts = readout_streams(o),
         .state_dir = o->resume_dir,
         .identity = j->resume.identity,
         .state_stale = j->resume.stale,

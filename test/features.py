@@ -397,6 +397,22 @@ def test_runs_read_by_two_threads_unless_merged(case):
                           f"; expected {want} reader thread(s)")
 
 
+def test_runs_read_by_more_threads_at_many_threads(case):
+    """Each part's reader also decodes its compact runs, so at -@ 16 the
+    runs are dealt to four parts (one per four threads, at most four), and
+    at -@ 8 to two; a resumable store keeps two whatever -@ is (its parts
+    are part of its state).  All give the oracle's records."""
+    big, expected = sizing_input(case)
+    state = os.path.join(case.dir, "state")
+    for args, want in ((["-@", "16"], 4), (["-@", "8"], 2), (["-@", "12"], 3),
+                       (["-@", "16", "--resume", state], 2)):
+        err = sizing_report(case, big, expected, args, True)
+        readers = re.search(r"temp reads: .*; (\d+) reader threads?$", err, re.M)
+        if not readers or int(readers[1]) != want:
+            raise Failure(f"with {args}: {readers[0] if readers else 'no -v line'}"
+                          f"; expected {want} reader threads")
+
+
 # Holding every batch in memory ------------------------------------------------------
 
 def memory_run(case, source, order, args):

@@ -202,6 +202,21 @@ def test_resume_kill_load_file_reads_only_the_rest(case):
     expect_finished(case, state, "bulk.bam", [])
 
 
+def test_resume_kill_at_many_threads_rerun_at_two(case):
+    """Killed at -@ 16 with runs stored, run again at -@ 2: the state is
+    taken back, not discarded as another format (the readout's parts, which
+    a plain sort widens with -@, stay two in a resumable one)."""
+    src, state = case.input("bulk.bam"), os.path.join(case.dir, "state")
+    wide = sort_args(case, state, [], [*SPILL, "-@", "16"])
+    kill_when(case, wide + [src], lambda: runs_stored(state) >= 3, "3 runs stored")
+    stored = runs_stored(state)
+    lines = rerun(case, sort_args(case, state, [], [*SPILL, "-@", "2"]) + [src])
+    taken = resumed_runs(lines)
+    if not taken or taken < stored - 1 or any("discard" in line for line in lines):
+        raise Failure(f"{stored} runs stored at -@ 16; the rerun at -@ 2 took back {taken}", lines)
+    expect_finished(case, state, "bulk.bam", [])
+
+
 def test_resume_kill_load_stdin(case):
     """A stream killed after a third of its runs: the rerun reads it again,
     checks the stored records against it and loads the rest."""
