@@ -130,14 +130,17 @@ static uint64_t sort_plan_merges_memory(const rocksort_opts *o)
  * would be single threads that bound a readout the pool otherwise keeps
  * up with: one per READOUT_THREADS_PER_STREAM threads, up to the store's
  * limit.  A resumable store keeps two: its parts are part of its state,
- * which a rerun at another -@ must find as they were. */
+ * which a rerun at another -@ must find as they were.  So do several temp
+ * directories, each a database with a reader of its own: the store would
+ * give each a share of more parts, rounded up, and with background merges
+ * (which fill each database's first part only) read its empty ones too. */
 #define READOUT_STREAMS 2
 #define READOUT_THREADS_PER_STREAM 4
 
-static int readout_streams(const rocksort_opts *o)
+static int readout_streams(const rocksort_opts *o, int n_dirs)
 {
     int n = o->threads / READOUT_THREADS_PER_STREAM;
-    if (o->resume_dir || n < READOUT_STREAMS) return READOUT_STREAMS;
+    if (o->resume_dir || n_dirs > 1 || n < READOUT_STREAMS) return READOUT_STREAMS;
     return n > STORE_DB_MAX_PARTS ? STORE_DB_MAX_PARTS : n;
 }
 
@@ -197,7 +200,7 @@ int sort_plan_open_store(sort_job *j)
         .background_threads = o->threads > 1 ? o->threads : 1,
         .merge_memory = sort_plan_merges_memory(o),
         .readout_memory = sort_plan_readers_memory(o),
-        .parts = readout_streams(o),
+        .parts = readout_streams(o, n_dirs),
         .state_dir = o->resume_dir,
         .identity = j->resume.identity,
         .state_stale = j->resume.stale,

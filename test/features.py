@@ -397,16 +397,37 @@ def test_runs_read_by_two_threads_unless_merged(case):
                           f"; expected {want} reader thread(s)")
 
 
+def several_dirs_report(case, big, expected, args, dirs):
+    """Sorts big from stdin with -v, SPILL, args and a -T for each of dirs,
+    checks it against expected and that the dirs are left empty -> the -v report."""
+    out = case.out("out.bam")
+    cmd = ["-v", *SPILL, *args, *[a for d in dirs for a in ("-T", d)], "-o", out, "-"]
+    result = case.rocksort_ok(cmd, stdin=big)
+    case.expect_same(out, expected)
+    left = [os.path.join(d, n) for d in dirs for n in os.listdir(d)]
+    if left:
+        raise Failure("temporary data left in the -T directories", left[:5])
+    os.remove(out)
+    return result.stderr.decode(errors="replace")
+
+
 def test_runs_read_by_more_threads_at_many_threads(case):
     """Each part's reader also decodes its compact runs, so at -@ 16 the
     runs are dealt to four parts (one per four threads, at most four), and
     at -@ 8 to two; a resumable store keeps two whatever -@ is (its parts
-    are part of its state).  All give the oracle's records."""
+    are part of its state), and so do two temp directories, one reader
+    each (more parts would leave some empty, and be read).  All give the
+    oracle's records."""
     big, expected = sizing_input(case)
     state = os.path.join(case.dir, "state")
+    dirs = [os.path.join(case.dir, d) for d in ("t1", "t2")]
+    for d in dirs:
+        os.makedirs(d)
     for args, want in ((["-@", "16"], 4), (["-@", "8"], 2), (["-@", "12"], 3),
-                       (["-@", "16", "--resume", state], 2)):
-        err = sizing_report(case, big, expected, args, True)
+                       (["-@", "16", "--resume", state], 2), (["-@", "16", "DIRS"], 2),
+                       (["-@", "16", "-s", "100M", "DIRS"], 2)):
+        err = sizing_report(case, big, expected, args, True) if "DIRS" not in args else \
+            several_dirs_report(case, big, expected, [a for a in args if a != "DIRS"], dirs)
         readers = re.search(r"temp reads: .*; (\d+) reader threads?$", err, re.M)
         if not readers or int(readers[1]) != want:
             raise Failure(f"with {args}: {readers[0] if readers else 'no -v line'}"
