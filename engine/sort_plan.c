@@ -133,14 +133,17 @@ static uint64_t sort_plan_merges_memory(const rocksort_opts *o)
  * which a rerun at another -@ must find as they were.  So do several temp
  * directories, each a database with a reader of its own: the store would
  * give each a share of more parts, rounded up, and with background merges
- * (which fill each database's first part only) read its empty ones too. */
+ * (which fill each database's first part only) read its empty ones too.
+ * And so do uncompressed runs, which their readers only read: the disk
+ * gave four direct readers less than two. */
 #define READOUT_STREAMS 2
 #define READOUT_THREADS_PER_STREAM 4
 
-static int readout_streams(const rocksort_opts *o, int n_dirs)
+static int readout_streams(const rocksort_opts *o, int n_dirs, store_codec codec)
 {
     int n = o->threads / READOUT_THREADS_PER_STREAM;
-    if (o->resume_dir || n_dirs > 1 || n < READOUT_STREAMS) return READOUT_STREAMS;
+    if (o->resume_dir || n_dirs > 1 || codec == STORE_CODEC_NONE || n < READOUT_STREAMS)
+        return READOUT_STREAMS;
     return n > STORE_DB_MAX_PARTS ? STORE_DB_MAX_PARTS : n;
 }
 
@@ -200,7 +203,6 @@ int sort_plan_open_store(sort_job *j)
         .background_threads = o->threads > 1 ? o->threads : 1,
         .merge_memory = sort_plan_merges_memory(o),
         .readout_memory = sort_plan_readers_memory(o),
-        .parts = readout_streams(o, n_dirs),
         .state_dir = o->resume_dir,
         .identity = j->resume.identity,
         .state_stale = j->resume.stale,
@@ -208,6 +210,7 @@ int sort_plan_open_store(sort_job *j)
         .state_other = j->resume.no_input ? &j->resume.other_state : NULL,
     };
     temp_space_store_options(&j->space, &so);
+    so.parts = readout_streams(o, n_dirs, so.compression);
     if (sort_plan_spill_pooled(j)) so.pool = j->pool.pool;
     errmsg err;
     thread_name_scope named;
