@@ -9,6 +9,7 @@
 #include "output/output_file.h"
 #include "store/store.h"
 #include "engine/resume_fate.h"
+#include "readout/readout_model.h"
 
 size_t sort_plan_total_memory(const rocksort_opts *o)
 {
@@ -135,16 +136,30 @@ static uint64_t sort_plan_merges_memory(const rocksort_opts *o)
  * give each a share of more parts, rounded up, and with background merges
  * (which fill each database's first part only) read its empty ones too.
  * And so do uncompressed runs, which their readers only read: the disk
- * gave four direct readers less than two. */
+ * gave four direct readers less than two.  More parts help only a readout
+ * in one stream; one in pieces (readout/readout_model.h: forced, --split,
+ * or what the model takes at this level) reads every run on each piece's
+ * own threads, and each part adds its groups decoded ahead to every
+ * piece's readers, so fewer pieces would fit the budget. */
 #define READOUT_STREAMS 2
 #define READOUT_THREADS_PER_STREAM 4
+
+static int read_as_one_stream(const rocksort_opts *o, int parts, store_codec codec)
+{
+    if (o->merge_threads > 1 || o->sort.split.on) return 0;
+    double read = codec == STORE_CODEC_COLUMNS ? READOUT_DECODE_S_PER_GB : READOUT_READ_S_PER_GB;
+    readout_cost one = readout_model_costs(1, output_file_deflate_level(o->out_mode, o->out_opts),
+                                           read, parts);
+    return one.longest <= one.cpu / (o->threads > 1 ? o->threads : 1);
+}
 
 static int readout_streams(const rocksort_opts *o, int n_dirs, store_codec codec)
 {
     int n = o->threads / READOUT_THREADS_PER_STREAM;
     if (o->resume_dir || n_dirs > 1 || codec == STORE_CODEC_NONE || n < READOUT_STREAMS)
         return READOUT_STREAMS;
-    return n > STORE_DB_MAX_PARTS ? STORE_DB_MAX_PARTS : n;
+    if (n > STORE_DB_MAX_PARTS) n = STORE_DB_MAX_PARTS;
+    return read_as_one_stream(o, n, codec) ? n : READOUT_STREAMS;
 }
 
 /* A spilling sort keeps many files open: during the readout every run is

@@ -416,8 +416,10 @@ def test_runs_read_by_more_threads_at_many_threads(case):
     runs are dealt to four parts (one per four threads, at most four), and
     at -@ 8 to two; a resumable store keeps two whatever -@ is (its parts
     are part of its state), and so do two temp directories, one reader
-    each (more parts would leave some empty, and be read), and uncompressed
-    runs, which their readers only read.  All give the oracle's records."""
+    each (more parts would leave some empty, and be read), uncompressed
+    runs, which their readers only read, and a readout in pieces (-u at
+    -@ 16), whose every piece would hold each part's groups decoded ahead.
+    All give the oracle's records."""
     big, expected = sizing_input(case)
     state = os.path.join(case.dir, "state")
     dirs = [os.path.join(case.dir, d) for d in ("t1", "t2")]
@@ -425,7 +427,7 @@ def test_runs_read_by_more_threads_at_many_threads(case):
         os.makedirs(d)
     for args, want in ((["-@", "16"], 4), (["-@", "8"], 2), (["-@", "12"], 3),
                        (["-@", "16", "--resume", state], 2), (["-@", "16", "DIRS"], 2),
-                       (["-@", "16", *RECORDS_RUNS], 2),
+                       (["-@", "16", *RECORDS_RUNS], 2), (["-@", "16", "-u"], 2),
                        (["-@", "16", "-s", "100M", "DIRS"], 2)):
         err = sizing_report(case, big, expected, args, True) if "DIRS" not in args else \
             several_dirs_report(case, big, expected, [a for a in args if a != "DIRS"], dirs)
