@@ -148,9 +148,8 @@ static int read_as_one_stream(const rocksort_opts *o, int parts, store_codec cod
 {
     if (o->merge_threads > 1 || o->sort.split.on) return 0;
     double read = codec == STORE_CODEC_COLUMNS ? READOUT_DECODE_S_PER_GB : READOUT_READ_S_PER_GB;
-    readout_cost one = readout_model_costs(1, output_file_deflate_level(o->out_mode, o->out_opts),
-                                           read, parts);
-    return one.longest <= one.cpu / (o->threads > 1 ? o->threads : 1);
+    return readout_model_one_stream(o->threads, output_file_deflate_level(o->out_mode, o->out_opts),
+                                    read, parts);
 }
 
 static int readout_streams(const rocksort_opts *o, int n_dirs, store_codec codec)

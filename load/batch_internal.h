@@ -77,16 +77,17 @@ static inline const uint8_t *entry_key(const batch_entry *e, size_t *len)
 static inline uint64_t load_be(const uint8_t *p, size_t avail)
 {
     uint64_t v = 0;
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
     if (avail >= 8) {
         memcpy(&v, p, 8);
-#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
-        v = __builtin_bswap64(v);
-#elif !defined(__BYTE_ORDER__) || __BYTE_ORDER__ != __ORDER_BIG_ENDIAN__
-        v = 0;
-        for (size_t i = 0; i < 8; i++) v = (v << 8) | p[i];
-#endif
+        return __builtin_bswap64(v);
+    }
+#elif defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+    if (avail >= 8) {
+        memcpy(&v, p, 8);
         return v;
     }
+#endif
     for (size_t i = 0; i < 8; i++)
         v = (v << 8) | (i < avail ? p[i] : 0);
     return v;

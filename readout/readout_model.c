@@ -48,12 +48,17 @@ double readout_model_seconds_straddling(int k, int threads, int level, double re
     return max2(r.longest, r.cpu / workers);
 }
 
+int readout_model_one_stream(int threads, int level, double read, int parts)
+{
+    readout_cost one = readout_model_costs(1, level, read, parts);
+    return one.longest <= one.cpu / (threads > 1 ? threads : 1);
+}
+
 int readout_model_ranges_for(int threads, int level, double read, int parts, uint64_t bytes,
                              uint64_t min_range, int max_k)
 {
     int t = threads > 1 ? threads : 1;
-    readout_cost one = readout_model_costs(1, level, read, parts);
-    if (one.longest <= one.cpu / t) return 1;
+    if (readout_model_one_stream(t, level, read, parts)) return 1;
     int k = t < max_k ? t : max_k;
     if (min_range && bytes / min_range < (uint64_t)k) k = (int)(bytes / min_range);
     if (k < 2) return 1;

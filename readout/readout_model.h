@@ -64,6 +64,10 @@ readout_cost readout_model_costs_straddling(int k, int level, double read, int p
 double readout_model_seconds_straddling(int k, int threads, int level, double read, int parts,
                                         double straddle);
 
+/* Whether one stream is kept on its own merits: none of its single
+ * threads needs more than its share of the cores (the first test of
+ * readout_model_ranges_for()). */
+int readout_model_one_stream(int threads, int level, double read, int parts);
 int readout_model_ranges_for(int threads, int level, double read, int parts, uint64_t bytes,
                              uint64_t min_range, int max_k);
 

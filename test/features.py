@@ -265,15 +265,20 @@ def sizing_input(case):
     return big, expected
 
 
-def sizing_report(case, big, expected, args, stdin=False):
+def sizing_report(case, big, expected, args, stdin=False, dirs=None):
     """Sorts big with -v, SPILL and args, checks it against expected
-    -> the -v report."""
+    -> the -v report.  dirs: a -T for each instead of the case's prefix,
+    each to be left empty."""
     out = case.out("out.bam")
-    cmd = ["-v", *SPILL, *args, "-T", case.temp_prefix, "-o", out]
+    temp = [a for d in dirs for a in ("-T", d)] if dirs else ["-T", case.temp_prefix]
+    cmd = ["-v", *SPILL, *args, *temp, "-o", out]
     result = case.rocksort_ok(cmd + ["-"], stdin=big) if stdin else \
         case.rocksort_ok(cmd + [big])
     case.expect_same(out, expected)
     case.expect_no_temp_left()
+    left = [os.path.join(d, n) for d in dirs or [] for n in os.listdir(d)]
+    if left:
+        raise Failure("temporary data left in the -T directories", left[:5])
     os.remove(out)
     return result.stderr.decode(errors="replace")
 
@@ -397,20 +402,6 @@ def test_runs_read_by_two_threads_unless_merged(case):
                           f"; expected {want} reader thread(s)")
 
 
-def several_dirs_report(case, big, expected, args, dirs):
-    """Sorts big from stdin with -v, SPILL, args and a -T for each of dirs,
-    checks it against expected and that the dirs are left empty -> the -v report."""
-    out = case.out("out.bam")
-    cmd = ["-v", *SPILL, *args, *[a for d in dirs for a in ("-T", d)], "-o", out, "-"]
-    result = case.rocksort_ok(cmd, stdin=big)
-    case.expect_same(out, expected)
-    left = [os.path.join(d, n) for d in dirs for n in os.listdir(d)]
-    if left:
-        raise Failure("temporary data left in the -T directories", left[:5])
-    os.remove(out)
-    return result.stderr.decode(errors="replace")
-
-
 def test_runs_read_by_more_threads_at_many_threads(case):
     """Each part's reader also decodes its compact runs, so at -@ 16 the
     runs are dealt to four parts (one per four threads, at most four), and
@@ -429,8 +420,8 @@ def test_runs_read_by_more_threads_at_many_threads(case):
                        (["-@", "16", "--resume", state], 2), (["-@", "16", "DIRS"], 2),
                        (["-@", "16", *RECORDS_RUNS], 2), (["-@", "16", "-u"], 2),
                        (["-@", "16", "-s", "100M", "DIRS"], 2)):
-        err = sizing_report(case, big, expected, args, True) if "DIRS" not in args else \
-            several_dirs_report(case, big, expected, [a for a in args if a != "DIRS"], dirs)
+        err = sizing_report(case, big, expected, [a for a in args if a != "DIRS"], True,
+                            dirs if "DIRS" in args else None)
         readers = re.search(r"temp reads: .*; (\d+) reader threads?$", err, re.M)
         if not readers or int(readers[1]) != want:
             raise Failure(f"with {args}: {readers[0] if readers else 'no -v line'}"
