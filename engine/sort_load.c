@@ -9,6 +9,7 @@
 #include "codec/record.h"
 #include "engine/resume_fate.h"
 #include "engine/resume_progress.h"
+#include "load/batch_fill.h"
 
 
 static int start_spiller(sort_job *j)
@@ -70,17 +71,19 @@ static void report_reading(const sort_job *j)
 
 /* Adds one record to the batch being filled, handing full batches to the
  * spill thread.  Returns 0, or -1 once the error is reported. */
-static int take_record(sort_job *j, batch **cur, bam1_t *b)
+static int take_record(sort_job *j, batch_fill *fill, batch **cur)
 {
     int added;
     errmsg err;
+    bam1_t *b = batch_fill_slot(fill);
     if (sort_input_check_refs(j, b) < 0) return -1;
     /* A stream's records are hashed as read, before -M rewrites them
      * (sort_key_record_finish()); --verify's digest is of the record as it
      * will be written, after. */
     uint64_t hash = j->resume.hash_stream
                   ? resume_progress_stream_hash(j->resume.stream_hash, record_digest(b)) : 0;
-    while ((added = batch_add(*cur, &j->sort, b, j->records_in, &err)) == 0) {
+    while ((added = batch_fill_add(fill, *cur, &j->sort, j->records_in, &err)) == 0) {
+        batch_fill_settle(fill);
         if (!j->size_planned)
             sort_plan_from_input(j, *cur, sort_inputs_consumed(j), sort_inputs_total(j));
         if (!(*cur = hand_over(j, *cur))) return j->q.failed ? spill_error(j) : -1;
@@ -107,32 +110,50 @@ static int store_last_batch(sort_job *j, batch **cur)
     return resume_progress_input_complete(j);
 }
 
+/* The records' copies into the batch go to the pool where the spill's work
+ * does (load/batch_fill.h). */
+static batch_fill *start_filling(sort_job *j)
+{
+    batch_fill *fill = batch_fill_create(sort_plan_spill_pooled(j) ? j->pool.pool : NULL);
+    if (!fill) sort_job_fail("out of memory reading '%s'", j->in_fn);
+    return fill;
+}
+
+/* Into an empty batch: its position is never journaled. */
+static int take_first(sort_job *j, batch_fill *fill, batch **cur)
+{
+    if (!j->first) return 0;
+    if (!bam_copy1(batch_fill_slot(fill), j->first))
+        return sort_job_fail("out of memory reading '%s'", j->in_fn);
+    return take_record(j, fill, cur);
+}
+
 int sort_load_input(sort_job *j)
 {
     double t0 = now_seconds();
     j->resume.load_started = t0;
     batch *cur = batch_create(sort_plan_batch_bytes(j->o));
-    bam1_t *b = bam_init1();
+    batch_fill *fill = NULL;
     int ret = 0, r;
-    if (!cur || !b) {
+    if (!cur) {
         sort_job_fail("out of memory reading '%s'", j->in_fn);
         ret = -1;
         goto done;
     }
-    if (sort_input_start_threads(j) < 0 || start_spiller(j) < 0) {
+    if (sort_input_start_threads(j) < 0 || start_spiller(j) < 0 || !(fill = start_filling(j))
+        || take_first(j, fill, &cur) < 0) {
         ret = -1;
         goto done;
     }
-    /* Into an empty batch: its position is never journaled. */
-    if (j->first && take_record(j, &cur, j->first) < 0) { ret = -1; goto done; }
     for (;;) {
         if (j->resume.on) j->resume.pos_before = resume_progress_position(j);
-        if ((r = sort_inputs_read(j, b)) < 0) break;
-        if (take_record(j, &cur, b) < 0) { ret = -1; goto done; }
+        if ((r = sort_inputs_read(j, batch_fill_slot(fill))) < 0) break;
+        if (take_record(j, fill, &cur) < 0) { ret = -1; goto done; }
     }
+    batch_fill_settle(fill);
     spill_input_ended(&j->q);
     report_reading(j);
-    if (sort_input_check_end(j, b, r) < 0) { ret = -1; goto done; }
+    if (sort_input_check_end(j, batch_fill_slot(fill), r) < 0) { ret = -1; goto done; }
     if (j->resume.on && store_last_batch(j, &cur) < 0) { ret = -1; goto done; }
     /* Otherwise the last batch never goes to disk: the readout merges it
      * from memory (an input that fits in one batch is sorted without temp
@@ -144,9 +165,9 @@ int sort_load_input(sort_job *j)
     spill_stop(&j->q);
     if (j->q.failed) ret = spill_error(j);
 done:
-    spill_stop(&j->q);      /* before cur goes: the spill thread may touch it */
+    batch_fill_free(fill);  /* before cur goes: its jobs may touch it */
+    spill_stop(&j->q);      /* so may the spill thread */
     batch_destroy(cur);
-    bam_destroy1(b);
     j->t_load = now_seconds() - t0;
     return ret;
 }

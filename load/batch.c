@@ -83,6 +83,7 @@ static int grow_arena_for_huge_record(batch *sb, size_t need)
     sb->arena = a;
     sb->cap = need;
     sb->claimed = 0;
+    sb->written = 0;
     return 0;
 }
 
@@ -161,6 +162,36 @@ int batch_add(batch *sb, const sort_spec *spec, bam1_t *b, uint64_t seq, errmsg 
     return 1;
 }
 
+int batch_reserve(batch *sb, const uint8_t *key, size_t key_len, size_t val_len, int settled,
+                  batch_place_at *at)
+{
+    size_t need = packed_record_size(key_len, val_len);
+    if (footprint(sb, need, 1) > sb->cap) {
+        if (sb->n > 0) return 0;
+        if (need > sb->cap && grow_arena_for_huge_record(sb, need) < 0) return -1;
+    }
+    if (sb->n == sb->m) {
+        if (!settled) return BATCH_UNSETTLED;
+        if (grow_entries(sb) < 0) return -1;
+    }
+    track_keys(sb, key, key_len);
+    *at = (batch_place_at){ sb->n++, sb->arena + sb->used, sb->used + need > sb->written };
+    sb->used += need;
+    return 1;
+}
+
+void batch_place(batch *sb, batch_place_at at, const uint8_t *key, size_t key_len,
+                 const bam1_t *b)
+{
+    packed_header h = { (uint32_t)key_len, (uint32_t)record_value_len(b) };
+    memcpy(at.rec, &h, sizeof h);
+    memcpy(at.rec + sizeof h, key, key_len);
+    record_value_pack(b, at.rec + sizeof h + key_len);
+    batch_entry *e = &sb->ent[at.index];
+    load_inline_key(e, key, key_len, sb->skip);
+    e->rec = at.rec;
+}
+
 batch_memory batch_claim_ahead(batch *sb, size_t upto, size_t most)
 {
     size_t from = sb->claimed, to = upto < sb->cap ? upto : sb->cap;
@@ -184,6 +215,7 @@ void batch_prefault(batch_memory m)
 
 void batch_clear(batch *sb)
 {
+    if (sb->used > sb->written) sb->written = sb->used;
     sb->n = 0;
     sb->used = 0;
 }

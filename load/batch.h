@@ -26,6 +26,28 @@ void batch_destroy(batch *sb);
  * record as it will be written (see sort_key_record_finish()). */
 int batch_add(batch *sb, const sort_spec *spec, bam1_t *b, uint64_t seq, errmsg *err);
 
+/* The same in two steps, for a batch filled on other threads
+ * (load/batch_fill.h).  batch_reserve(), by the batch's owner, takes a
+ * record's place given its finished key and value length: 1, with where in
+ * `at`; 0 if the batch is full (nothing taken); -1 if out of memory; or
+ * BATCH_UNSETTLED where the entries must grow, which moves them: the owner
+ * calls again with `settled` once no batch_place() on the batch is running.
+ * Which records a batch takes, and in what order, is decided here, as
+ * batch_add() decides it.  batch_place() then writes the record there, on
+ * any thread, several places at once; the batch is read or sorted only once
+ * all are written, and the first (at.index 0) before the next reserve,
+ * which compares keys with it. */
+#define BATCH_UNSETTLED 2
+typedef struct {
+    size_t index;
+    uint8_t *rec;
+    int fresh;      /* memory the arena never held a record in */
+} batch_place_at;
+int batch_reserve(batch *sb, const uint8_t *key, size_t key_len, size_t val_len, int settled,
+                  batch_place_at *at);
+void batch_place(batch *sb, batch_place_at at, const uint8_t *key, size_t key_len,
+                 const bam1_t *b);
+
 /* A range of a batch's arena, for batch_prefault() on another thread. */
 typedef struct {
     uint8_t *p;

@@ -38,6 +38,7 @@ struct batch {
     uint8_t *arena;
     size_t used, cap;
     size_t claimed; /* arena bytes batch_claim_ahead() has handed out */
+    size_t written; /* arena bytes that held records before the last clear */
     batch_entry *ent, *tmp;
     size_t n, m;
     size_t skip;    /* the inline keys start after this many key bytes */
