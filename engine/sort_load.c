@@ -110,11 +110,9 @@ static int store_last_batch(sort_job *j, batch **cur)
     return resume_progress_input_complete(j);
 }
 
-/* The records' copies into the batch go to the pool where the spill's work
- * does (load/batch_fill.h). */
 static batch_fill *start_filling(sort_job *j)
 {
-    batch_fill *fill = batch_fill_create(sort_plan_spill_pooled(j) ? j->pool.pool : NULL);
+    batch_fill *fill = batch_fill_create(sort_plan_fill_pool(j));
     if (!fill) sort_job_fail("out of memory reading '%s'", j->in_fn);
     return fill;
 }

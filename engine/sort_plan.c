@@ -188,6 +188,14 @@ int sort_plan_spill_pooled(const sort_job *j)
     return j->o->threads >= SPILL_POOL_MIN_THREADS && j->pool.pool != NULL;
 }
 
+#define FILL_POOL_MIN_THREADS 8
+
+hts_tpool *sort_plan_fill_pool(const sort_job *j)
+{
+    return sort_plan_spill_pooled(j) && j->o->threads >= FILL_POOL_MIN_THREADS ? j->pool.pool
+                                                                               : NULL;
+}
+
 /* Descriptors the input and the output take between the temp space check
  * and the store's open: the file itself, an index or reference. */
 #define FD_INPUT_OUTPUT 4

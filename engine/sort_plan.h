@@ -53,6 +53,12 @@ int sort_plan_temp_space(sort_job *j);
  * sorting and writing on the spill thread, as they always did. */
 int sort_plan_spill_pooled(const sort_job *j);
 
+/* The pool the loader hands the first touches of its batches to
+ * (load/batch_fill.h), or NULL: from -@ 8, where the load's CPU over the
+ * threads comes down to the loader's own.  Below, the staging copy only
+ * adds CPU to a load the pool bounds. */
+hts_tpool *sort_plan_fill_pool(const sort_job *j);
+
 /* first: the first batch, full; consumed: bytes of the input files read so
  * far, <= 0 if unknown, which plans nothing, as does a total of 0 (an
  * input is a stream).  Before the first batch goes to the spill thread. */

@@ -175,21 +175,27 @@ int batch_reserve(batch *sb, const uint8_t *key, size_t key_len, size_t val_len,
         if (grow_entries(sb) < 0) return -1;
     }
     track_keys(sb, key, key_len);
-    *at = (batch_place_at){ sb->n++, sb->arena + sb->used, sb->used + need > sb->written };
+    *at = (batch_place_at){ sb->n++, sb->arena + sb->used };
     sb->used += need;
     return 1;
 }
 
-void batch_place(batch *sb, batch_place_at at, const uint8_t *key, size_t key_len,
-                 const bam1_t *b)
+void batch_place_run(batch *sb, batch_place_at at, const uint8_t *src, size_t bytes, size_t n)
 {
-    packed_header h = { (uint32_t)key_len, (uint32_t)record_value_len(b) };
-    memcpy(at.rec, &h, sizeof h);
-    memcpy(at.rec + sizeof h, key, key_len);
-    record_value_pack(b, at.rec + sizeof h + key_len);
-    batch_entry *e = &sb->ent[at.index];
-    load_inline_key(e, key, key_len, sb->skip);
-    e->rec = at.rec;
+    memcpy(at.rec, src, bytes);
+    const uint8_t *rec = at.rec;
+    for (size_t i = 0; i < n; i++) {
+        packed_header h = packed_header_of(rec);
+        batch_entry *e = &sb->ent[at.index + i];
+        load_inline_key(e, rec + sizeof h, h.key_len, sb->skip);
+        e->rec = rec;
+        rec += record_size(h);
+    }
+}
+
+int batch_warm(const batch *sb, size_t need)
+{
+    return sb->n > 0 && sb->used + need <= sb->written;
 }
 
 batch_memory batch_claim_ahead(batch *sb, size_t upto, size_t most)

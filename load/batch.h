@@ -27,26 +27,30 @@ void batch_destroy(batch *sb);
 int batch_add(batch *sb, const sort_spec *spec, bam1_t *b, uint64_t seq, errmsg *err);
 
 /* The same in two steps, for a batch filled on other threads
- * (load/batch_fill.h).  batch_reserve(), by the batch's owner, takes a
- * record's place given its finished key and value length: 1, with where in
- * `at`; 0 if the batch is full (nothing taken); -1 if out of memory; or
+ * (load/batch_fill.h).  batch_reserve(), by the batch's owner, takes the
+ * place of a record given its finished key and value length: 1, with where
+ * in `at`; 0 if the batch is full (nothing taken); -1 if out of memory; or
  * BATCH_UNSETTLED where the entries must grow, which moves them: the owner
- * calls again with `settled` once no batch_place() on the batch is running.
- * Which records a batch takes, and in what order, is decided here, as
- * batch_add() decides it.  batch_place() then writes the record there, on
- * any thread, several places at once; the batch is read or sorted only once
- * all are written, and the first (at.index 0) before the next reserve,
- * which compares keys with it. */
+ * calls again with `settled` once no batch_place_run() on the batch is
+ * running.  Which records a batch takes, and in what order, is decided
+ * here, as batch_add() decides it, and places reserved one after another
+ * follow each other in the arena.  batch_place_run() then writes n such
+ * records, packed one after the other at src (codec/packed_record.h), from
+ * place `at` on: on any thread, several runs at once; the batch is read or
+ * sorted only once all are written, and the first record (at.index 0) is
+ * written before the next reserve, which compares keys with it.
+ * batch_warm() says whether the next record, of up to `need` bytes, would
+ * go in memory the arena held records in before (it is not empty):
+ * there a copy costs no first touch. */
 #define BATCH_UNSETTLED 2
 typedef struct {
     size_t index;
     uint8_t *rec;
-    int fresh;      /* memory the arena never held a record in */
 } batch_place_at;
 int batch_reserve(batch *sb, const uint8_t *key, size_t key_len, size_t val_len, int settled,
                   batch_place_at *at);
-void batch_place(batch *sb, batch_place_at at, const uint8_t *key, size_t key_len,
-                 const bam1_t *b);
+void batch_place_run(batch *sb, batch_place_at at, const uint8_t *src, size_t bytes, size_t n);
+int batch_warm(const batch *sb, size_t need);
 
 /* A range of a batch's arena, for batch_prefault() on another thread. */
 typedef struct {

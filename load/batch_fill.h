@@ -1,22 +1,25 @@
-/* load/batch_fill.h -- records copied into the loading batch by the -@ pool.
+/* load/batch_fill.h -- the loading batch's fresh memory filled by the -@ pool.
  *
  * Contract: the loader reads each record into batch_fill_slot()'s bam1_t and
  * hands it over with batch_fill_add(), which returns as batch_add() does:
- * 1 added, 0 batch full (nothing taken: add the same slot to the next batch),
- * -1 with the cause in err.  On the loader it keys the record, finishes it
- * (keys/sort_key.h) and takes its place (batch_reserve()), so which batch a
- * record joins, and every error, come in input order, as with batch_add();
- * after a 1 the slot holds the record as it will be written, until the next
- * batch_fill_slot().  The copy into the batch's arena, which also backs the
- * arena with memory, and the entry's inline key are left to pool jobs of up
- * to BATCH_FILL_RECORDS records (batch_place()).  batch_fill_settle() waits
- * for every job: call it before the batch is read, sorted, or handed to
- * another thread.  batch_fill_free() settles first.  Only the loader calls
- * these.  Without a pool every record is copied at once, by batch_add().
+ * 1 added, 0 batch full (nothing taken: add the slot again to the next
+ * batch), -1 with the cause in err; after a 1 the slot holds the record as
+ * it will be written.  The loader keys, finishes and packs every record
+ * (keys/sort_key.h, codec/packed_record.h) and takes its place in the
+ * batch (batch_reserve()), so which batch a record joins, and every error,
+ * come in input order, as with batch_add().  Where the place lies in
+ * memory the arena never held records in, the record is packed into a
+ * staging chunk instead, and pool jobs copy chunks of up to
+ * BATCH_FILL_RECORDS records or BATCH_FILL_BYTES bytes into the arena and
+ * enter them (batch_place_run()).  batch_fill_settle() waits for every
+ * job: call it before the batch is read, sorted, or handed to another
+ * thread.  batch_fill_free() settles first.  Only the loader calls these.
+ * Without a pool every record goes in by batch_add().
  *
- * Why: on many cores the loader is one thread for every record of the input,
- * and the copy, with the kernel clearing the pages it touches first, was
- * much of its time.
+ * Why: held in memory, most of the loader's time was the kernel clearing
+ * each fresh page of the batch it touched first, on the one thread that
+ * reads every record; the touch-ahead jobs (load/touch_ahead.h) do not
+ * keep up while the pool decodes the input.
  */
 #ifndef BATCH_FILL_H
 #define BATCH_FILL_H
@@ -26,8 +29,6 @@
 #include "load/batch.h"
 
 #define BATCH_FILL_RECORDS 512
-/* A job also ends once its records reach this many bytes: with the jobs
- * in flight, it bounds the memory the slots hold. */
 #define BATCH_FILL_BYTES ((size_t)128 << 10)
 
 typedef struct batch_fill batch_fill;

@@ -122,7 +122,7 @@ static const char *fill_all(hts_tpool *pool, sort_order order, size_t capacity)
             batch_clear(cur);
         }
         if (!why && r < 0) {
-            snprintf(problem, sizeof problem, "record %zu: %s", i, err.msg);
+            snprintf(problem, sizeof problem, "record %zu: %.200s", i, err.msg);
             why = problem;
         }
     }
