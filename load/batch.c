@@ -166,14 +166,10 @@ int batch_reserve(batch *sb, const uint8_t *key, size_t key_len, size_t val_len,
                   batch_place_at *at)
 {
     size_t need = packed_record_size(key_len, val_len);
-    if (footprint(sb, need, 1) > sb->cap) {
-        if (sb->n > 0) return 0;
-        if (need > sb->cap && grow_arena_for_huge_record(sb, need) < 0) return -1;
-    }
-    if (sb->n == sb->m) {
-        if (!settled) return BATCH_UNSETTLED;
-        if (grow_entries(sb) < 0) return -1;
-    }
+    /* batch_make_room() would grow the entries: not under a running job. */
+    if (sb->n == sb->m && !settled && footprint(sb, need, 1) <= sb->cap) return BATCH_UNSETTLED;
+    int room = batch_make_room(sb, need);
+    if (room <= 0) return room;
     track_keys(sb, key, key_len);
     *at = (batch_place_at){ sb->n++, sb->arena + sb->used };
     sb->used += need;
