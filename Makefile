@@ -185,7 +185,9 @@ test-asan:
 # and -I cases, a refused template after spilling, the readout merged in 4
 # key ranges (two sorts), and resumed states (one taken back with no run but
 # its journal appended to; directories that are not states): tests that
-# kill at a later phase wait too long under memcheck.  Any memcheck error or
+# kill at a later phase wait too long under memcheck.  A record damaged
+# mid-input at -@ 16 takes the records parsed on the pool through a job's
+# failure.  Any memcheck error or
 # definite leak makes rocksort exit 99, which fails the test.
 VALGRIND_TESTS = 'mixed_*' 'ties_stable_*' 'tricky_names_spilled_*' 'bulk_spilled_*' \
                  'input_cram_*' 'output_cram_coord' 'stdin_*' 'bad_input_*' 'verify_*' \
@@ -194,7 +196,7 @@ VALGRIND_TESTS = 'mixed_*' 'ties_stable_*' 'tricky_names_spilled_*' 'bulk_spille
                  'readout_verify_in_memory_k4' \
                  'readout_verify_spilled_k4' 'resume_kill_in_readout_file' \
                  'resume_fresh_run_succeeds_and_removes_dir' 'resume_state_without_runs_big_header' \
-                 'resume_refuses_foreign_*'
+                 'resume_refuses_foreign_*' 'pool_parse_damaged_l_seq_huge'
 # Reports go to build/valgrind/, not stderr, where tests check every line.
 VALGRIND = valgrind -q --vgdb=no --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite \
            --show-leak-kinds=definite --log-file=$(CURDIR)/build/valgrind/%p.log

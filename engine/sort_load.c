@@ -10,6 +10,7 @@
 #include "engine/resume_fate.h"
 #include "engine/resume_progress.h"
 #include "load/batch_fill.h"
+#include "load/record_parse.h"
 
 
 static int start_spiller(sort_job *j)
@@ -126,13 +127,127 @@ static int take_first(sort_job *j, batch_fill *fill, batch **cur)
     return take_record(j, fill, cur);
 }
 
+/* ---- records parsed on the pool (load/record_parse.h) ---- */
+
+/* The first record that failed, in input order, reported as it would be
+ * had the loader read it. */
+static int report_parse_failure(sort_job *j, const record_parse *p)
+{
+    const record_parse_failure *f = record_parse_failed(p);
+    j->records_in = f->seq;
+    switch (f->kind) {
+    case RECORD_PARSE_READ:
+        sort_input_check_end(j, f->b, f->read_code);
+        return -1;
+    case RECORD_PARSE_REFS:
+        sort_input_check_refs(j, f->b);
+        return -1;
+    case RECORD_PARSE_KEY:
+        return sort_job_fail("'%s': %s", j->in_fn, f->err.msg);
+    default:
+        return sort_job_fail("out of memory reading '%s'", j->in_fn);
+    }
+}
+
+/* A full batch: its spans settled, to the spill thread. */
+static int hand_over_parsed(sort_job *j, record_parse *p, batch **cur)
+{
+    if (record_parse_settle(p) < 0) return report_parse_failure(j, p);
+    if (!j->size_planned)
+        sort_plan_from_input(j, *cur, sort_inputs_consumed(j), sort_inputs_total(j));
+    if (!(*cur = hand_over(j, *cur))) return j->q.failed ? spill_error(j) : -1;
+    return 0;
+}
+
+/* The chunk's records into batches, span by span. */
+static int place_chunk(sort_job *j, record_parse *p, const record_parse_chunk *c, batch **cur)
+{
+    for (size_t at = 0; at < c->n;) {
+        batch_span span;
+        int r = batch_reserve_span(*cur, c->bound + at, c->n - at, 0, &span);
+        if (r == BATCH_UNSETTLED) {
+            if (record_parse_settle(p) < 0) return report_parse_failure(j, p);
+            r = batch_reserve_span(*cur, c->bound + at, c->n - at, 1, &span);
+        }
+        if (r < 0) return sort_job_fail("out of memory reading '%s'", j->in_fn);
+        if (r == 0) {
+            if (hand_over_parsed(j, p, cur) < 0) return -1;
+            continue;
+        }
+        if (record_parse_span(p, *cur, &span, at, j->records_in) < 0)
+            return report_parse_failure(j, p);
+        spill_loaded(&j->q, *cur);
+        uint64_t before = j->records_in;
+        j->records_in += span.n;
+        at += span.n;
+        if ((before | PROGRESS_EVERY) < (j->records_in | PROGRESS_EVERY)) report_reading(j);
+    }
+    return 0;
+}
+
+/* The input's end, once every record is settled: as sort_input_check_end()
+ * finds it after the last record read. */
+static int end_parsed(sort_job *j, record_parse *p, int end)
+{
+    if (record_parse_settle(p) < 0) return report_parse_failure(j, p);
+    j->digest_in += record_parse_digest(p);
+    if (record_parse_placed(p)) sort_key_set_placed(&j->sort);
+    bam1_t *b = bam_init1();
+    if (!b) return sort_job_fail("out of memory reading '%s'", j->in_fn);
+    int r = end < 0 ? -2 : record_parse_tail(p, b);
+    spill_input_ended(&j->q);
+    report_reading(j);
+    int ret = sort_input_check_end(j, b, r);
+    bam_destroy1(b);
+    return ret;
+}
+
+/* The rest of the input, its records parsed on the pool: 0 at its end, or
+ * -1 once the failure is reported. */
+static int load_parsed(sort_job *j, batch **cur)
+{
+    record_parse_setup s = { .pool = j->pool.pool, .spec = &j->sort, .n_refs = j->n_refs,
+                             .verify = j->o->verify, .jobs = sort_plan_parse_jobs(j) };
+    record_parse *p = record_parse_create(&s);
+    if (!p) return sort_job_fail("out of memory reading '%s'", j->in_fn);
+    record_parse_chunk c;
+    int ret;
+    do {
+        if (record_parse_read(p, j->in->fp.bgzf, &c) < 0) {
+            ret = sort_job_fail("out of memory reading '%s'", j->in_fn);
+            break;
+        }
+        ret = place_chunk(j, p, &c, cur);
+        j->bytes_in += c.bytes;
+    } while (ret == 0 && !c.end);
+    if (ret == 0) ret = end_parsed(j, p, c.end);
+    record_parse_free(p);
+    return ret;
+}
+
+/* ---- records parsed here ---- */
+
+static int load_here(sort_job *j, batch_fill *fill, batch **cur)
+{
+    int r;
+    for (;;) {
+        if (j->resume.on) j->resume.pos_before = resume_progress_position(j);
+        if ((r = sort_inputs_read(j, batch_fill_slot(fill))) < 0) break;
+        if (take_record(j, fill, cur) < 0) return -1;
+    }
+    batch_fill_settle(fill);
+    spill_input_ended(&j->q);
+    report_reading(j);
+    return sort_input_check_end(j, batch_fill_slot(fill), r);
+}
+
 int sort_load_input(sort_job *j)
 {
     double t0 = now_seconds();
     j->resume.load_started = t0;
     batch *cur = batch_create(sort_plan_batch_bytes(j->o));
     batch_fill *fill = NULL;
-    int ret = 0, r;
+    int ret = 0;
     if (!cur) {
         sort_job_fail("out of memory reading '%s'", j->in_fn);
         ret = -1;
@@ -143,15 +258,11 @@ int sort_load_input(sort_job *j)
         ret = -1;
         goto done;
     }
-    for (;;) {
-        if (j->resume.on) j->resume.pos_before = resume_progress_position(j);
-        if ((r = sort_inputs_read(j, batch_fill_slot(fill))) < 0) break;
-        if (take_record(j, fill, &cur) < 0) { ret = -1; goto done; }
+    batch_fill_settle(fill);    /* the first record may be staged */
+    if ((sort_plan_parse_jobs(j) ? load_parsed(j, &cur) : load_here(j, fill, &cur)) < 0) {
+        ret = -1;
+        goto done;
     }
-    batch_fill_settle(fill);
-    spill_input_ended(&j->q);
-    report_reading(j);
-    if (sort_input_check_end(j, batch_fill_slot(fill), r) < 0) { ret = -1; goto done; }
     if (j->resume.on && store_last_batch(j, &cur) < 0) { ret = -1; goto done; }
     /* Otherwise the last batch never goes to disk: the readout merges it
      * from memory (an input that fits in one batch is sorted without temp

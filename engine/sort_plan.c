@@ -10,6 +10,7 @@
 #include "store/store.h"
 #include "engine/resume_fate.h"
 #include "readout/readout_model.h"
+#include "load/record_parse.h"
 
 size_t sort_plan_total_memory(const rocksort_opts *o)
 {
@@ -31,6 +32,14 @@ size_t sort_plan_total_memory(const rocksort_opts *o)
  * over a sort).  At -@ 64 -m 1M they are as much as the budget. */
 #define THREAD_OWN_BYTES (512ULL << 10)
 
+#define FILL_POOL_MIN_THREADS 8
+
+/* Spans parsed at once on the pool (sort_plan_parse_jobs()). */
+static int parse_jobs_for(int threads)
+{
+    return threads >= FILL_POOL_MIN_THREADS ? threads / 2 : 0;
+}
+
 /* At -l 8 and 9 every thread that compresses the output (each -@ thread,
  * or the one merge thread) also holds a far larger deflate state. */
 uint64_t sort_plan_own_memory(const rocksort_opts *o)
@@ -38,7 +47,8 @@ uint64_t sort_plan_own_memory(const rocksort_opts *o)
     int level = output_file_deflate_level(o->out_mode, o->out_opts);
     uint64_t compressing = (uint64_t)(o->threads > 1 ? o->threads : 1);
     return (uint64_t)(o->threads > 1 ? o->threads : 0) * THREAD_OWN_BYTES +
-           compressing * output_file_deflate_extra_bytes(level);
+           compressing * output_file_deflate_extra_bytes(level) +
+           (uint64_t)parse_jobs_for(o->threads) * RECORD_PARSE_JOB_BYTES;
 }
 
 /* The budget less the threads' own buffers, at least a quarter of it: what
@@ -188,12 +198,17 @@ int sort_plan_spill_pooled(const sort_job *j)
     return j->o->threads >= SPILL_POOL_MIN_THREADS && j->pool.pool != NULL;
 }
 
-#define FILL_POOL_MIN_THREADS 8
-
 hts_tpool *sort_plan_fill_pool(const sort_job *j)
 {
     return sort_plan_spill_pooled(j) && j->o->threads >= FILL_POOL_MIN_THREADS ? j->pool.pool
                                                                                : NULL;
+}
+
+int sort_plan_parse_jobs(const sort_job *j)
+{
+    if (!sort_plan_fill_pool(j) || j->o->n_in != 1 || j->resume.on || j->read_lines) return 0;
+    if (j->in->format.format != bam || j->in->filter || !sort_key_max_len_any(&j->sort)) return 0;
+    return parse_jobs_for(j->o->threads);
 }
 
 /* Descriptors the input and the output take between the temp space check

@@ -59,6 +59,14 @@ int sort_plan_spill_pooled(const sort_job *j);
  * adds CPU to a load the pool bounds. */
 hts_tpool *sort_plan_fill_pool(const sort_job *j);
 
+/* How many spans the loader hands the pool to parse at once
+ * (load/record_parse.h), 0 where it parses the records itself: from -@ 8,
+ * for one BAM file or stream read neither through a filter nor resumably,
+ * in an order whose keys' length does not depend on the record (where it
+ * does, the bytes each record's bound leaves unused would cost the batch
+ * records).  Their buffers are the threads' own (sort_plan_own_memory()). */
+int sort_plan_parse_jobs(const sort_job *j);
+
 /* first: the first batch, full; consumed: bytes of the input files read so
  * far, <= 0 if unknown, which plans nothing, as does a total of 0 (an
  * input is a stream).  Before the first batch goes to the spill thread. */

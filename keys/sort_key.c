@@ -343,6 +343,17 @@ static size_t order_max_len(const sort_spec *s, const bam1_t *b)
     return body + SEQ_LEN;
 }
 
+size_t sort_key_max_len_any(const sort_spec *s)
+{
+    if (s->split.on || s->by_tag) return 0;
+    switch (s->order) {
+    case ORDER_COORDINATE: return COORD_BODY_LEN + SEQ_LEN;
+    case ORDER_MINIMISER:  return MINIMISER_BODY_LEN + SEQ_LEN;
+    case ORDER_SHUFFLE:    return 8 + SEQ_LEN;
+    default:               return 0;
+    }
+}
+
 size_t sort_key_max_len(const sort_spec *s, const bam1_t *b)
 {
     return split_key_max_len(&s->split, b) + order_max_len(s, b);
@@ -402,11 +413,13 @@ void sort_key_set_placed(sort_spec *s)
 
 void sort_key_record_finish(const sort_spec *s, bam1_t *b)
 {
-    if (b->core.tid >= 0) {
-        if (s->ctx) s->ctx->placed = 1;
-        return;
-    }
-    if (s->order != ORDER_MINIMISER || s->by_tag || b->core.tid != -1) return;
+    if (sort_key_record_rewrite(s, b) && s->ctx) s->ctx->placed = 1;
+}
+
+int sort_key_record_rewrite(const sort_spec *s, bam1_t *b)
+{
+    if (b->core.tid >= 0) return 1;
+    if (s->order != ORDER_MINIMISER || s->by_tag || b->core.tid != -1) return 0;
     /* samtools keeps the key in pos/mpos/isize while sorting, and clears
      * them on output. */
     mm_params mp = minimiser_params(s);
@@ -415,6 +428,7 @@ void sort_key_record_finish(const sort_spec *s, bam1_t *b)
     b->core.pos = -1;
     b->core.mpos = -1;
     b->core.isize = 0;
+    return 0;
 }
 
 /* ---- @HD ---- */

@@ -57,6 +57,11 @@ void sort_key_spec_free(sort_spec *s);
 /* --split RG's @RG IDs, read by sort_key_spec_prepare(); NULL otherwise. */
 const split_ids *sort_key_split_ids(const sort_spec *s);
 
+/* The largest key sort_key_encode() can produce for any record, where that
+ * does not depend on the record's name or data (coordinate, -M, --shuffle,
+ * without -t or a split); 0 where it does. */
+size_t sort_key_max_len_any(const sort_spec *s);
+
 /* Largest key sort_key_encode() can produce for this record. */
 size_t sort_key_max_len(const sort_spec *s, const bam1_t *b);
 
@@ -69,6 +74,11 @@ const char *sort_key_error(const sort_spec *s, const bam1_t *b);
 /* Turns b, once its key is made, into the record samtools writes, and notes
  * what the @HD tags depend on.  Call once per record, in input order. */
 void sort_key_record_finish(const sort_spec *s, bam1_t *b);
+
+/* The same for a record finished on another thread: notes nothing, and
+ * returns whether the record is placed, for the owner of s to note with
+ * sort_key_set_placed() in input order's stead. */
+int sort_key_record_rewrite(const sort_spec *s, bam1_t *b);
 
 /* Whether a placed record (tid >= 0) went through sort_key_record_finish():
  * -M's @HD tags depend on it.  A resumed sort, which does not read again

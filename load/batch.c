@@ -189,6 +189,54 @@ void batch_place_run(batch *sb, batch_place_at at, const uint8_t *src, size_t by
     }
 }
 
+int batch_reserve_span(batch *sb, const uint32_t *need, size_t n, int settled, batch_span *span)
+{
+    size_t k = 0, bytes = 0;
+    while (k < n && footprint(sb, bytes + need[k], k + 1) <= sb->cap) bytes += need[k++];
+    if (k == 0 && n > 0) {
+        if (sb->n > 0) return 0;
+        if (need[0] > sb->cap && grow_arena_for_huge_record(sb, need[0]) < 0) return -1;
+        k = 1;
+        bytes = need[0];
+    }
+    if (sb->n + k > sb->m) {
+        if (!settled) return BATCH_UNSETTLED;
+        while (sb->n + k > sb->m)
+            if (grow_entries(sb) < 0) return -1;
+    }
+    *span = (batch_span){ { sb->n, sb->arena + sb->used }, k, bytes };
+    sb->n += k;
+    sb->used += bytes;
+    return 1;
+}
+
+void batch_place_entry(batch *sb, size_t index, const uint8_t *rec)
+{
+    packed_header h = packed_header_of(rec);
+    batch_entry *e = &sb->ent[index];
+    load_inline_key(e, rec + sizeof h, h.key_len, sb->skip);
+    e->rec = rec;
+}
+
+void batch_span_keys(batch *sb, size_t index, size_t shared, size_t shortest, size_t longest)
+{
+    if (index == 0) {
+        sb->shared = shared;
+        sb->shortest = shortest;
+        sb->longest = longest;
+        return;
+    }
+    sb->shortest = shortest < sb->shortest ? shortest : sb->shortest;
+    sb->longest = longest > sb->longest ? longest : sb->longest;
+    /* Every key shares with the batch's first key at least what the span's
+     * first shares with it and with them, and no more. */
+    size_t len0, len;
+    const uint8_t *key0 = entry_key(&sb->ent[0], &len0), *key = entry_key(&sb->ent[index], &len);
+    size_t limit = shared < sb->shared ? shared : sb->shared, same = 0;
+    while (same < limit && key[same] == key0[same]) same++;
+    sb->shared = same;
+}
+
 int batch_warm(const batch *sb, size_t need)
 {
     return sb->n > 0 && sb->used + need <= sb->written;

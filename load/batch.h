@@ -52,6 +52,26 @@ int batch_reserve(batch *sb, const uint8_t *key, size_t key_len, size_t val_len,
 void batch_place_run(batch *sb, batch_place_at at, const uint8_t *src, size_t bytes, size_t n);
 int batch_warm(const batch *sb, size_t need);
 
+/* Places for a span of records parsed on other threads (load/record_parse.h):
+ * batch_reserve_span() takes, in order, as many of n records as fit, given
+ * each one's packed size at most need[i], and returns 1 with them in
+ * `span` (an empty batch takes the first however large, as batch_add()
+ * does); 0 if the batch is full; -1 if out of memory; or BATCH_UNSETTLED
+ * where the entries must grow, as for batch_reserve().  The span's records
+ * are then packed one after the other from span.at.rec, each entered with
+ * batch_place_entry(); the bytes a record does not use of its bound stay
+ * unused.  Once every record of the span is written, its owner hands its
+ * keys' statistics to batch_span_keys(), span by span in order, before the
+ * batch is sorted: the bytes all its keys share with the span's first,
+ * and their shortest and longest lengths. */
+typedef struct {
+    batch_place_at at;
+    size_t n, bytes;
+} batch_span;
+int batch_reserve_span(batch *sb, const uint32_t *need, size_t n, int settled, batch_span *span);
+void batch_place_entry(batch *sb, size_t index, const uint8_t *rec);
+void batch_span_keys(batch *sb, size_t index, size_t shared, size_t shortest, size_t longest);
+
 /* A range of a batch's arena, for batch_prefault() on another thread. */
 typedef struct {
     uint8_t *p;
