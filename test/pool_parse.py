@@ -12,7 +12,9 @@ To run only these:  run_tests.py -k pool_parse_
 import gzip
 import os
 import random
+import resource
 import struct
+import subprocess
 
 from bgzf import (REC_BLOCK_SIZE, REC_L_SEQ, bam_layout, bam_with_refs, bgzf_blocks,
                   bgzf_compress, flip_byte_in_block, patched)
@@ -38,14 +40,24 @@ def record_starts(raw):
     return starts
 
 
-def twins(case, src, name, extra=()):
+def sort_limited(case, args, kib):
+    """rocksort args under `ulimit -v kib`. -> the finished process"""
+    def limit():
+        resource.setrlimit(resource.RLIMIT_AS, (kib << 10, kib << 10))
+    return subprocess.run([*case.session.rocksort_cmd, *args], stdin=subprocess.DEVNULL,
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=case.out_dir,
+                          timeout=300, preexec_fn=limit, env=dict(case.session.env, TMPDIR=case.tmp))
+
+
+def twins(case, src, name, extra=(), kib=None):
     """Sorts src at -@ 0 and at -@ 16 (small batches: many spans, several
-    runs) and fails unless both end alike. -> the -@ 0 lines"""
+    runs), under `ulimit -v kib` if given, and fails unless both end alike.
+    -> the -@ 0 lines"""
     ends = []
     for t in THREADS:
         out = case.out(f"{name}_t{t}.bam")
-        result = case.rocksort(["-@", t, "-m", "2M", *extra, "-T", case.temp_prefix,
-                                "-o", out, src])
+        args = ["-@", t, "-m", "2M", *extra, "-T", case.temp_prefix, "-o", out, src]
+        result = case.rocksort(args) if kib is None else sort_limited(case, args, kib)
         ends.append((result.returncode, stderr_lines(result.stderr), out))
     (rc0, lines0, out0), (rc1, lines1, out1) = ends
     if (rc0, lines0) != (rc1, lines1):
@@ -140,3 +152,29 @@ def test_pool_parse_verify_and_small_blocks(case):
     src = os.path.join(case.dir, "small_blocks.bam")
     write_bytes(src, bgzf_compress(raw_bam(case), block=700))
     twins(case, src, "verify", extra=["--verify"])
+
+
+def instrumented(case):
+    """Sanitizers and valgrind reserve more address space than the limit."""
+    if len(case.session.rocksort_cmd) > 2:
+        return True
+    with open(case.session.binary, "rb") as f:
+        return b"__asan_init" in f.read()
+
+
+def test_pool_parse_record_beyond_memory(case):
+    """A record in the middle claiming 1.9 GB, its fields consistent, under
+    `ulimit -v` 2 GB: htslib cannot hold it, nor can the chunk grow for it,
+    and both must say what the loader says."""
+    if instrumented(case):
+        return
+    raw = raw_bam(case)
+    at = middle_records(raw, 1)[0]
+    claim = 1_900_000_000
+    l_qname, n_cigar = raw[at + 12], struct.unpack_from("<H", raw, at + 16)[0]
+    l_seq = (claim - 32 - 4 * n_cigar - l_qname - 4) * 2 // 3
+    data = patched(patched(raw, at + REC_BLOCK_SIZE, "<i", claim), at + REC_L_SEQ, "<i", l_seq)
+    src = os.path.join(case.dir, "claim.bam")
+    write_bytes(src, bgzf_compress(data))
+    if not twins(case, src, "claim", kib=2_000_000):
+        raise Failure("test is wrong: the claim went unnoticed")
