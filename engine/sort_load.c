@@ -258,7 +258,7 @@ int sort_load_input(sort_job *j)
         ret = -1;
         goto done;
     }
-    batch_fill_settle(fill);    /* the first record may be staged */
+    batch_fill_settle(fill);    /* a parsed load adds nothing more through the fill */
     if ((sort_plan_parse_jobs(j) ? load_parsed(j, &cur) : load_here(j, fill, &cur)) < 0) {
         ret = -1;
         goto done;

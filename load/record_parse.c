@@ -153,10 +153,10 @@ static size_t walk(record_parse *p, uint64_t *bytes)
             grow_array((void **)&p->ends, &p->ends_cap, p->n + 1, sizeof *p->ends) < 0)
             return SIZE_MAX;
         p->bound[p->n] = record_bound(p, p->buf + at, block_len);
+        *bytes += block_len - 32 + (4 - p->buf[at + 12] % 4) % 4 + FIXED_BYTES;
         at += 4 + (size_t)block_len;
         p->ends[p->n++] = (uint32_t)at;
         p->whole_end = at;
-        *bytes += block_len - 32 + (4 - p->buf[at - block_len - 4 + 12] % 4) % 4 + FIXED_BYTES;
     }
 }
 
