@@ -134,7 +134,7 @@ static int take_first(sort_job *j, batch_fill *fill, batch **cur)
 static int report_parse_failure(sort_job *j, const record_parse *p)
 {
     const record_parse_failure *f = record_parse_failed(p);
-    j->records_in = f->seq;
+    if (f->kind != RECORD_PARSE_MEMORY) j->records_in = f->seq;    /* the records before it */
     switch (f->kind) {
     case RECORD_PARSE_READ:
         sort_input_check_end(j, f->b, f->read_code);
