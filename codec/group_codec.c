@@ -6,10 +6,12 @@
  * column.  Blobs live only as long as the sort's temp store, so the layout
  * may change freely between versions.
  */
+#include <errno.h>
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <zstd.h>
+#include <zstd_errors.h>
 #include <htslib/hts_endian.h>
 #include <htslib/sam.h>
 #include "codec/group_codec.h"
@@ -280,9 +282,39 @@ static int grow(void **p, size_t *cap, size_t need, size_t unit)
 {
     if (need <= *cap) return 0;
     void *q = realloc(*p, need * unit);
-    if (!q) return -1;
+    if (!q) return GROUP_DECODE_NO_MEMORY;
     *p = q;
     *cap = need;
+    return 0;
+}
+
+/* One column's stored bytes into out (raw bytes long).  A codec that fails
+ * for want of memory says so: zstd by its error code, htscodecs' rANS only by
+ * malloc's errno, as it returns NULL for both causes. */
+static int decode_column(int method, const uint8_t *stored, size_t n_stored, uint8_t *out,
+                         size_t raw, group_scratch *s)
+{
+    if (method == METHOD_RAW) {
+        if (n_stored != raw) return GROUP_DECODE_MALFORMED;
+        if (raw) memcpy(out, stored, raw);
+    } else if (method == METHOD_ZSTD) {
+        /* One context per scratch: ZSTD_decompress() makes and frees one per
+         * call, which costs more than decoding a small column. */
+        if (!s->zstd && !(s->zstd = ZSTD_createDCtx())) return GROUP_DECODE_NO_MEMORY;
+        size_t got = ZSTD_decompressDCtx(s->zstd, out, raw, stored, n_stored);
+        if (ZSTD_isError(got))
+            return ZSTD_getErrorCode(got) == ZSTD_error_memory_allocation ? GROUP_DECODE_NO_MEMORY
+                                                                          : GROUP_DECODE_MALFORMED;
+        if (got != raw) return GROUP_DECODE_MALFORMED;
+    } else if (method == METHOD_RANS) {
+        unsigned int got = (unsigned)raw;
+        errno = 0;
+        if (!rans_uncompress_to_4x16((unsigned char *)stored, (unsigned)n_stored, out, &got))
+            return errno == ENOMEM ? GROUP_DECODE_NO_MEMORY : GROUP_DECODE_MALFORMED;
+        if (got != raw) return GROUP_DECODE_MALFORMED;
+    } else {
+        return GROUP_DECODE_MALFORMED;
+    }
     return 0;
 }
 
@@ -293,29 +325,18 @@ static int decode_columns(const uint8_t *blob, size_t len, group_scratch *s, cur
     const uint8_t *hdr[N_COLUMNS], *stored[N_COLUMNS];
     size_t total = 0;
     for (int i = 0; i < N_COLUMNS; i++) {
-        if (take(&in, 9, &hdr[i]) < 0 || take(&in, le_to_u32(hdr[i] + 5), &stored[i]) < 0) return -1;
+        if (take(&in, 9, &hdr[i]) < 0 || take(&in, le_to_u32(hdr[i] + 5), &stored[i]) < 0)
+            return GROUP_DECODE_MALFORMED;
         total += le_to_u32(hdr[i] + 1);
     }
-    if (in.at != len || grow((void **)&s->p, &s->cap, total, 1) < 0) return -1;
+    if (in.at != len) return GROUP_DECODE_MALFORMED;
+    if (grow((void **)&s->p, &s->cap, total, 1) < 0) return GROUP_DECODE_NO_MEMORY;
     size_t off = 0;
     for (int i = 0; i < N_COLUMNS; i++) {
         size_t raw = le_to_u32(hdr[i] + 1), n_stored = le_to_u32(hdr[i] + 5);
-        uint8_t *out = s->p + off;
-        if (hdr[i][0] == METHOD_RAW) {
-            if (n_stored != raw) return -1;
-            if (raw) memcpy(out, stored[i], raw);
-        } else if (hdr[i][0] == METHOD_ZSTD) {
-            size_t got = ZSTD_decompress(out, raw, stored[i], n_stored);
-            if (ZSTD_isError(got) || got != raw) return -1;
-        } else if (hdr[i][0] == METHOD_RANS) {
-            unsigned int got = (unsigned)raw;
-            if (!rans_uncompress_to_4x16((unsigned char *)stored[i], (unsigned)n_stored, out, &got) ||
-                got != raw)
-                return -1;
-        } else {
-            return -1;
-        }
-        col[i] = (cursor){ out, raw, 0 };
+        int r = decode_column(hdr[i][0], stored[i], n_stored, s->p + off, raw, s);
+        if (r < 0) return r;
+        col[i] = (cursor){ s->p + off, raw, 0 };
         off += raw;
     }
     return 0;
@@ -383,15 +404,16 @@ static int rebuild_record(group_records *r, size_t i, rebuild_state *s, cursor c
 
 int group_codec_decode(const uint8_t *blob, size_t len, group_records *r, group_scratch *scratch)
 {
+    enum { BAD = GROUP_DECODE_MALFORMED };
     cursor col[N_COLUMNS];
-    if (len < HEADER_BYTES || memcmp(blob, MAGIC, 4) || blob[8] > FLAG_KEY_PLANES ||
-        decode_columns(blob, len, scratch, col) < 0)
-        return -1;
+    if (len < HEADER_BYTES || memcmp(blob, MAGIC, 4) || blob[8] > FLAG_KEY_PLANES) return BAD;
+    int decoded = decode_columns(blob, len, scratch, col);
+    if (decoded < 0) return decoded;
     rebuild_state s = { .n = le_to_u32(blob + 4), .core_planes = col[COL_CORE].p };
     size_t n = s.n;
-    if (col[COL_CORE].n != n * CORE_BYTES || !n) return -1;
+    if (col[COL_CORE].n != n * CORE_BYTES || !n) return BAD;
     if (blob[8] & FLAG_KEY_PLANES) {
-        if (col[COL_KEY].n % n || !col[COL_KEY].n) return -1;
+        if (col[COL_KEY].n % n || !col[COL_KEY].n) return BAD;
         s.key_len = col[COL_KEY].n / n;
         s.key_planes = col[COL_KEY].p;
         col[COL_KEY].at = col[COL_KEY].n;
@@ -400,13 +422,13 @@ int group_codec_decode(const uint8_t *blob, size_t len, group_records *r, group_
                    col[COL_SEQ].n + col[COL_QUAL].n + col[COL_AUX].n;
     if (grow((void **)&r->bytes, &r->bytes_cap, total, 1) < 0 ||
         grow((void **)&r->off, &r->off_cap, 2 * n + 1, sizeof(size_t)) < 0)
-        return -1;
+        return GROUP_DECODE_NO_MEMORY;
     size_t at = 0;
     for (size_t i = 0; i < n; i++)
-        if (rebuild_record(r, i, &s, col, &at) < 0) return -1;
+        if (rebuild_record(r, i, &s, col, &at) < 0) return BAD;
     col[COL_CORE].at = col[COL_CORE].n;   /* read in place, plane by plane */
     for (int i = 0; i < N_COLUMNS; i++)
-        if (col[i].at != col[i].n) return -1;
+        if (col[i].at != col[i].n) return BAD;
     r->off[2 * n] = at;
     r->n = n;
     return 0;
@@ -417,4 +439,11 @@ void group_codec_records_free(group_records *r)
     free(r->bytes);
     free(r->off);
     memset(r, 0, sizeof *r);
+}
+
+void group_codec_scratch_free(group_scratch *s)
+{
+    free(s->p);
+    ZSTD_freeDCtx(s->zstd);
+    memset(s, 0, sizeof *s);
 }

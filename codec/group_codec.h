@@ -53,17 +53,26 @@ typedef struct {
     size_t off_cap;
 } group_records;
 
-/* The decoded columns, needed only while a blob is decoded: one can serve
- * many group_records. */
+/* The decoded columns and zstd's decoding context, needed only while a blob
+ * is decoded: one can serve many group_records, on one thread at a time.
+ * Starts zeroed; group_codec_scratch_free() releases it. */
 typedef struct {
     uint8_t *p;
     size_t cap;
+    void *zstd;                /* a ZSTD_DCtx, made at the first decode */
 } group_scratch;
 
+/* What group_codec_decode() found.  The two failures are told apart because
+ * they mean different things to a sort: a blob that does not add up is a
+ * damaged run, while memory running out says nothing about the run. */
+enum { GROUP_DECODE_MALFORMED = -1, GROUP_DECODE_NO_MEMORY = -2 };
+
 /* Decodes a blob into r (which starts zeroed and is reused across calls).
- * Returns 0, or -1 if the blob is malformed or memory runs out. */
+ * Returns 0, GROUP_DECODE_MALFORMED, or GROUP_DECODE_NO_MEMORY when an
+ * allocation (here or in a codec) fails. */
 int group_codec_decode(const uint8_t *blob, size_t len, group_records *r, group_scratch *s);
 void group_codec_records_free(group_records *r);
+void group_codec_scratch_free(group_scratch *s);
 
 static inline const uint8_t *group_key(const group_records *r, size_t i, size_t *len)
 {

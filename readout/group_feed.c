@@ -83,8 +83,13 @@ static int send_group(group_feed *f, const uint8_t *blob, size_t len, errmsg *er
 {
     feed_slot *s = next_slot(f, err);
     if (!s) return f->w.stop ? 1 : -1;
-    if (group_codec_decode(blob, len, &s->g.rec, &f->scratch) < 0 || !s->g.rec.n) {
+    int r = group_codec_decode(blob, len, &s->g.rec, &f->scratch);
+    if (r < 0 || !s->g.rec.n) {
         group_feed_release(f, &s->g);
+        /* Memory running out is no sign of a damaged run: a resumable sort
+         * keeps its state for it (store_shows_damage()). */
+        if (r == GROUP_DECODE_NO_MEMORY)
+            return errmsg_set(err, "out of memory decoding a group of records from the temporary runs");
         return errmsg_set(err, STORE_RUN_CORRUPT ": a group of records does not decode");
     }
     publish(f, s);
@@ -333,7 +338,7 @@ void group_feed_close(group_feed *f)
         free(f->slots[i]);
     }
     free(f->slots);
-    free(f->scratch.p);
+    group_codec_scratch_free(&f->scratch);
     store_iter_close(f->it);
     store_iter_close(f->range_it);
     free(f->lo);

@@ -86,7 +86,7 @@ int main(int argc, char **argv)
            raw / t_enc / 1e6, raw / t_dec / 1e6);
     for (int c = 0; c < 9; c++) printf("  %-8s %6.2f B/rec\n", names[c], col_bytes[c] / n_rec);
     group_codec_records_free(&r);
-    free(scratch.p);
+    group_codec_scratch_free(&scratch);
     group_codec_encoder_destroy(e);
     free(val), free(copy);
     bam_destroy1(b);
