@@ -34,6 +34,9 @@ from resume import (JOURNAL, SPILL, expect_finished, hidden_output, journal_fram
                     journal_types, kill_when, oracle_output, rerun, resumed_runs, runs_stored,
                     sort_args, source_path)
 from resume_reruns import expect_kept
+from faults import instrumented
+
+THREAD_READ = "rocksort-read"    # util/thread.h: the threads that decode runs' groups
 
 TEST_DIR = os.path.dirname(os.path.abspath(__file__))
 
@@ -54,9 +57,11 @@ def fault_library(case):
 def rocksort_failing(case, args, op, code, offset, path, stdin=None):
     """rocksort with op (read, pwrite; flock, offset 0) on path, or on the
     files under a directory path, failing with errno code from the file
-    offset on."""
+    offset on; or with allocations of offset bytes or more failing on the
+    threads named path (op "alloc")."""
+    where = path if op == "alloc" else os.path.realpath(path)
     env = dict(case.session.env, TMPDIR=case.tmp, LD_PRELOAD=fault_library(case),
-               ROCKSORT_TEST_FAULT=f"{op}:{code}:{offset}:{os.path.realpath(path)}")
+               ROCKSORT_TEST_FAULT=f"{op}:{code}:{offset}:{where}")
     env["ASAN_OPTIONS"] = env.get("ASAN_OPTIONS", "") + ":verify_asan_link_order=0"
     return run([*case.session.rocksort_cmd, *args], stdin=stdin, cwd=case.out_dir, env=env)
 
@@ -139,6 +144,24 @@ def test_resume_input_read_error_keeps_state(case):
     lines = expect_kept(case, failed, state, runs - 1, "in.bam")
     if not any("Input/output error" in line for line in lines):
         raise Failure("the cause (EIO) is not named", lines)
+    rerun(case, args)
+    expect_finished(case, state, "bulk.bam", [])
+
+
+def test_resume_out_of_memory_in_readout_keeps_state(case):
+    """Memory running out on the threads that decode the runs' groups (their
+    allocations of 512 KiB or more fail): the line says out of memory, not
+    that a run is corrupt, and DIR is kept with every run, where it was
+    removed as damaged; the rerun finishes.  glibc's allocator is replaced
+    for this, which sanitizers and valgrind do not allow."""
+    if instrumented(case):
+        return
+    src, state = case.input("bulk.bam"), os.path.join(case.dir, "state")
+    args = sort_args(case, state, [], SPILL) + [src]
+    failed = rocksort_failing(case, args, "alloc", errno.ENOMEM, 512 << 10, THREAD_READ)
+    lines = expect_kept(case, failed, state, 1, "out of memory decoding")
+    if any("corrupt" in line for line in lines):
+        raise Failure("a line blames a corrupt run for memory running out", lines[-5:])
     rerun(case, args)
     expect_finished(case, state, "bulk.bam", [])
 
