@@ -77,6 +77,7 @@ int sort_input_start_threads(sort_job *j)
     }
     if (apply_nthreads_option(j) < 0)
         return sort_job_fail("bad --input-fmt-option nthreads for '%s'", j->in_fn);
+    j->in_read_ahead = j->in->format.compression == bgzf && j->in->fp.bgzf->mt;
     return 0;
 }
 
@@ -145,7 +146,7 @@ int sort_input_open(sort_job *j, const char *fn)
 {
     j->in_fn = fn;
     j->in_file_size = 0;
-    j->threads_started = 0;
+    j->threads_started = j->in_read_ahead = 0;
     j->read_lines = 0;
     j->resume.seeked = 0;
     memset(&j->lines, 0, sizeof j->lines);
@@ -168,7 +169,7 @@ void sort_input_take_up(sort_job *j, held_input *h)
     j->in_file_size = h->file_size;
     j->read_lines = h->read_lines;
     j->n_refs = h->n_refs;
-    j->threads_started = 0;
+    j->threads_started = j->in_read_ahead = 0;
     j->resume.seeked = 0;
     memset(&j->lines, 0, sizeof j->lines);
     memset(h, 0, sizeof *h);
@@ -274,6 +275,17 @@ static int report_bad_line(const sort_job *j)
     return 1;
 }
 
+/* htslib's BGZF reader thread, on a block it cannot read whole (a stream
+ * cut inside one, a read error), drops the blocks it had decoded ahead of
+ * the records, and htslib then takes the thread down: the count of records
+ * read stops short of those before the damage by a few blocks, and varies
+ * with -@.  A file given by name is found cut earlier, by its EOF marker; a
+ * corrupt block is reported in turn. */
+static const char *count_bound(const sort_job *j)
+{
+    return !j->in_file_size && j->in_read_ahead ? "at least " : "";
+}
+
 /* A CRAM slice fails to decode most often because its reference was not
  * found (moved FASTA, empty REF_PATH); htslib's own message says so, but it
  * is silenced, so say it here.  htslib's BAM reader returns -3 for a
@@ -283,14 +295,16 @@ static void report_read_error(const sort_job *j, const bam1_t *b, int r)
     unsigned long long n = records_here(j);
     int read_errno = input_errno(j);
     if (read_errno)
-        sort_job_fail("cannot read '%s' (after %llu records): %s", j->in_fn, n, strerror(read_errno));
+        sort_job_fail("cannot read '%s' (after %s%llu records): %s", j->in_fn, count_bound(j), n,
+                      strerror(read_errno));
     else if (r == -3 && refs_beyond_header(j, b))
         report_refs_beyond(j, b);
     else if (j->in->format.format == cram && !reference_given(j->o))
         sort_job_fail("cannot decode CRAM '%s' (after %llu records): reference sequence not found, "
                       "or corrupt data; give --reference FILE or set REF_PATH", j->in_fn, n);
     else if (j->in->format.format != sam || !report_bad_line(j))
-        sort_job_fail("'%s' is truncated or corrupt (after %llu records)", j->in_fn, n);
+        sort_job_fail("'%s' is truncated or corrupt (after %s%llu records)", j->in_fn,
+                      count_bound(j), n);
 }
 
 /* A stream's last line without a newline: its writer stopped mid-line
