@@ -17,7 +17,7 @@ HTSLIB_VERSION=1.24
 here=$(cd "$(dirname "$0")/.." && pwd)
 dest="$here/htslib"
 stamp="$dest/.rocksort-build"
-want="htslib $HTSLIB_VERSION from pysam $PYSAM_VERSION sha256 $PYSAM_SHA256"
+want="htslib $HTSLIB_VERSION from pysam $PYSAM_VERSION sha256 $PYSAM_SHA256, writer errcode fix"
 
 if [ -f "$dest/libhts.a" ] && [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ]; then
     touch "$dest/libhts.a"    # up to date: make need not ask again
@@ -47,6 +47,24 @@ tar -xzf "$archive" -C "$work" "pysam-$PYSAM_VERSION/htslib"
 src="$work/pysam-$PYSAM_VERSION/htslib"
 grep -q "^#define HTS_VERSION 102400" "$src/htslib/hts.h" || {
     echo "htslib: pysam $PYSAM_VERSION does not bundle htslib $HTSLIB_VERSION" >&2; exit 1; }
+
+# One fix to htslib 1.24.  Its threaded BGZF writer (bgzf_mt_writer()) writes
+# a block whose compression failed as if it had compressed: libdeflate
+# allocates a compressor per block, and where that allocation fails the
+# writer puts 64 KiB of whatever the job's buffer held into the output, and
+# bgzf_close() succeeds.  The sort then exits 0 with an output that does not
+# read.  The fix makes the writer stop there as it stops on a failed write,
+# so that the write or the close fails and rocksort reports it.
+"$py" - "$src/bgzf.c" <<'PATCH'
+import sys
+path = sys.argv[1]
+text = open(path).read()
+anchor = "        bgzf_job *j = (bgzf_job *)hts_tpool_result_data(r);\n        assert(j);\n"
+if text.count(anchor) != 1:
+    sys.exit("htslib: bgzf.c's writer is not as expected; not building")
+fix = "        if (j->errcode) goto err;   /* rocksort: a block that did not compress */\n"
+open(path, "w").write(text.replace(anchor, anchor + fix))
+PATCH
 
 echo "htslib: building htslib $HTSLIB_VERSION in $dest" >&2
 (cd "$src" &&

@@ -37,6 +37,7 @@ from resume_reruns import expect_kept
 from faults import instrumented
 
 THREAD_READ = "rocksort-read"    # util/thread.h: the threads that decode runs' groups
+THREAD_POOL = "rocksort-pool"    # ... and -@'s, which compress the output
 
 TEST_DIR = os.path.dirname(os.path.abspath(__file__))
 
@@ -164,6 +165,22 @@ def test_resume_out_of_memory_in_readout_keeps_state(case):
         raise Failure("a line blames a corrupt run for memory running out", lines[-5:])
     rerun(case, args)
     expect_finished(case, state, "bulk.bam", [])
+
+
+def test_resume_output_block_not_compressed_fails(case):
+    """Memory running out on the pool while it compresses the output (its
+    allocations of 64 KiB or more fail: libdeflate allocates a compressor
+    per block): htslib's threaded writer wrote such blocks as garbage and
+    the sort exited 0, removing DIR, with an output that did not read
+    (scripts/htslib.sh's fix).  It must fail, write no output and keep DIR."""
+    if instrumented(case):
+        return
+    src, state = case.input("bulk.bam"), os.path.join(case.dir, "state")
+    args = sort_args(case, state, ["-@", "2"], SPILL) + [src]
+    failed = rocksort_failing(case, args, "alloc", errno.ENOMEM, 64 << 10, THREAD_POOL)
+    expect_kept(case, failed, state, 1, "cannot write")
+    rerun(case, args)
+    expect_finished(case, state, "bulk.bam", ["-@", "2"])
 
 
 def test_resume_journal_full_keeps_state(case):
