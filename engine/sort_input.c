@@ -77,7 +77,8 @@ int sort_input_start_threads(sort_job *j)
     }
     if (apply_nthreads_option(j) < 0)
         return sort_job_fail("bad --input-fmt-option nthreads for '%s'", j->in_fn);
-    j->in_read_ahead = j->in->format.compression == bgzf && j->in->fp.bgzf->mt;
+    j->in_read_ahead = j->in->format.format == cram ? parsed_on_threads(j)
+                     : j->in->format.compression == bgzf && j->in->fp.bgzf->mt;
     return 0;
 }
 
@@ -275,15 +276,17 @@ static int report_bad_line(const sort_job *j)
     return 1;
 }
 
-/* htslib's BGZF reader thread, on a block it cannot read whole (a stream
- * cut inside one, a read error), drops the blocks it had decoded ahead of
- * the records, and htslib then takes the thread down: the count of records
- * read stops short of those before the damage by a few blocks, and varies
- * with -@.  A file given by name is found cut earlier, by its EOF marker; a
- * corrupt block is reported in turn. */
+/* Whether records decoded ahead on threads were dropped before the failure,
+ * so that the count read is a lower bound.  htslib's BGZF reader thread, on
+ * a block it cannot read whole (a cut inside one, a damaged header, a read
+ * error), drops the blocks it had decoded ahead and is taken down (the
+ * BGZF's mt is gone); a block whose data do not inflate comes back in turn,
+ * with the count exact.  CRAM's containers decoded ahead are not told apart. */
 static const char *count_bound(const sort_job *j)
 {
-    return !j->in_file_size && j->in_read_ahead ? "at least " : "";
+    if (!j->in_read_ahead) return "";
+    if (j->in->format.format == cram) return "at least ";
+    return j->in->format.compression == bgzf && !j->in->fp.bgzf->mt ? "at least " : "";
 }
 
 /* A CRAM slice fails to decode most often because its reference was not
@@ -300,8 +303,9 @@ static void report_read_error(const sort_job *j, const bam1_t *b, int r)
     else if (r == -3 && refs_beyond_header(j, b))
         report_refs_beyond(j, b);
     else if (j->in->format.format == cram && !reference_given(j->o))
-        sort_job_fail("cannot decode CRAM '%s' (after %llu records): reference sequence not found, "
-                      "or corrupt data; give --reference FILE or set REF_PATH", j->in_fn, n);
+        sort_job_fail("cannot decode CRAM '%s' (after %s%llu records): reference sequence not "
+                      "found, or corrupt data; give --reference FILE or set REF_PATH", j->in_fn,
+                      count_bound(j), n);
     else if (j->in->format.format != sam || !report_bad_line(j))
         sort_job_fail("'%s' is truncated or corrupt (after %s%llu records)", j->in_fn,
                       count_bound(j), n);
