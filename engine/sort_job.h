@@ -86,7 +86,7 @@ typedef struct {
     uint64_t in_file_size;      /* 0: not a regular file: a stream */
     int read_lines;             /* SAM parsed on this thread (load/sam_lines.h) */
     int threads_started;        /* the input's reader on the pool (sort_input_start_threads()) */
-    int in_read_ahead;          /* its BGZF blocks decoded ahead on threads (count_bound()) */
+    int in_read_ahead;          /* records decoded ahead on threads: BGZF blocks, CRAM containers */
     sam_lines lines;
     uint64_t size_estimate;     /* without -s: from the input file, 0 if none */
     int merge_width;            /* the fewest runs a background merge takes */
