@@ -9,11 +9,9 @@
  * else goes through untouched.  "stall:MS:0:PATH" instead makes each link()
  * of a file under PATH wait MS milliseconds first: RocksDB links a run into
  * its database as it takes it in, so a test sees the run journaled and not
- * yet taken in for that long.  "alloc:ERRNO:SIZE:NAME" makes malloc(),
- * calloc() and realloc() of SIZE bytes or more fail with ERRNO on the
- * threads named NAME (memory running out where one phase works; glibc's
- * own allocator does the rest, so not under ASan).  Built by the test that
- * needs it, with the C compiler that built rocksort.
+ * yet taken in for that long.  Built by the test that needs it, with the C
+ * compiler that built rocksort.  Allocations fail by test/alloc_fault.c, a
+ * library of its own: an allocator here would stand in front of ASan's.
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -22,7 +20,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <limits.h>
-#include <sys/prctl.h>
 #include <sys/types.h>
 #include <unistd.h>
 
@@ -89,41 +86,4 @@ int link(const char *from, const char *to)
         if (!strncmp(target, spec + n, plen) && target[plen] == '/') usleep((useconds_t)ms * 1000);
     }
     return real(from, to);
-}
-
-/* glibc's allocator under its own names, so that no dlsym() (which may
- * allocate) is needed. */
-extern void *__libc_malloc(size_t size);
-extern void *__libc_calloc(size_t n, size_t size);
-extern void *__libc_realloc(void *p, size_t size);
-
-static int alloc_fails(size_t size)
-{
-    static __thread int inside;
-    const char *spec = getenv("ROCKSORT_TEST_FAULT");
-    if (!spec || strncmp(spec, "alloc:", 6) || inside) return 0;
-    inside = 1;
-    char name[17] = "";
-    int code = 0, n = 0;
-    unsigned long long from = 0;
-    int match = sscanf(spec, "alloc:%d:%llu:%n", &code, &from, &n) == 2 && n && size >= from &&
-                prctl(PR_GET_NAME, name) == 0 && !strcmp(name, spec + n);
-    inside = 0;
-    if (match) errno = code;
-    return match;
-}
-
-void *malloc(size_t size)
-{
-    return alloc_fails(size) ? NULL : __libc_malloc(size);
-}
-
-void *calloc(size_t n, size_t size)
-{
-    return n && size && alloc_fails(n * size) ? NULL : __libc_calloc(n, size);
-}
-
-void *realloc(void *p, size_t size)
-{
-    return alloc_fails(size) ? NULL : __libc_realloc(p, size);
 }

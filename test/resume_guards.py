@@ -42,15 +42,15 @@ THREAD_POOL = "rocksort-pool"    # ... and -@'s, which compress the output
 TEST_DIR = os.path.dirname(os.path.abspath(__file__))
 
 
-def fault_library(case):
-    """test/fault_inject.c, built once per session: -> the .so's path."""
-    path = os.path.join(case.session.root, "fault_inject.so")
-    with case.session.lock_for(("fault-inject",)):
+def fault_library(case, name="fault_inject"):
+    """test/NAME.c, built once per session: -> the .so's path."""
+    path = os.path.join(case.session.root, name + ".so")
+    with case.session.lock_for((name,)):
         if not os.path.exists(path):
             result = run([os.environ.get("CC", "cc"), "-shared", "-fPIC", "-O1", "-o",
-                          path + ".part", os.path.join(TEST_DIR, "fault_inject.c"), "-ldl"])
+                          path + ".part", os.path.join(TEST_DIR, name + ".c"), "-ldl"])
             if result.returncode != 0:
-                raise Failure("cannot build test/fault_inject.c", tail(result.stderr))
+                raise Failure(f"cannot build test/{name}.c", tail(result.stderr))
             os.rename(path + ".part", path)
     return path
 
@@ -61,7 +61,8 @@ def rocksort_failing(case, args, op, code, offset, path, stdin=None):
     offset on; or with allocations of offset bytes or more failing on the
     threads named path (op "alloc")."""
     where = path if op == "alloc" else os.path.realpath(path)
-    env = dict(case.session.env, TMPDIR=case.tmp, LD_PRELOAD=fault_library(case),
+    library = fault_library(case, "alloc_fault" if op == "alloc" else "fault_inject")
+    env = dict(case.session.env, TMPDIR=case.tmp, LD_PRELOAD=library,
                ROCKSORT_TEST_FAULT=f"{op}:{code}:{offset}:{where}")
     env["ASAN_OPTIONS"] = env.get("ASAN_OPTIONS", "") + ":verify_asan_link_order=0"
     return run([*case.session.rocksort_cmd, *args], stdin=stdin, cwd=case.out_dir, env=env)
