@@ -139,8 +139,7 @@ def run_job(job, inp, out_path, log_path):
     argv = list(job.wrapper) + [
         a.replace("OUT_PATH", out_path).replace("IN_PATH", inp).replace("TMP_DIR", tmp)
         for a in job.argv]
-    if os.path.exists(out_path):
-        os.remove(out_path)
+    remove_output(out_path)
     shutil.rmtree(tmp, ignore_errors=True)
     os.makedirs(tmp)
     fed = []
