@@ -30,11 +30,15 @@ enum method { METHOD_RAW, METHOD_ZSTD, METHOD_RANS };
 #define rans_compress_bound_4x16(size, order) 0
 #define rans_compress_to_4x16(in, in_size, out, out_size, order) NULL
 #define rans_uncompress_to_4x16(in, in_size, out, out_size) NULL
+#define RANS_ORDER_STRIPE 0
+#define RANS_ORDER_NOSZ 0
+#define var_get_u32(cp, endp, i) 0
 #else
 /* htscodecs' rANS (CRAM 3.1's entropy coder), compiled into the bundled
  * htslib: its header comes from the htscodecs directory of that source
  * tree (the Makefile's -Ihtslib/htscodecs), as htslib does not install it. */
 #include "htscodecs/rANS_static4x16.h"
+#include "htscodecs/varint.h"
 #define QUAL_METHOD METHOD_RANS
 /* Order 1 (each quality under a model of the one before), 32-way
  * interleaved so that the SIMD paths apply: faster than 4-way, as small.
@@ -295,7 +299,6 @@ static int decode_column(int method, const uint8_t *stored, size_t n_stored, uin
                          size_t raw, group_scratch *s)
 {
     if (method == METHOD_RAW) {
-        if (n_stored != raw) return GROUP_DECODE_MALFORMED;
         if (raw) memcpy(out, stored, raw);
     } else if (method == METHOD_ZSTD) {
         /* One context per scratch: ZSTD_decompress() makes and frees one per
@@ -318,6 +321,23 @@ static int decode_column(int method, const uint8_t *stored, size_t n_stored, uin
     return 0;
 }
 
+/* Whether a compressed column's own frame states the size its header in
+ * the blob gives.  Checked before the columns' buffer is sized from those
+ * headers: a damaged size must read as damage, not as memory running out
+ * for a buffer of gigabytes.  zstd's frame states it (ZSTD_compressCCtx()
+ * writes it); rANS 4x16 as its first varint after the order byte, which
+ * this encoder never sets to striped or size-less. */
+static int column_size_agrees(int method, const uint8_t *stored, size_t n_stored, size_t raw)
+{
+    if (method == METHOD_RAW) return n_stored == raw;
+    if (method == METHOD_ZSTD) return ZSTD_getFrameContentSize(stored, n_stored) == raw;
+    if (method != METHOD_RANS || n_stored < 2 || stored[0] & (RANS_ORDER_STRIPE | RANS_ORDER_NOSZ))
+        return 0;
+    uint32_t size = 0;
+    int used = var_get_u32((uint8_t *)stored + 1, stored + n_stored, &size);
+    return used > 0 && size == raw;
+}
+
 /* Decodes every column into s; col[i] then views column i. */
 static int decode_columns(const uint8_t *blob, size_t len, group_scratch *s, cursor col[N_COLUMNS])
 {
@@ -326,6 +346,8 @@ static int decode_columns(const uint8_t *blob, size_t len, group_scratch *s, cur
     size_t total = 0;
     for (int i = 0; i < N_COLUMNS; i++) {
         if (take(&in, 9, &hdr[i]) < 0 || take(&in, le_to_u32(hdr[i] + 5), &stored[i]) < 0)
+            return GROUP_DECODE_MALFORMED;
+        if (!column_size_agrees(hdr[i][0], stored[i], le_to_u32(hdr[i] + 5), le_to_u32(hdr[i] + 1)))
             return GROUP_DECODE_MALFORMED;
         total += le_to_u32(hdr[i] + 1);
     }

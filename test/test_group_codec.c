@@ -189,6 +189,11 @@ static const char *round_trip(int fixed_keys)
     return r;
 }
 
+static size_t le32(const uint8_t *p)
+{
+    return p[0] | p[1] << 8 | p[2] << 16 | (size_t)p[3] << 24;
+}
+
 /* Damage inside the columns' stored bytes may decode (a raw column) or not,
  * but is never taken for memory running out: a resumable sort keeps its runs
  * for that, and drops them as damaged for the other.  Eight copies of the
@@ -216,6 +221,13 @@ static const char *damage_is_not_memory(void)
             r = problem;
         }
     }
+    /* Every column's header claiming 4 GiB: damage, found before a buffer
+     * of tens of gigabytes is asked for. */
+    if (!r) memcpy(bad, blob, len);
+    for (size_t at = 9; !r && at + 9 <= len; at += 9 + le32(bad + at + 5))
+        memset(bad + at + 1, 0xff, 4);
+    if (!r && group_codec_decode(bad, len, &d.rec, &d.scratch) != GROUP_DECODE_MALFORMED)
+        r = "columns claiming 4 GiB each were not malformed";
     free(bad);
     group_codec_encoder_destroy(e);
     free_decoded(&d);
