@@ -241,10 +241,16 @@ int sort_input_check_refs(const sort_job *j, const bam1_t *b)
  * which a record's error does not tell apart from damage; 0 if none. */
 static int input_errno(const sort_job *j)
 {
-    hFILE *h = j->in->format.format == cram ? cram_fd_get_fp(j->in->fp.cram)
-             : j->in->format.compression != no_compression ? j->in->fp.bgzf->fp
-             : j->in->fp.hfile;
+    hFILE *h = input_check_hfile(j->in);
     return h ? herrno(h) : 0;
+}
+
+/* Whether every byte of the input was read: its end was met and nothing
+ * is left in the buffer. */
+static int input_read_to_end(const sort_job *j)
+{
+    hFILE *h = input_check_hfile(j->in);
+    return h && h->at_eof && h->begin == h->end;
 }
 
 /* The records before the last line read: it gave one if kept. */
@@ -289,6 +295,22 @@ static const char *count_bound(const sort_job *j)
     return j->in->format.compression == bgzf && !j->in->fp.bgzf->mt ? "at least " : "";
 }
 
+/* A CRAM stream that fails once all of it was read (a file given by name
+ * was checked for its EOF container when opened).  Read on
+ * one thread, the failure came from a container its data ended inside.
+ * Read ahead on threads, a whole small CRAM whose reference is missing also
+ * ends up read to its end, so both causes are named. */
+static void report_cram_read_to_end(const sort_job *j, unsigned long long n)
+{
+    if (!j->in_read_ahead || reference_given(j->o))
+        sort_job_fail("'%s' is truncated or corrupt: its CRAM data end inside a container (after "
+                      "%s%llu records)", j->in_fn, count_bound(j), n);
+    else
+        sort_job_fail("cannot decode CRAM '%s' (after %s%llu records), read to its end: it is "
+                      "truncated or corrupt, or, if whole, its reference sequence was not found "
+                      "(give --reference FILE or set REF_PATH)", j->in_fn, count_bound(j), n);
+}
+
 /* A CRAM slice fails to decode most often because its reference was not
  * found (moved FASTA, empty REF_PATH); htslib's own message says so, but it
  * is silenced, so say it here.  htslib's BAM reader returns -3 for a
@@ -302,6 +324,8 @@ static void report_read_error(const sort_job *j, const bam1_t *b, int r)
                       strerror(read_errno));
     else if (r == -3 && refs_beyond_header(j, b))
         report_refs_beyond(j, b);
+    else if (j->in->format.format == cram && !j->in_file_size && input_read_to_end(j))
+        report_cram_read_to_end(j, n);
     else if (j->in->format.format == cram && !reference_given(j->o))
         sort_job_fail("cannot decode CRAM '%s' (after %s%llu records): reference sequence not "
                       "found, or corrupt data; give --reference FILE or set REF_PATH", j->in_fn,

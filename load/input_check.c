@@ -19,8 +19,7 @@ static int is_plain_sam(const samFile *in)
     return in->format.format == sam && in->format.compression == no_compression;
 }
 
-/* The hFILE htslib reads the input through. */
-static hFILE *input_hfile(samFile *in)
+hFILE *input_check_hfile(samFile *in)
 {
     if (in->format.format == cram) return cram_fd_get_fp(in->fp.cram);
     if (in->format.format == bam || in->format.compression != no_compression)
@@ -143,7 +142,7 @@ int input_check_end(samFile *in, const char *fn, uint64_t file_size, int newline
         errmsg_set(err, "'%s' is truncated: it ended without the CRAM EOF container", fn);
         return -1;
     }
-    int64_t consumed = file_size ? (int64_t)htell(input_hfile(in)) : 0;
+    int64_t consumed = file_size ? (int64_t)htell(input_check_hfile(in)) : 0;
     if (consumed >= 0 && (uint64_t)consumed < file_size) {
         errmsg_set(err, "'%s' is truncated or changed while being read: reading ended "
                 "at byte %" PRId64 " of %" PRIu64, fn, consumed, file_size);

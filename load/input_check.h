@@ -12,6 +12,7 @@
  * whose bytes consumed fall short of the size it had when opened, whatever
  * htslib reported.  file_size is 0 when the input is not a regular file.
  * Both return 0, or -1 with a one-line cause naming the file in err.
+ * input_check_hfile() is the hFILE htslib reads the input through.
  *
  * SAM text has no end marker.  A last line without a newline that htslib
  * parsed is taken as complete, as samtools takes it: a line cut elsewhere
@@ -31,10 +32,12 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <htslib/hfile.h>
 #include <htslib/sam.h>
 #include "util/errmsg.h"
 
 int input_check_start(samFile *in, const char *fn, uint64_t file_size, errmsg *err);
 int input_check_end(samFile *in, const char *fn, uint64_t file_size, int newline, errmsg *err);
+hFILE *input_check_hfile(samFile *in);
 
 #endif

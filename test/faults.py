@@ -268,6 +268,25 @@ def test_fault_cram_cut_between_containers_from_stdin_threads(case):
     refuse(case, src, ["-@", "4", *SPILL], stdin=src, cause="truncated")
 
 
+def test_fault_cram_cut_inside_a_container_from_stdin(case):
+    """A stream cut inside a container fails to decode once it is read to
+    its end.  On one thread the line says truncated and does not blame the
+    reference; read ahead on threads, where a whole small CRAM without its
+    reference is read to its end too, it names both."""
+    with open(INPUTS.path(case.session, "bulk.cram"), "rb") as f:
+        data = f.read()
+    containers = cram_containers(data)
+    if len(containers) < 6:
+        raise Failure("test is wrong: the CRAM has too few containers")
+    middle = len(containers) // 2
+    cut = (containers[middle] + containers[middle + 1]) // 2
+    src = write_input(case, "cut_inside.cram", data[:cut])
+    line = refuse(case, src, SPILL, stdin=src, cause="truncated")
+    if "reference" in line or "inside a container" not in line:
+        raise Failure("on one thread the cut is not told as a cut inside a container", [line])
+    refuse(case, src, ["-@", "4", *SPILL], stdin=src, cause="truncated")
+
+
 def test_fault_sam_cut_inside_its_last_line(case):
     """Cut inside a record, in the middle of the file: the last line no
     longer parses, and the cut is refused like samtools 1.24 refuses it."""
