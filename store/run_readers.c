@@ -4,8 +4,8 @@
 
 /* A decoded group: its records, their offsets (two words per record of a
  * few hundred bytes) and the allocator's rounding.  Its columns, while it
- * is decoded, take about its records' bytes, and the feed keeps zstd's
- * decoding context (96 KB in zstd 1.5, by ZSTD_sizeof_DCtx()). */
+ * is decoded, take about its records' bytes, and the feed keeps its
+ * decoders' state (READERS_FEED_DECODER_BYTES). */
 static uint64_t group_decoded_bytes(size_t group_bytes)
 {
     return (uint64_t)(group_bytes ? group_bytes : STORE_GROUP_BYTES) * 9 / 8;

@@ -9,7 +9,7 @@
  *   compact runs: every group open at once, decoded (a RocksDB merge
  *     copies groups whole, so one per run ever written to the part), the
  *     groups each part's feed decodes ahead, and one group's columns and
- *     a zstd decoding context per feed (readout/group_feed.h);
+ *     the decoders' state per feed (readout/group_feed.h);
  *   records runs: per part, the ring of chunks its reader thread fills
  *     (readout/run_stream.h), chunks sized by run_readers_chunk_bytes().
  * run_readers_bytes() sums that for a shape at a readahead.  run_readers_fit()
@@ -40,9 +40,12 @@
 #define READOUT_THREAD_BYTES (1ULL << 20)
 /* Groups a compact runs' feed decodes ahead (readout/group_feed.h). */
 #define READERS_FEED_AHEAD 4
-/* A feed's zstd decoding context, kept for its life (ZSTD_sizeof_DCtx():
- * 96 KB in zstd 1.5). */
-#define READERS_FEED_DECODER_BYTES (128u << 10)
+/* A feed's decoders, kept for its thread's life: zstd's context
+ * (ZSTD_sizeof_DCtx(): 96 KB in zstd 1.5), and the order-1 tables
+ * htscodecs' rANS keeps per thread for the qualities, of which a column
+ * touches the rows of the values it holds (measured resident: up to
+ * 432 KiB for 94 distinct values, doc/DESIGN.md "The readout's memory"). */
+#define READERS_FEED_DECODER_BYTES (640u << 10)
 
 typedef struct {
     uint64_t runs;      /* files open */

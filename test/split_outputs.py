@@ -130,7 +130,7 @@ def test_split_spilled_by_several_writers(case):
     """Spilled runs (a stream is never held) read by two writers at once,
     each over pieces cut at cell boundaries inside the runs."""
     expected = oracle_split(case, "cells_bulk.bam", [], "CB")
-    args = ["-m", "5M", "-@", "2", "--merge-threads", "2", "-v", "--split", "CB", "-o",
+    args = ["-m", "7M", "-@", "2", "--merge-threads", "2", "-v", "--split", "CB", "-o",
             os.path.join(case.out_dir, FORMAT), "--split-other", case.out(OTHER),
             "-T", case.temp_prefix, "-"]
     result = case.rocksort_ok(args, stdin=case.input("cells_bulk.bam"))
