@@ -295,16 +295,23 @@ static const char *count_bound(const sort_job *j)
     return j->in->format.compression == bgzf && !j->in->fp.bgzf->mt ? "at least " : "";
 }
 
-/* A CRAM stream that fails once all of it was read (a file given by name
- * was checked for its EOF container when opened).  Read on
- * one thread, the failure came from a container its data ended inside.
- * Read ahead on threads, a whole small CRAM whose reference is missing also
- * ends up read to its end, so both causes are named. */
+/* A CRAM stream that failed once all of it was read (a file given by name
+ * was checked for its EOF container when opened), where that tells a cause.
+ * Read on one thread, the failure came from a container its data ended
+ * inside.  Read ahead on threads, a whole small CRAM is read to its end
+ * before any failure in it comes back: without a reference the line names
+ * both causes; with one, it tells nothing, and the general line stands. */
+static int cram_stream_read_to_end(const sort_job *j)
+{
+    return j->in->format.format == cram && !j->in_file_size && input_read_to_end(j) &&
+           !(j->in_read_ahead && reference_given(j->o));
+}
+
 static void report_cram_read_to_end(const sort_job *j, unsigned long long n)
 {
-    if (!j->in_read_ahead || reference_given(j->o))
+    if (!j->in_read_ahead)
         sort_job_fail("'%s' is truncated or corrupt: its CRAM data end inside a container (after "
-                      "%s%llu records)", j->in_fn, count_bound(j), n);
+                      "%llu records)", j->in_fn, n);
     else
         sort_job_fail("cannot decode CRAM '%s' (after %s%llu records), read to its end: it is "
                       "truncated or corrupt, or, if whole, its reference sequence was not found "
@@ -324,7 +331,7 @@ static void report_read_error(const sort_job *j, const bam1_t *b, int r)
                       strerror(read_errno));
     else if (r == -3 && refs_beyond_header(j, b))
         report_refs_beyond(j, b);
-    else if (j->in->format.format == cram && !j->in_file_size && input_read_to_end(j))
+    else if (cram_stream_read_to_end(j))
         report_cram_read_to_end(j, n);
     else if (j->in->format.format == cram && !reference_given(j->o))
         sort_job_fail("cannot decode CRAM '%s' (after %s%llu records): reference sequence not "

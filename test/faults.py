@@ -287,6 +287,24 @@ def test_fault_cram_cut_inside_a_container_from_stdin(case):
     refuse(case, src, ["-@", "4", *SPILL], stdin=src, cause="truncated")
 
 
+def test_fault_cram_damaged_small_stream_with_reference(case):
+    """A whole small CRAM stream with a byte damaged in its middle, read
+    ahead on threads with --reference given: it is read to its end before
+    the failure comes back, which then tells nothing, so the line must not
+    claim a cut inside a container."""
+    whole = case.out("small.cram")
+    case.session.oracle_ok("view", ["-C", "--no-PG", "--output-fmt-option", "no_ref=1",
+                                    "-o", whole, case.input("mixed.sam")])
+    with open(whole, "rb") as f:
+        data = bytearray(f.read())
+    os.remove(whole)
+    data[len(data) // 2] ^= 0x55
+    src = write_input(case, "damaged.cram", bytes(data))
+    line = refuse(case, src, ["-@", "4", "--reference", case.input("mixed.fa")], stdin=src)
+    if "inside a container" in line:
+        raise Failure("a whole stream is said to end inside a container", [line])
+
+
 def test_fault_sam_cut_inside_its_last_line(case):
     """Cut inside a record, in the middle of the file: the last line no
     longer parses, and the cut is refused like samtools 1.24 refuses it."""
