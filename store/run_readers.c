@@ -57,9 +57,9 @@ size_t run_readers_fit(const run_readers_shape *s, uint64_t memory)
     return lo & ~(size_t)4095;
 }
 
-size_t run_readers_group_bytes(uint64_t runs, uint64_t files, uint64_t memory)
+size_t run_readers_group_bytes(uint64_t runs, uint64_t files, int parts, uint64_t memory)
 {
-    run_readers_shape s = { .runs = files, .groups = runs, .grouped = 1, .parts = 1,
+    run_readers_shape s = { .runs = files, .groups = runs, .grouped = 1, .parts = parts,
                             .ahead = READERS_FEED_AHEAD, .group_bytes = STORE_GROUP_BYTES };
     if (run_readers_bytes(&s, READERS_MIN_READAHEAD) <= memory) return STORE_GROUP_BYTES;
     /* The runs are an estimate: room to spare first, then just fitting. */

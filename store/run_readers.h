@@ -70,7 +70,7 @@ size_t run_readers_fit(const run_readers_shape *s, uint64_t memory);
 int run_readers_threads(const run_readers_shape *s, size_t readahead, uint64_t memory, int k);
 
 /* The group size for `runs` compact runs written, read at the readout
- * from `files` files by one feed, when the readers may hold `memory`:
+ * from `files` files by `parts` feeds, when the readers may hold `memory`:
  * STORE_GROUP_BYTES wherever those readers fit at READERS_MIN_READAHEAD;
  * else the larger of its half and its quarter (STORE_GROUP_MIN_BYTES) at
  * which they fit with READERS_GROUPS_READAHEAD a file (room for runs
@@ -82,7 +82,7 @@ int run_readers_threads(const run_readers_shape *s, size_t readahead, uint64_t m
  * readout.  Smaller groups cost some density and encoding time
  * (doc/DESIGN.md, "The readout's memory"); a pass costs a rewrite. */
 #define READERS_GROUPS_READAHEAD (2 * READERS_MIN_READAHEAD)
-size_t run_readers_group_bytes(uint64_t runs, uint64_t files, uint64_t memory);
+size_t run_readers_group_bytes(uint64_t runs, uint64_t files, int parts, uint64_t memory);
 
 /* Gives the pages the allocator holds free back to the system: between a
  * merge pass's groups, and before the readout, so that what one phase's

@@ -39,6 +39,16 @@ static uint64_t readout_files(uint64_t runs)
     return runs > STORE_MERGE_MIN_RUNS ? (uint64_t)merge_plan_for(runs).trigger : runs;
 }
 
+/* The feeds the readout will read `runs` runs with, as readout_files()
+ * assumes: merged in the background, a database's runs all go to its
+ * first part (store_run.c's next_part()); else they are dealt to every
+ * part in turn. */
+static int readout_parts(const rocks_store *st, uint64_t runs)
+{
+    if (runs > STORE_MERGE_MIN_RUNS) return st->n_dbs;
+    return runs < (uint64_t)st->n_parts ? (int)runs : st->n_parts;
+}
+
 /* Compact runs: the groups of the runs to come are sized for `runs` runs
  * read from `files` files.  A resumable store keeps STORE_GROUP_BYTES: a
  * rerun's readout counts the runs it takes back at that size, and with -s
@@ -47,7 +57,7 @@ static uint64_t readout_files(uint64_t runs)
 static void plan_groups(rocks_store *st, uint64_t runs, uint64_t files)
 {
     if (st->codec != STORE_CODEC_COLUMNS || !st->readout_memory || st->state_dir) return;
-    st->group_bytes = run_readers_group_bytes(runs, files, st->readout_memory);
+    st->group_bytes = run_readers_group_bytes(runs, files, readout_parts(st, runs), st->readout_memory);
     if (st->groups) group_writer_set_group_bytes(st->groups, st->group_bytes);
 }
 
@@ -62,6 +72,7 @@ static int plan_groups_and_passes(rocks_store *st, uint64_t runs)
     uint64_t files = readout_files(runs);
     plan_groups(st, runs, files);
     run_readers_shape s = { .runs = files, .groups = runs, .grouped = 1,
+                            .parts = readout_parts(st, runs), .ahead = READERS_FEED_AHEAD,
                             .group_bytes = st->group_bytes };
     return st->codec == STORE_CODEC_COLUMNS && st->readout_memory && !st->state_dir &&
            runs > STORE_MERGE_MIN_RUNS &&

@@ -29,9 +29,9 @@ static uint64_t readers_at(uint64_t runs, uint64_t files, size_t group_bytes, si
 /* The default budget's 20 runs keep 256 KiB groups: nothing changes there. */
 static const char *default_groups_where_they_fit(void)
 {
-    if (run_readers_group_bytes(20, 20, 350 * MIB) != STORE_GROUP_BYTES)
+    if (run_readers_group_bytes(20, 20, 1, 350 * MIB) != STORE_GROUP_BYTES)
         return "20 runs in 350 MiB did not keep the default groups";
-    if (run_readers_group_bytes(1, 1, READOUT_MIN_MEMORY) != STORE_GROUP_BYTES)
+    if (run_readers_group_bytes(1, 1, 1, READOUT_MIN_MEMORY) != STORE_GROUP_BYTES)
         return "one run at the least memory did not keep the default groups";
     return NULL;
 }
@@ -40,7 +40,7 @@ static const char *default_groups_where_they_fit(void)
 static const char *many_runs_take_smaller_groups(void)
 {
     uint64_t memory = 44000000, runs = 168, files = 20;
-    size_t g = run_readers_group_bytes(runs, files, memory);
+    size_t g = run_readers_group_bytes(runs, files, 1, memory);
     if (g >= STORE_GROUP_BYTES) return "168 runs in 44 MB kept 256 KiB groups, which need passes";
     if (g < STORE_GROUP_MIN_BYTES) return "a group size below the least";
     if (readers_at(runs, files, STORE_GROUP_BYTES, READERS_MIN_READAHEAD) <= memory)
@@ -65,7 +65,7 @@ static const char *smaller_only_where_the_default_needs_passes(void)
     for (uint64_t runs = 1; runs <= 4096; runs = runs * 3 / 2 + 1)
         for (uint64_t files = 1; files <= runs; files = files * 2 + 1)
             for (uint64_t mem = READOUT_MIN_MEMORY; mem <= 8ULL << 30; mem += mem / 3) {
-                size_t g = run_readers_group_bytes(runs, files, mem);
+                size_t g = run_readers_group_bytes(runs, files, 1, mem);
                 int by_default = fits(runs, files, STORE_GROUP_BYTES, lo, mem);
                 if (g != STORE_GROUP_BYTES && g != half && g != least)
                     return "a size other than 256, 128 or 64 KiB";
