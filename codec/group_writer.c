@@ -9,6 +9,7 @@ typedef struct {
     group_encoder *enc;
     const uint8_t *blob;
     size_t len;
+    uint64_t record_bytes;
     int status;
 } encode_job;
 
@@ -41,6 +42,7 @@ static int store_group(group_writer *gw, encode_job *j, errmsg *err)
         group_span span;    /* the keys are still there after encoding */
         span.first = group_codec_first_key(j->enc, &span.first_len);
         span.last = group_codec_last_key(j->enc, &span.last_len);
+        span.record_bytes = j->record_bytes;
         rc = gw->put(gw->ctx, &span, j->blob, j->len, err);
     }
     gw->idle[gw->n_idle++] = j->enc;
@@ -64,6 +66,7 @@ static int dispatch(group_writer *gw, errmsg *err)
     encode_job *j = calloc(1, sizeof *j);
     if (!j) return errmsg_set(err, "out of memory while compressing a run");
     j->enc = gw->filling;
+    j->record_bytes = group_codec_raw_bytes(j->enc);
     gw->filling = NULL;
     if (!gw->pool) return store_group(gw, encode_job_run(j), err);
     if (hts_tpool_dispatch(gw->pool, gw->queue, encode_job_run, j) < 0) {

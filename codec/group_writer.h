@@ -6,7 +6,8 @@
  * handed to put(), with the first and the last key of their records, in
  * the order of the groups, on the caller's thread.  group_writer_finish() ends the run: it encodes the
  * last group and waits for every blob to be put.  After a failure the
- * writer must only be destroyed.  With threads <= 1 it encodes on the
+ * writer must only be destroyed.  A group closes once its records reach
+ * group_bytes, so it holds less than group_bytes plus its last record.  With threads <= 1 it encodes on the
  * caller's thread.  Failures return -1 with the cause in err (util/errmsg.h).
  *
  * Why: the spill thread is what the loader waits for, and the codecs cost
@@ -23,6 +24,7 @@
 typedef struct {
     const uint8_t *first, *last;
     size_t first_len, last_len;
+    uint64_t record_bytes;  /* the group's records, keys and values, as added */
 } group_span;
 
 typedef int (*group_put_fn)(void *ctx, const group_span *span, const uint8_t *blob, size_t len,

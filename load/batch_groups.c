@@ -58,26 +58,26 @@ static void *encode_range(void *arg)
 }
 
 /* Puts a finished range's groups; -1 with the cause in err. */
-static int put_range(range_slot *r, encoded_group_fn put, void *ctx, errmsg *err)
+static int put_range(range_slot *r, group_put_fn put, void *ctx, errmsg *err)
 {
     if (r->failed) return errmsg_set(err, "out of memory while compressing a run");
     byte_reader rd = br_of(r->out.p, r->out.n);
     while (rd.at < rd.n) {
         group_span span;
         size_t len;
-        uint64_t raw = br_u64(&rd);
+        span.record_bytes = br_u64(&rd);
         span.first = br_bytes(&rd, &span.first_len);
         span.last = br_bytes(&rd, &span.last_len);
         const uint8_t *blob = br_bytes(&rd, &len);
         if (rd.bad) return errmsg_set(err, "a run's groups were garbled in memory");
-        if (put(ctx, &span, blob, len, raw, err) < 0) return -1;
+        if (put(ctx, &span, blob, len, err) < 0) return -1;
     }
     return 0;
 }
 
 /* Takes the oldest range's result (waiting for it) and puts its groups,
  * unless an earlier range failed. */
-static int collect(batch_groups *bg, int failed, encoded_group_fn put, void *ctx, errmsg *err)
+static int collect(batch_groups *bg, int failed, group_put_fn put, void *ctx, errmsg *err)
 {
     hts_tpool_result *res = hts_tpool_next_result_wait(bg->queue);
     if (!res) return failed ? -1 : errmsg_set(err, "a compression thread failed");
@@ -102,7 +102,7 @@ static int dispatch(batch_groups *bg, const batch *sb, size_t group_bytes, int i
 }
 
 int batch_groups_write(batch_groups *bg, const batch *sb, size_t group_bytes,
-                       encoded_group_fn put, void *ctx, errmsg *err)
+                       group_put_fn put, void *ctx, errmsg *err)
 {
     size_t n = batch_count(sb), bytes = batch_bytes(sb) ? batch_bytes(sb) : 1;
     size_t range_bytes = BATCH_RANGE_GROUPS * group_bytes;

@@ -6,7 +6,7 @@
  * store's, store_group_bytes(), which may change between runs)
  * (codec/group_codec.h) on a thread pool, several ranges at once.  The groups
  * reach put() on the calling thread in key order, each with its first and
- * last key and the bytes of records it holds: the groups a group_writer
+ * last key and the bytes of records it holds (group_span): the groups a group_writer
  * (codec/group_writer.h) would make of the same records, except that every
  * range ends a group.  At most `ahead` ranges are encoded or wait to be put
  * at once, which bounds the memory: `ahead` encoders and their ranges'
@@ -31,15 +31,12 @@
 
 #define BATCH_RANGE_GROUPS 16
 
-typedef int (*encoded_group_fn)(void *ctx, const group_span *span, const uint8_t *blob,
-                                size_t len, uint64_t record_bytes, errmsg *err);
-
 typedef struct batch_groups batch_groups;
 
 /* NULL when out of memory. */
 batch_groups *batch_groups_create(hts_tpool *pool, int ahead);
 int batch_groups_write(batch_groups *bg, const batch *sb, size_t group_bytes,
-                       encoded_group_fn put, void *ctx, errmsg *err);
+                       group_put_fn put, void *ctx, errmsg *err);
 void batch_groups_destroy(batch_groups *bg);
 
 #endif

@@ -13,9 +13,9 @@ void spill_init(spill_queue *q)
 }
 
 static int put_group(void *store, const group_span *span, const uint8_t *blob, size_t len,
-                     uint64_t record_bytes, errmsg *err)
+                     errmsg *err)
 {
-    return store_run_put_group(store, span, blob, len, record_bytes, err);
+    return store_run_put_group(store, span, blob, len, err);
 }
 
 /* A sorted batch as one run: its groups encoded on the pool, or its

@@ -100,12 +100,25 @@ store_pass *store_pass_begin(rocks_store *st, int part, errmsg *err)
     return p;
 }
 
+/* A group closes once its records reach the group size, so the last
+ * record added can take it well past: long reads make groups of one or
+ * two records of hundreds of kilobytes.  The readers hold a decoded group
+ * of every run at once, counted at the groups' mean size and a quarter
+ * (the largest, counted for every run, would be rare and force needless
+ * merge passes).  Groups taken back by --resume are not counted. */
+static size_t held_group_bytes(const rocks_store *st)
+{
+    uint64_t mean = st->groups_put ? st->group_records_bytes / st->groups_put : 0;
+    uint64_t held = mean + mean / 4;
+    return held > st->group_bytes ? (size_t)held : st->group_bytes;
+}
+
 void store_pass_survey(rocks_store *st, store_survey *out)
 {
     *out = (store_survey){ .parts = st->parts_used, .grouped = st->groups != NULL,
                            .block_codec = store_codec_in_blocks(st->codec),
                            .resumable = st->journal != NULL,
-                           .group_bytes = st->group_bytes };
+                           .group_bytes = held_group_bytes(st) };
     for (int p = 0; p < out->parts; p++) {
         /* One level (store_merge_configure()): every run is a level-0 file. */
         out->runs[p] = store_part_property(st, p, "rocksdb.num-files-at-level0");

@@ -31,7 +31,10 @@ typedef struct {
     int grouped;                        /* compact runs (store_grouped()) */
     int block_codec;                    /* RocksDB decompresses each block (lz4, snappy, zstd) */
     int resumable;                      /* --resume's store: never passed over */
-    size_t group_bytes;                 /* compact runs: their groups' size (store_group_bytes()) */
+    size_t group_bytes;                 /* compact runs: the most bytes of records a group
+                                           holds: store_group_bytes(), or the largest group
+                                           written where records longer than a group made
+                                           one larger */
     uint64_t runs[STORE_MAX_PARTS];     /* each part's runs, each an open file */
     uint64_t groups[STORE_MAX_PARTS];   /* compact runs: each part's groups its merge holds
                                            decoded at once (a RocksDB merge copies groups

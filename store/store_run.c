@@ -93,6 +93,8 @@ static int put_group(void *store, const group_span *span, const uint8_t *blob, s
 {
     rocks_store *st = store;
     if (put_pair(st, span->first, span->first_len, blob, len, err) < 0) return -1;
+    st->group_records_bytes += span->record_bytes;
+    st->groups_put++;
     if (run_index_add_group(st->index, span->first, span->first_len, span->last,
                             span->last_len) < 0)
         return errmsg_set(err, "out of memory indexing a run");
@@ -100,10 +102,10 @@ static int put_group(void *store, const group_span *span, const uint8_t *blob, s
 }
 
 int store_run_put_group(rocks_store *st, const group_span *span, const uint8_t *blob,
-                        size_t len, uint64_t record_bytes, errmsg *err)
+                        size_t len, errmsg *err)
 {
     if (put_group(st, span, blob, len, err) < 0) return -1;
-    sample_record(st, span->first, span->first_len, record_bytes);
+    sample_record(st, span->first, span->first_len, span->record_bytes);
     return 0;
 }
 

@@ -52,11 +52,12 @@ int store_run_put(rocks_store *st, const uint8_t *key, size_t klen,
 int store_run_end(rocks_store *st, const void *note, size_t note_len, errmsg *err);
 
 /* Compact runs (store_grouped()): instead of records, a group already
- * encoded elsewhere (load/batch_groups.h) with the bytes of records it holds,
- * in key order like records.  A run takes records or groups, not both.
- * Groups hold store_group_bytes() of records (store/store.h). */
+ * encoded elsewhere (load/batch_groups.h), with the bytes of records it holds
+ * in its span, in key order like records.  A run takes records or groups,
+ * not both.  Groups hold store_group_bytes() of records (store/store.h),
+ * and one record more at most. */
 int store_run_put_group(rocks_store *st, const group_span *span, const uint8_t *blob,
-                        size_t len, uint64_t record_bytes, errmsg *err);
+                        size_t len, errmsg *err);
 
 /* Keys sampled from the runs as they are written (store_samples(),
  * store/store.h): the first key of every run, then one after every

@@ -45,6 +45,38 @@ def long_reads_bam(rng, count=45000, length=2000, noisy=0):
     return bgzf_compress(b"".join(out), level=1)
 
 
+ALL_PHRED = bytes(b % 94 for b in range(256))
+FOUR_PHRED = bytes((2, 12, 23, 37)[b % 4] for b in range(256))
+
+
+def very_long_reads_bam(rng, count=600, longest=300_000):
+    """Reads of 1 base to `longest` (records up to 1.5 times that), whose
+    qualities are, in turn, absent (0xff), drawn from all 94 phred values,
+    all 93, or drawn from 4 values: groups of compact runs hold one or two
+    records each, far past their 256 KiB."""
+    refs = [(b"chr1", 50_000_000), (b"chr2", 40_000_000)]
+    text = b"@HD\tVN:1.6\tSO:unsorted\n" + b"".join(b"@SQ\tSN:%s\tLN:%d\n" % r
+                                                    for r in refs)
+    out = [b"BAM\x01", struct.pack("<i", len(text)), text, struct.pack("<i", len(refs))]
+    for name, ln in refs:
+        out += [struct.pack("<i", len(name) + 1), name + b"\0", struct.pack("<i", ln)]
+    for i in range(count):
+        length, tid = rng.randrange(1, longest), rng.randrange(len(refs))
+        pos = rng.randrange(refs[tid][1] - length)
+        qname = b"V%d\0" % i
+        kind = i % 4
+        qual = (b"\xff" * length if kind == 0 else
+                rng.randbytes(length).translate(ALL_PHRED) if kind == 1 else
+                bytes([93]) * length if kind == 2 else
+                rng.randbytes(length).translate(FOUR_PHRED))
+        body = struct.pack("<iiBBHHHiiii", tid, pos, len(qname), rng.randrange(61),
+                           reg2bin(pos, pos + length), 1, rng.choice((0, 16)), length,
+                           -1, -1, 0) + qname + struct.pack("<I", length << 4) + \
+            rng.randbytes((length + 1) // 2) + qual
+        out += [struct.pack("<i", len(body)), body]
+    return bgzf_compress(b"".join(out), level=1)
+
+
 def bam_record(qname, tid, pos, mtid=-1, mpos=-1):
     """A 4-base record, mapped when tid >= 0, paired when mtid is given."""
     q = qname.encode() + b"\0"

@@ -3,10 +3,10 @@
 rocksort keeps its memory within the budget, -m x max(1, -@) or
 --max-memory: that is why a user on a shared node picks it.  Each test here
 sorts a 40 MiB BAM of realistic records (bench/make_input.py's, made once
-per session) in a child process of its own and reads the child's peak RSS
-from wait4(), as /usr/bin/time does.  The bound is 1.15 x budget + 48 MB:
-the budget, and room for the program, its libraries and threads and the
-allocator's slack.  The cells are a subset of bench/memory_grid.py's full
+per session; one test, reads of up to 300 kb) in a child process of its own
+and reads the child's peak RSS from wait4(), as /usr/bin/time does.  The
+bound is 1.15 x budget + 48 MB: the budget, and room for the program, its
+libraries and threads and the allocator's slack.  The cells are a subset of bench/memory_grid.py's full
 grid: the temp formats at the smallest budgets, where the runs are many
 (hundreds at -m 1M) and must be merged in passes before the readout; forced
 merge threads, which each read every run; -@ 64; background merges planned
@@ -17,6 +17,7 @@ output is checked and the memory is not.
 """
 
 import os
+import random
 import re
 import resource
 import struct
@@ -25,6 +26,7 @@ import sys
 import threading
 import zlib
 
+from faultdata import very_long_reads_bam
 from faults import instrumented
 from harness import REPO, TIMEOUT, Failure, each, release_only, tail
 
@@ -209,3 +211,30 @@ def test_memory_many_runs_read_out_in_pieces(case):
     budget = budget_bytes(SPLIT_ARGS)
     if not instrumented(case) and rss > bound_mb(budget):
         raise Failure(f"peak RSS {rss:.0f} MB, over the bound {bound_mb(budget):.0f} MB", tail(err))
+
+
+LONG_ARGS = ["-@", "4", "-m", "1M"]
+
+
+def test_memory_very_long_reads(case):
+    """Reads of up to 300 kb make compact runs' groups of one or two records,
+    far past 256 KiB, and the readout holds a decoded group of every run:
+    counted at 256 KiB, -@ 4 -m 1M peaked 1.6 MB over the bound (the attack
+    review's long reads).  Within the bound, with the oracle's records."""
+    src = os.path.join(case.session.inputs_dir, "memory-very-long.bam")
+    with _input_lock:
+        if not os.path.exists(src):
+            with open(src + ".part", "wb") as f:
+                f.write(very_long_reads_bam(random.Random("memory-very-long")))
+            os.rename(src + ".part", src)
+    code, err, rss = sort_measured(case, LONG_ARGS, src, False)
+    if code != 0:
+        raise Failure(f"rocksort {' '.join(LONG_ARGS)} exited with {code}", tail(err))
+    expect_oracle_records(case, case.out("out.bam"),
+                          oracle_sorted(case.session, src, "memory-very-long.sorted.bam"))
+    case.expect_no_temp_left()
+    budget = budget_bytes(LONG_ARGS)
+    if not instrumented(case) and rss > bound_mb(budget):
+        raise Failure(f"peak RSS {rss:.0f} MB, over the bound {bound_mb(budget):.0f} MB",
+                      [l for l in err.decode(errors="replace").splitlines()
+                       if "readout memory" in l or "runs:" in l])
