@@ -228,7 +228,7 @@ void sort_report_verbose(const sort_job *j)
             j->result.bytes_through_memory / 1e6, j->result.writer_waited,
             (unsigned long long)store_runs_ingested(j->store),
             j->store ? store_sorted_runs(j->store) : 0, j->q.n_held + 1,
-            (unsigned long long)store_bytes_written(j->store), ru.ru_maxrss / 1024.0);
+            (unsigned long long)store_bytes_written(j->store), ru.ru_maxrss * 1024.0 / 1e6);
     report_readers(j);
     report_merges(j);
     report_threads(j);
