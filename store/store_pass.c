@@ -101,16 +101,18 @@ store_pass *store_pass_begin(rocks_store *st, int part, errmsg *err)
 }
 
 /* A group closes once its records reach the group size, so the last
- * record added can take it well past: long reads make groups of one or
- * two records of hundreds of kilobytes.  The readers hold a decoded group
- * of every run at once, counted at the groups' mean size and a quarter
- * (the largest, counted for every run, would be rare and force needless
- * merge passes).  Groups taken back by --resume are not counted. */
+ * record added takes it past by up to a record: a few hundred bytes for
+ * short reads, hundreds of kilobytes for long ones, whose groups hold one
+ * or two records.  The readers hold a decoded group of every run at once,
+ * counted at the group size and twice the mean overshoot of the groups
+ * written (the largest group, counted for every run, would be rare, and
+ * force needless merge passes).  Groups taken back by --resume are not
+ * counted. */
 static size_t held_group_bytes(const rocks_store *st)
 {
     uint64_t mean = st->groups_put ? st->group_records_bytes / st->groups_put : 0;
-    uint64_t held = mean + mean / 4;
-    return held > st->group_bytes ? (size_t)held : st->group_bytes;
+    return mean > st->group_bytes ? st->group_bytes + 2 * (size_t)(mean - st->group_bytes)
+                                  : st->group_bytes;
 }
 
 void store_pass_survey(rocks_store *st, store_survey *out)
