@@ -131,6 +131,16 @@ int group_writer_finish(group_writer *gw, errmsg *err)
     return 0;
 }
 
+void group_writer_trim(group_writer *gw)
+{
+    for (int i = 0; gw && i < gw->n_idle; i++) {
+        group_encoder *fresh = group_codec_encoder_create();
+        if (!fresh) return;
+        group_codec_encoder_destroy(gw->idle[i]);
+        gw->idle[i] = fresh;
+    }
+}
+
 void group_writer_destroy(group_writer *gw)
 {
     if (!gw) return;

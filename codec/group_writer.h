@@ -42,6 +42,10 @@ void group_writer_set_group_bytes(group_writer *gw, size_t group_bytes);
 int group_writer_add(group_writer *gw, const uint8_t *key, size_t klen,
                      const uint8_t *val, size_t vlen, errmsg *err);
 int group_writer_finish(group_writer *gw, errmsg *err);
+/* Between runs (after group_writer_finish()): the idle encoders' buffers,
+ * each as large as the largest group it held, go back; fresh encoders
+ * take their places (an encoder that cannot be made keeps the old one). */
+void group_writer_trim(group_writer *gw);
 void group_writer_destroy(group_writer *gw);
 
 #endif

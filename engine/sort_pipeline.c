@@ -26,6 +26,7 @@
 #include "engine/sort_split.h"
 #include "engine/resume_fate.h"
 #include "engine/resume_recheck.h"
+#include "store/store_run.h"
 #include "util/cleanup.h"
 #include "util/heap_trim.h"
 #include "util/thread.h"
@@ -66,6 +67,7 @@ static int settle_and_readout(sort_job *j)
     progress_set_phase(j->prog, PHASE_SETTLE);
     sort_report_mark(j, MARK_SETTLE);
     j->t_settle = store_merge_settle(j->store);
+    store_run_trim(j->store);
     progress_set_phase(j->prog, PHASE_READOUT);
     sort_report_mark(j, MARK_READOUT);
     int ret = sort_output_readout(j);

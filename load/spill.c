@@ -261,6 +261,8 @@ void spill_stop(spill_queue *q)
     worker_stop(&q->w);
     batch_destroy(q->empty);    /* the idle batch: give its memory back */
     q->empty = NULL;
+    batch_groups_destroy(q->groups);    /* and the encoders', each a group's */
+    q->groups = NULL;
 }
 
 void spill_free(spill_queue *q)

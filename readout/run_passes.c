@@ -40,8 +40,10 @@ static run_readers_shape run_shape(const store_survey *v, const store_pass *p, i
     return s;
 }
 
-/* The runs from `first` that one merge's readers hold within memory: at
- * least one, and at most half the descriptors still free. */
+/* The runs from `first` that one merge's readers hold within memory, and
+ * at most half the descriptors still free; at least two, even where two do
+ * not fit (groups of long reads): a run rewritten alone stays as large,
+ * and the passes would stop with every run left for the readout. */
 static int group_size(const store_survey *v, const store_pass *p, int first, uint64_t memory)
 {
     int n = store_pass_runs(p), fds = fd_budget_available(PASS_FD_SPARE);
@@ -51,7 +53,7 @@ static int group_size(const store_survey *v, const store_pass *p, int first, uin
     while (first + count < n && count < most) {
         run_readers_shape s = run_shape(v, p, first + count);
         used += run_readers_bytes(&s, READERS_MIN_READAHEAD);
-        if (count > 0 && used > memory) break;
+        if (count > 1 && used > memory) break;
         count++;
     }
     return count;

@@ -73,8 +73,7 @@ struct rocks_store {
     int encode_threads;         /* store_options' compression_threads */
     group_writer *groups;       /* compact runs: records go in groups (codec/group_codec.h) */
     size_t group_bytes;         /* compact runs: records per group (store/store_merge.c) */
-    uint64_t group_records_bytes, groups_put;   /* compact runs: the groups put, and
-                                                   their bytes of records */
+    uint64_t largest_group;     /* compact runs: the most bytes of records a group put held */
     run_index *index;           /* compact runs: each run's groups (store/run_index.h) */
     /* A resumable store (store/store_state.c). */
     char *state_dir;            /* NULL: a temporary directory */

@@ -32,32 +32,48 @@ static uint64_t runs_for(const rocks_store *st, uint64_t size)
     return st->run_bytes ? (size + st->run_bytes - 1) / st->run_bytes : 1;
 }
 
-/* The files the readout opens for `runs` runs: about 2*sqrt(runs) once
- * merged in the background (merge_plan_for()), else every run. */
-static uint64_t readout_files(uint64_t runs)
-{
-    return runs > STORE_MERGE_MIN_RUNS ? (uint64_t)merge_plan_for(runs).trigger : runs;
-}
+/* What the readout will read `runs` runs from, as the databases will
+ * write them (store_merge_plan()): each takes its share of the runs by
+ * weight, and merges them in the background only past STORE_MERGE_MIN_RUNS
+ * of its own, to about 2*sqrt of them (merge_plan_for()), all in its first
+ * part (store_run.c's next_part()); else it deals them to every part. */
+typedef struct {
+    uint64_t files;     /* open at the readout */
+    int parts;          /* feeds reading them */
+    int merged;         /* some database merges in the background */
+} readout_estimate;
 
-/* The feeds the readout will read `runs` runs with, as readout_files()
- * assumes: merged in the background, a database's runs all go to its
- * first part (store_run.c's next_part()); else they are dealt to every
- * part in turn. */
-static int readout_parts(const rocks_store *st, uint64_t runs)
+static readout_estimate estimate_readout(const rocks_store *st, uint64_t runs)
 {
-    if (runs > STORE_MERGE_MIN_RUNS) return st->n_dbs;
-    return runs < (uint64_t)st->n_parts ? (int)runs : st->n_parts;
+    readout_estimate e = { 0, 0, 0 };
+    double total = 0;
+    for (int i = 0; i < st->n_dbs; i++) total += (double)st->dbs[i].weight;
+    for (int i = 0; i < st->n_dbs; i++) {
+        const store_db *d = &st->dbs[i];
+        double share = total > 0 ? (double)d->weight / total : 1.0 / st->n_dbs;
+        uint64_t t = (uint64_t)((double)runs * share + 0.5);
+        if (t > STORE_MERGE_MIN_RUNS) {
+            e.files += (uint64_t)merge_plan_for(t).trigger;
+            e.parts++;
+            e.merged = 1;
+        } else {
+            e.files += t;
+            e.parts += t < (uint64_t)d->n_parts ? (int)t : d->n_parts;
+        }
+    }
+    if (!e.parts) e.parts = 1;
+    return e;
 }
 
 /* Compact runs: the groups of the runs to come are sized for `runs` runs
- * read from `files` files.  A resumable store keeps STORE_GROUP_BYTES: a
- * rerun's readout counts the runs it takes back at that size, and with -s
- * this is planned before they are taken back.  Called before the first
- * run begins (store_merge_plan()'s contract). */
-static void plan_groups(rocks_store *st, uint64_t runs, uint64_t files)
+ * read as estimate_readout() says.  A resumable store keeps
+ * STORE_GROUP_BYTES: a rerun's readout counts the runs it takes back at
+ * that size, and with -s this is planned before they are taken back.
+ * Called before the first run begins (store_merge_plan()'s contract). */
+static void plan_groups(rocks_store *st, uint64_t runs, const readout_estimate *e)
 {
     if (st->codec != STORE_CODEC_COLUMNS || !st->readout_memory || st->state_dir) return;
-    st->group_bytes = run_readers_group_bytes(runs, files, readout_parts(st, runs), st->readout_memory);
+    st->group_bytes = run_readers_group_bytes(runs, e->files, e->parts, st->readout_memory);
     if (st->groups) group_writer_set_group_bytes(st->groups, st->group_bytes);
 }
 
@@ -69,13 +85,11 @@ static void plan_groups(rocks_store *st, uint64_t runs, uint64_t files)
  * never passed over (run_passes.h): background merges are all it has. */
 static int plan_groups_and_passes(rocks_store *st, uint64_t runs)
 {
-    uint64_t files = readout_files(runs);
-    plan_groups(st, runs, files);
-    run_readers_shape s = { .runs = files, .groups = runs, .grouped = 1,
-                            .parts = readout_parts(st, runs), .ahead = READERS_FEED_AHEAD,
-                            .group_bytes = st->group_bytes };
-    return st->codec == STORE_CODEC_COLUMNS && st->readout_memory && !st->state_dir &&
-           runs > STORE_MERGE_MIN_RUNS &&
+    readout_estimate e = estimate_readout(st, runs);
+    plan_groups(st, runs, &e);
+    run_readers_shape s = { .runs = e.files, .groups = runs, .grouped = 1, .parts = e.parts,
+                            .ahead = READERS_FEED_AHEAD, .group_bytes = st->group_bytes };
+    return st->codec == STORE_CODEC_COLUMNS && st->readout_memory && !st->state_dir && e.merged &&
            run_readers_bytes(&s, READERS_MIN_READAHEAD) > st->readout_memory;
 }
 

@@ -93,8 +93,7 @@ static int put_group(void *store, const group_span *span, const uint8_t *blob, s
 {
     rocks_store *st = store;
     if (put_pair(st, span->first, span->first_len, blob, len, err) < 0) return -1;
-    st->group_records_bytes += span->record_bytes;
-    st->groups_put++;
+    if (span->record_bytes > st->largest_group) st->largest_group = span->record_bytes;
     if (run_index_add_group(st->index, span->first, span->first_len, span->last,
                             span->last_len) < 0)
         return errmsg_set(err, "out of memory indexing a run");
@@ -107,6 +106,11 @@ int store_run_put_group(rocks_store *st, const group_span *span, const uint8_t *
     if (put_group(st, span, blob, len, err) < 0) return -1;
     sample_record(st, span->first, span->first_len, span->record_bytes);
     return 0;
+}
+
+void store_run_trim(rocks_store *st)
+{
+    if (st && st->groups) group_writer_trim(st->groups);
 }
 
 int store_run_put(rocks_store *st, const uint8_t *key, size_t klen,

@@ -59,6 +59,11 @@ int store_run_end(rocks_store *st, const void *note, size_t note_len, errmsg *er
 int store_run_put_group(rocks_store *st, const group_span *span, const uint8_t *blob,
                         size_t len, errmsg *err);
 
+/* Once the runs are written: what the compact runs' encoders hold goes back
+ * (group_writer_trim()), before the readout, whose merge passes write with
+ * writers of their own. */
+void store_run_trim(rocks_store *st);
+
 /* Keys sampled from the runs as they are written (store_samples(),
  * store/store.h): the first key of every run, then one after every
  * STORE_SAMPLE_BYTES of records.  A sample's weight is the record bytes

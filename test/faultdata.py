@@ -49,19 +49,22 @@ ALL_PHRED = bytes(b % 94 for b in range(256))
 FOUR_PHRED = bytes((2, 12, 23, 37)[b % 4] for b in range(256))
 
 
-def very_long_reads_bam(rng, count=600, longest=300_000):
-    """Reads of 1 base to `longest` (records up to 1.5 times that), whose
-    qualities are, in turn, absent (0xff), drawn from all 94 phred values,
-    all 93, or drawn from 4 values: groups of compact runs hold one or two
-    records each, far past their 256 KiB."""
+def very_long_reads_bam(rng, count=600, longest=300_000, shortest=1, short_reads=0):
+    """`count` reads of `shortest` bases to `longest` (records up to 1.5
+    times that) and `short_reads` of 150, in random order, whose qualities
+    are, in turn, absent (0xff), drawn from all 94 phred values, all 93, or
+    drawn from 4 values: groups of compact runs hold one or two long records
+    each, far past their 256 KiB."""
     refs = [(b"chr1", 50_000_000), (b"chr2", 40_000_000)]
     text = b"@HD\tVN:1.6\tSO:unsorted\n" + b"".join(b"@SQ\tSN:%s\tLN:%d\n" % r
                                                     for r in refs)
     out = [b"BAM\x01", struct.pack("<i", len(text)), text, struct.pack("<i", len(refs))]
     for name, ln in refs:
         out += [struct.pack("<i", len(name) + 1), name + b"\0", struct.pack("<i", ln)]
-    for i in range(count):
-        length, tid = rng.randrange(1, longest), rng.randrange(len(refs))
+    lengths = [rng.randrange(shortest, longest) for _ in range(count)] + [150] * short_reads
+    rng.shuffle(lengths)
+    for i, length in enumerate(lengths):
+        tid = rng.randrange(len(refs))
         pos = rng.randrange(refs[tid][1] - length)
         qname = b"V%d\0" % i
         kind = i % 4
