@@ -65,6 +65,7 @@ struct rocks_store {
     uint64_t bytes_written;
     int catch_up_runs;          /* runs merged at settle time, after the load */
     uint64_t run_bytes;         /* expected size of one run */
+    uint64_t runs_planned;      /* the runs the merges were planned for; 0: none */
     key_samples samples;        /* see store_samples(); the store owns their keys */
     uint64_t unsampled;         /* record bytes of this run since its last sample */
     store_codec codec;          /* the runs' */

@@ -100,6 +100,7 @@ void store_merge_configure(rocks_store *st, store_db *d, const store_options *o,
     int pointless = o->size_hint > 0 && plan_groups_and_passes(st, runs_for(st, o->size_hint));
     if (pointless) st->merges_left_to_passes = 1;
     d->merges_planned = o->size_hint > 0 && !pointless;
+    if (d->merges_planned) st->runs_planned = runs_for(st, o->size_hint);
     if (d->merges_planned) {
         p = merge_plan_within(&d->files, runs_for(st, (uint64_t)((double)o->size_hint * share)));
     } else {
@@ -216,6 +217,7 @@ int store_merge_plan(rocks_store *st, uint64_t size_estimate, uint64_t run_bytes
     uint64_t total = 0;
     int fewest = 0;
     if (run_bytes) st->run_bytes = run_bytes;
+    st->runs_planned = runs_for(st, size_estimate);
     if (plan_groups_and_passes(st, runs_for(st, size_estimate))) {
         st->merges_left_to_passes = 1;
         return 0;
@@ -332,11 +334,45 @@ static void follow_tiers(rocks_store *st, store_db *d)
     }
 }
 
-/* After each run: tiers follow it.  Without a plan, once d holds more runs
- * than half of what the readout could keep open, tiers start, and every
- * later run goes to the first part with them. */
+/* Whether groups of long records, larger than the plan knew, make the
+ * merged runs' readers exceed the readout's memory: a merged file holds a
+ * group open per run merged into it, so passes, which rewrite the groups,
+ * must merge instead (plan_groups_and_passes(), at the largest group).
+ * Short records take a group past its size by a record only: groups under
+ * twice the size leave the plan alone. */
+static int long_groups_need_passes(const rocks_store *st)
+{
+    if (st->codec != STORE_CODEC_COLUMNS || !st->readout_memory || st->state_dir ||
+        st->largest_group <= 2 * (uint64_t)st->group_bytes || !st->runs_planned)
+        return 0;
+    readout_estimate e = estimate_readout(st, st->runs_planned);
+    run_readers_shape s = { .runs = e.files, .groups = st->runs_planned, .grouped = 1,
+                            .parts = e.parts, .ahead = READERS_FEED_AHEAD,
+                            .group_bytes = (size_t)st->largest_group };
+    return run_readers_bytes(&s, READERS_MIN_READAHEAD) > st->readout_memory;
+}
+
+/* The planned background merges stop (those running end), and passes
+ * take their place at the readout. */
+static void leave_merges_to_passes(rocks_store *st)
+{
+    for (int i = 0; i < st->n_dbs; i++) {
+        store_db *d = &st->dbs[i];
+        if (!d->merges_planned || d->plan.tiered) continue;
+        set_auto_compaction(st, d, 0);
+        d->merges_planned = 0;
+    }
+    st->merges_left_to_passes = 1;
+}
+
+/* After each run: planned merges stop where long records made the groups
+ * too large for them; tiers follow the run.  Without a plan, once d holds
+ * more runs than half of what the readout could keep open, tiers start,
+ * and every later run goes to the first part with them. */
 void store_merge_after_run(rocks_store *st, store_db *d)
 {
+    if (d->merges_planned && !d->plan.tiered && long_groups_need_passes(st))
+        leave_merges_to_passes(st);
     if (!d->plan.tiered && (d->compaction_forced || d->merges_planned ||
                             db_runs(st, d) < d->files.max_runs / 2))
         return;

@@ -39,6 +39,19 @@ struct store_pass {
  * is short. */
 #define PASS_ENCODE_THREADS 2
 
+/* A group closes once its records reach the group size, so the last
+ * record added takes it past by up to a record: a few hundred bytes for
+ * short reads, up to megabytes for long ones, whose groups hold one or two
+ * records.  The readers hold a decoded group of every run at once, and
+ * those of a region of long reads are all large at once: each is counted
+ * at the largest group written (measured: counted at the mean, 1 Mb reads
+ * peaked 14 MB over the bound).  Groups taken back by --resume were
+ * written before and are not counted. */
+static size_t held_group_bytes(const rocks_store *st)
+{
+    return st->largest_group > st->group_bytes ? (size_t)st->largest_group : st->group_bytes;
+}
+
 /* The part's level-0 files, newest first as RocksDB keeps them, into p
  * oldest first.  -1 when out of memory. */
 static int list_runs(store_pass *p)
@@ -86,8 +99,11 @@ store_pass *store_pass_begin(rocks_store *st, int part, errmsg *err)
     p->first_new = st->index ? run_index_runs(st->index) : 0;
     p->depth = st->index ? run_index_part_runs(st->index, part) : 0;
     if (st->groups) {
-        int threads = st->encode_threads < PASS_ENCODE_THREADS ? st->encode_threads
-                                                                : PASS_ENCODE_THREADS;
+        /* Each encoder holds a group's columns and its blob: groups of long
+         * records, many times the group size, are encoded one at a time. */
+        int threads = held_group_bytes(st) > 2 * (size_t)st->group_bytes ? 1
+                    : st->encode_threads < PASS_ENCODE_THREADS ? st->encode_threads
+                                                               : PASS_ENCODE_THREADS;
         group_writer *gw = store_run_group_writer(st, threads);
         if (!gw) {
             store_pass_abort(p);
@@ -98,19 +114,6 @@ store_pass *store_pass_begin(rocks_store *st, int part, errmsg *err)
         st->groups = gw;
     }
     return p;
-}
-
-/* A group closes once its records reach the group size, so the last
- * record added takes it past by up to a record: a few hundred bytes for
- * short reads, up to megabytes for long ones, whose groups hold one or two
- * records.  The readers hold a decoded group of every run at once, and
- * those of a region of long reads are all large at once: each is counted
- * at the largest group written (measured: counted at the mean, 1 Mb reads
- * peaked 14 MB over the bound).  Groups taken back by --resume were
- * written before and are not counted. */
-static size_t held_group_bytes(const rocks_store *st)
-{
-    return st->largest_group > st->group_bytes ? (size_t)st->largest_group : st->group_bytes;
 }
 
 void store_pass_survey(rocks_store *st, store_survey *out)
