@@ -8,8 +8,8 @@
 #include <time.h>
 #include "store/store_db_internal.h"
 #include "store/store_merge.h"
+#include "store/store_plan.h"
 #include "util/clock_util.h"
-#include "store/run_readers.h"
 #include "disk/temp_env.h"
 
 /* Percent by which neighbouring runs may differ and still be merged. */
@@ -27,82 +27,19 @@
  * times a fresh one, out of later merges: each byte is rewritten once.
  * Without a size hint compaction stays off, unless the runs would need more
  * open files than the process may have (see store_merge_after_run). */
-static uint64_t runs_for(const rocks_store *st, uint64_t size)
-{
-    return st->run_bytes ? (size + st->run_bytes - 1) / st->run_bytes : 1;
-}
-
-/* What the readout will read `runs` runs from, as the databases will
- * write them (store_merge_plan()): each takes its share of the runs by
- * weight, and merges them in the background only past STORE_MERGE_MIN_RUNS
- * of its own, to about 2*sqrt of them (merge_plan_for()), all in its first
- * part (store_run.c's next_part()); else it deals them to every part. */
-typedef struct {
-    uint64_t files;     /* open at the readout */
-    int parts;          /* feeds reading them */
-    int merged;         /* some database merges in the background */
-} readout_estimate;
-
-static readout_estimate estimate_readout(const rocks_store *st, uint64_t runs)
-{
-    readout_estimate e = { 0, 0, 0 };
-    double total = 0;
-    for (int i = 0; i < st->n_dbs; i++) total += (double)st->dbs[i].weight;
-    for (int i = 0; i < st->n_dbs; i++) {
-        const store_db *d = &st->dbs[i];
-        double share = total > 0 ? (double)d->weight / total : 1.0 / st->n_dbs;
-        uint64_t t = (uint64_t)((double)runs * share + 0.5);
-        if (t > STORE_MERGE_MIN_RUNS) {
-            e.files += (uint64_t)merge_plan_for(t).trigger;
-            e.parts++;
-            e.merged = 1;
-        } else {
-            e.files += t;
-            e.parts += t < (uint64_t)d->n_parts ? (int)t : d->n_parts;
-        }
-    }
-    if (!e.parts) e.parts = 1;
-    return e;
-}
-
-/* Compact runs: the groups of the runs to come are sized for `runs` runs
- * read as estimate_readout() says.  A resumable store keeps
- * STORE_GROUP_BYTES: a rerun's readout counts the runs it takes back at
- * that size, and with -s this is planned before they are taken back.
- * Called before the first run begins (store_merge_plan()'s contract). */
-static void plan_groups(rocks_store *st, uint64_t runs, const readout_estimate *e)
-{
-    if (st->codec != STORE_CODEC_COLUMNS || !st->readout_memory || st->state_dir) return;
-    st->group_bytes = run_readers_group_bytes(runs, e->files, e->parts, st->readout_memory);
-    if (st->groups) group_writer_set_group_bytes(st->groups, st->group_bytes);
-}
-
-/* Sizes the groups for `runs` runs, then says whether background merges
- * are pointless (store_merge_plan() in store/store_merge.h): compact runs
- * whose readers, merged, would still exceed the readout's memory at the
- * smallest readahead are merged in passes instead.  Too few runs to merge
- * are never merged in the background anyway, and a resumable store is
- * never passed over (run_passes.h): background merges are all it has. */
-static int plan_groups_and_passes(rocks_store *st, uint64_t runs)
-{
-    readout_estimate e = estimate_readout(st, runs);
-    plan_groups(st, runs, &e);
-    run_readers_shape s = { .runs = e.files, .groups = runs, .grouped = 1, .parts = e.parts,
-                            .ahead = READERS_FEED_AHEAD, .group_bytes = st->group_bytes };
-    return st->codec == STORE_CODEC_COLUMNS && st->readout_memory && !st->state_dir && e.merged &&
-           run_readers_bytes(&s, READERS_MIN_READAHEAD) > st->readout_memory;
-}
 
 /* Each database merges its own runs: its share of the size plans them. */
 void store_merge_configure(rocks_store *st, store_db *d, const store_options *o, double share)
 {
     merge_plan p = { 2, d->files.merge_width, d->files.max_runs, 0 };
-    int pointless = o->size_hint > 0 && plan_groups_and_passes(st, runs_for(st, o->size_hint));
+    uint64_t runs = store_plan_runs(st, o->size_hint);
+    int pointless = o->size_hint > 0 && store_plan_groups_and_passes(st, runs);
     if (pointless) st->merges_left_to_passes = 1;
     d->merges_planned = o->size_hint > 0 && !pointless;
-    if (d->merges_planned) st->runs_planned = runs_for(st, o->size_hint);
     if (d->merges_planned) {
-        p = merge_plan_within(&d->files, runs_for(st, (uint64_t)((double)o->size_hint * share)));
+        st->runs_planned = runs;
+        uint64_t own = store_plan_runs(st, (uint64_t)((double)o->size_hint * share));
+        p = merge_plan_within(&d->files, own);
     } else {
         rocksdb_options_set_disable_auto_compactions(d->opts, 1);
         p = merge_plan_fit_to_files(&d->files, p);
@@ -217,8 +154,8 @@ int store_merge_plan(rocks_store *st, uint64_t size_estimate, uint64_t run_bytes
     uint64_t total = 0;
     int fewest = 0;
     if (run_bytes) st->run_bytes = run_bytes;
-    st->runs_planned = runs_for(st, size_estimate);
-    if (plan_groups_and_passes(st, runs_for(st, size_estimate))) {
+    st->runs_planned = store_plan_runs(st, size_estimate);
+    if (store_plan_groups_and_passes(st, store_plan_runs(st, size_estimate))) {
         st->merges_left_to_passes = 1;
         return 0;
     }
@@ -226,7 +163,7 @@ int store_merge_plan(rocks_store *st, uint64_t size_estimate, uint64_t run_bytes
     for (int i = 0; i < st->n_dbs; i++) {
         store_db *d = &st->dbs[i];
         double share = total ? (double)d->weight / (double)total : 1;
-        uint64_t t = runs_for(st, (uint64_t)((double)size_estimate * share));
+        uint64_t t = store_plan_runs(st, (uint64_t)((double)size_estimate * share));
         if (t <= STORE_MERGE_MIN_RUNS) continue;
         merge_plan p = merge_plan_within(&d->files, t);
         if (start_merging(st, d, p.trigger, p.min_width, p.max_width, MERGE_SIZE_RATIO) < 0)
@@ -334,24 +271,6 @@ static void follow_tiers(rocks_store *st, store_db *d)
     }
 }
 
-/* Whether groups of long records, larger than the plan knew, make the
- * merged runs' readers exceed the readout's memory: a merged file holds a
- * group open per run merged into it, so passes, which rewrite the groups,
- * must merge instead (plan_groups_and_passes(), at the largest group).
- * Short records take a group past its size by a record only: groups under
- * twice the size leave the plan alone. */
-static int long_groups_need_passes(const rocks_store *st)
-{
-    if (st->codec != STORE_CODEC_COLUMNS || !st->readout_memory || st->state_dir ||
-        st->largest_group <= 2 * (uint64_t)st->group_bytes || !st->runs_planned)
-        return 0;
-    readout_estimate e = estimate_readout(st, st->runs_planned);
-    run_readers_shape s = { .runs = e.files, .groups = st->runs_planned, .grouped = 1,
-                            .parts = e.parts, .ahead = READERS_FEED_AHEAD,
-                            .group_bytes = (size_t)st->largest_group };
-    return run_readers_bytes(&s, READERS_MIN_READAHEAD) > st->readout_memory;
-}
-
 /* The planned background merges stop (those running end), and passes
  * take their place at the readout. */
 static void leave_merges_to_passes(rocks_store *st)
@@ -371,7 +290,7 @@ static void leave_merges_to_passes(rocks_store *st)
  * and every later run goes to the first part with them. */
 void store_merge_after_run(rocks_store *st, store_db *d)
 {
-    if (d->merges_planned && !d->plan.tiered && long_groups_need_passes(st))
+    if (d->merges_planned && !d->plan.tiered && store_plan_outgrown(st))
         leave_merges_to_passes(st);
     if (!d->plan.tiered && (d->compaction_forced || d->merges_planned ||
                             db_runs(st, d) < d->files.max_runs / 2))

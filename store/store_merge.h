@@ -33,8 +33,7 @@
  * than its capacity (each record's key and index entry take room too); 0:
  * the run size given at store_open().  Returns the fewest runs a background
  * merge takes, 0 if there will be no merges, -1 if RocksDB refused the
- * change. */
-#define STORE_MERGE_MIN_RUNS 32
+ * change.  STORE_MERGE_MIN_RUNS is in store/store_types.h. */
 int store_merge_plan(rocks_store *st, uint64_t size_estimate, uint64_t run_bytes);
 
 /* The most runs one background merge may take when `size` bytes arrive in

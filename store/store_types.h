@@ -78,6 +78,10 @@ typedef struct store_iter store_iter;
 /* A merge pass over one part (store/store_pass.h). */
 typedef struct store_pass store_pass;
 
+/* A temp directory's runs are merged in the background only past this many
+ * of its own (store/store_merge.h): fewer are merged at the readout. */
+#define STORE_MERGE_MIN_RUNS 32
+
 /* Compact runs: record bytes per group.  Larger groups barely compress
  * better, and the readout holds one decoded group per run written: where
  * the runs are many for the memory, groups shrink to as little as
