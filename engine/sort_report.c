@@ -179,7 +179,11 @@ static void report_merges(const sort_job *j)
     fprintf(stderr, "[rocksort] background merges: %.1f MB written, %.2f times the runs' %.1f MB",
             m.bytes / 1e6, (double)m.bytes / (double)runs, runs / 1e6);
     /* A plan explains merges that ran, not a plan that never had to. */
-    if (!m.bytes && m.kind != STORE_MERGES_NONE)
+    if (m.stopped_after && m.kind != STORE_MERGES_TIERS)
+        fprintf(stderr, ": planned, then stopped after %llu runs, as groups of long records "
+                "outgrew the plan; merge passes rewrite the runs before the readout instead\n",
+                (unsigned long long)m.stopped_after);
+    else if (!m.bytes && m.kind != STORE_MERGES_NONE)
         fprintf(stderr, ": none ran (too few runs to start one)\n");
     else if (m.kind == STORE_MERGES_TIERS)
         fprintf(stderr, ": ulimit -n leaves room for %d runs at the readout and %d in one "

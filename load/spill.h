@@ -98,7 +98,9 @@ int spill_allow_holding(spill_queue *q, int max_held, int packed);
 batch *spill_swap(spill_queue *q, batch *full, byte_writer *note);
 
 /* Lets the thread finish the batch it has, joins it, and frees the idle
- * batch.  Does nothing if the thread never started or has stopped. */
+ * batch and the encoders of compact runs' ranges (each as large as the
+ * largest group it held).  Does nothing if the thread never started or
+ * has stopped. */
 void spill_stop(spill_queue *q);
 
 void spill_free(spill_queue *q);

@@ -43,14 +43,16 @@ static run_readers_shape run_shape(const store_survey *v, const store_pass *p, i
 /* The runs from `first` that one merge's readers hold within memory, and
  * at most half the descriptors still free.  At least one where that run
  * was merged by RocksDB (it holds a group per run merged into it, and
- * rewritten alone holds one); else at least two, even where two do not
- * fit (groups of long reads): such a run rewritten alone stays as large,
- * and the passes would stop with every run left for the readout. */
+ * rewritten alone holds one; its share of the part's groups is counted by
+ * size, so an unmerged part's larger runs do not count); else at least
+ * two, even where two do not fit (groups of long reads): such a run
+ * rewritten alone stays as large, and the passes would stop with every run
+ * left for the readout. */
 static int group_size(const store_survey *v, const store_pass *p, int first, uint64_t memory)
 {
     int n = store_pass_runs(p), fds = fd_budget_available(PASS_FD_SPARE);
     int most = fds < 0 ? n : fds / 2 > 2 ? fds / 2 : 2;
-    int least = run_shape(v, p, first).groups > 1 ? 1 : 2;
+    int least = store_pass_merged(p) && run_shape(v, p, first).groups > 1 ? 1 : 2;
     uint64_t used = 0;
     int count = 0;
     while (first + count < n && count < most) {

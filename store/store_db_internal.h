@@ -42,6 +42,8 @@ typedef struct store_db {
     int bytes_counter;          /* temp_env_count_writes()'s handle; -1: none */
     int merges_planned;         /* a size hint or estimate set up background merges */
     int compaction_forced;      /* no plan, but more runs than the readout could keep open */
+    int merges_stopped;         /* planned merges stopped (store_plan_outgrown()): its runs
+                                   still go to its first part, where tiers would merge them */
     merge_plan plan;            /* the merges' (merge_plan_within()) */
     int direct_io;              /* its runs are read (and merged) bypassing the page cache */
 } store_db;
@@ -66,6 +68,7 @@ struct rocks_store {
     int catch_up_runs;          /* runs merged at settle time, after the load */
     uint64_t run_bytes;         /* expected size of one run */
     uint64_t runs_planned;      /* the runs the merges were planned for; 0: none */
+    uint64_t merges_stopped_after; /* runs written when planned merges stopped; 0: never */
     key_samples samples;        /* see store_samples(); the store owns their keys */
     uint64_t unsampled;         /* record bytes of this run since its last sample */
     store_codec codec;          /* the runs' */

@@ -280,8 +280,10 @@ static void leave_merges_to_passes(rocks_store *st)
         if (!d->merges_planned || d->plan.tiered) continue;
         set_auto_compaction(st, d, 0);
         d->merges_planned = 0;
+        d->merges_stopped = 1;
     }
     st->merges_left_to_passes = 1;
+    st->merges_stopped_after = st->runs;
 }
 
 /* After each run: planned merges stop where long records made the groups
@@ -441,7 +443,8 @@ double store_merge_settle(rocks_store *st)
 
 store_merge_report store_merge_summary(const rocks_store *st)
 {
-    store_merge_report r = { STORE_MERGES_NONE, 0, 0, 0, st && st->merges_left_to_passes };
+    store_merge_report r = { STORE_MERGES_NONE, 0, 0, 0, st && st->merges_left_to_passes,
+                             st ? st->merges_stopped_after : 0 };
     for (int i = 0; st && i < st->n_dbs; i++) {
         const store_db *d = &st->dbs[i];
         store_merge_kind kind = d->plan.tiered ? STORE_MERGES_TIERS

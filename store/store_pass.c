@@ -131,6 +131,8 @@ void store_pass_survey(rocks_store *st, store_survey *out)
 
 int store_pass_runs(const store_pass *p) { return p->n; }
 
+int store_pass_merged(const store_pass *p) { return p->depth > (uint64_t)p->n; }
+
 /* A RocksDB merge copies compact runs' groups whole, so a merged file
  * holds one group open per run merged into it: its share of the part's
  * runs, by size. */

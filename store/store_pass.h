@@ -46,6 +46,9 @@ void store_pass_survey(rocks_store *st, store_survey *out);
 store_pass *store_pass_begin(rocks_store *st, int part, errmsg *err);
 int store_pass_runs(const store_pass *p);
 uint64_t store_pass_run_depth(const store_pass *p, int i);
+/* Whether RocksDB merged some of the part's runs: they hold more groups
+ * open than one a run. */
+int store_pass_merged(const store_pass *p);
 store_iter *store_pass_iter(store_pass *p, int i, size_t readahead, errmsg *err);
 int store_pass_run_begin(store_pass *p, errmsg *err);
 int store_pass_run_end(store_pass *p, int runs, errmsg *err);

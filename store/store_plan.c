@@ -1,4 +1,5 @@
 /* store/store_plan.c -- see store/store_plan.h. */
+#include <math.h>
 #include "store/store_plan.h"
 #include "store/run_readers.h"
 
@@ -26,7 +27,7 @@ static readout_estimate estimate_readout(const rocks_store *st, uint64_t runs)
     for (int i = 0; i < st->n_dbs; i++) {
         const store_db *d = &st->dbs[i];
         double share = total > 0 ? (double)d->weight / total : 1.0 / st->n_dbs;
-        uint64_t t = (uint64_t)((double)runs * share + 0.5);
+        uint64_t t = (uint64_t)ceil((double)runs * share);   /* as store_plan_runs() rounds */
         if (t > STORE_MERGE_MIN_RUNS) {
             e.files += (uint64_t)merge_plan_for(t).trigger;
             e.parts++;

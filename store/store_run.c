@@ -125,10 +125,11 @@ int store_run_put(rocks_store *st, const uint8_t *key, size_t klen,
 
 /* A database's runs are dealt to its parts in turn while nothing merges
  * them; a merge only takes runs of one part, so with merges planned (or
- * tiers: store/store_merge.c) they all go to its first part. */
+ * tiers: store/store_merge.c, or planned and stopped, where tiers may
+ * still start) they all go to its first part. */
 static int next_part(const store_db *d)
 {
-    if (d->merges_planned || d->plan.tiered) return d->first_part;
+    if (d->merges_planned || d->merges_stopped || d->plan.tiered) return d->first_part;
     return d->first_part + (int)(d->runs % (uint64_t)d->n_parts);
 }
 

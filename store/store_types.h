@@ -147,6 +147,8 @@ typedef struct {
     int width;                  /* the most runs one merge takes */
     int readout_runs;           /* the most runs the readout may keep open */
     int left_to_passes;         /* none planned: compact runs merged in passes instead */
+    uint64_t stopped_after;     /* planned merges stopped after this many runs, as groups
+                                   of long records outgrew the plan; 0: not stopped */
 } store_merge_report;
 
 #endif
