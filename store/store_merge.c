@@ -155,7 +155,7 @@ int store_merge_plan(rocks_store *st, uint64_t size_estimate, uint64_t run_bytes
     int fewest = 0;
     if (run_bytes) st->run_bytes = run_bytes;
     st->runs_planned = store_plan_runs(st, size_estimate);
-    if (store_plan_groups_and_passes(st, store_plan_runs(st, size_estimate))) {
+    if (store_plan_groups_and_passes(st, st->runs_planned)) {
         st->merges_left_to_passes = 1;
         return 0;
     }
