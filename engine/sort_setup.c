@@ -8,6 +8,7 @@
 #include "disk/temp_dirs.h"
 #include "disk/temp_env.h"
 #include "util/cleanup.h"
+#include "util/deflate_cache.h"
 #include "util/path_within.h"
 #include "util/std_fds.h"
 
@@ -55,6 +56,8 @@ void sort_setup_process(void)
     /* Both process-wide: an exception RocksDB throws ends the run as a
      * signal does, with the temporary paths removed. */
     temp_env_install_terminate_handler();
+    /* Before any thread compresses: see util/deflate_cache.h. */
+    deflate_cache_install();
     if (cleanup_start() < 0)
         fprintf(stderr, "samtools rocksort: cannot watch for signals; an interrupted run may leave temporary data\n");
 }

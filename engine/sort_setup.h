@@ -10,7 +10,8 @@
  * its one-line cause and returns -1, else 0; neither creates anything.
  * sort_setup_process(), once and before sort_pipeline_run() starts any
  * thread, makes an exception RocksDB throws end the run as a signal does,
- * with the temporary paths removed (disk/temp_env.h, util/cleanup.h).
+ * with the temporary paths removed (disk/temp_env.h, util/cleanup.h), and
+ * gives each thread a libdeflate state to reuse (util/deflate_cache.h).
  */
 #ifndef SORT_SETUP_H
 #define SORT_SETUP_H
