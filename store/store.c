@@ -148,13 +148,15 @@ static void configure_direct_io(const rocks_store *st, store_db *d)
  * stay RocksDB's defaults. */
 static void configure_codec(store_db *d, const store_options *o)
 {
-    /* Compact runs leave RocksDB nothing to compress: with the sort's pool
-     * at hand, no threads for it (each run would start its own). */
-    if (o->compression == STORE_CODEC_COLUMNS && o->pool) return;
+    /* Compact and uncompressed runs leave RocksDB nothing to compress, yet
+     * RocksDB 7.8 still starts its parallel threads for every table it
+     * writes (three per run and per merge) and passes every block through
+     * them: no threads for it. */
+    if (o->compression == STORE_CODEC_COLUMNS || o->compression == STORE_CODEC_NONE) return;
     uint64_t threads = (uint64_t)(o->compression_threads > 0 ? o->compression_threads : 0);
     if (o->merge_memory && threads > o->merge_memory / 8 / CODEC_THREAD_BYTES)
         threads = o->merge_memory / 8 / CODEC_THREAD_BYTES;
-    if (o->compression != STORE_CODEC_NONE && threads > 1)
+    if (threads > 1)
         rocksdb_options_set_compression_options_parallel_threads(d->opts, (int)threads);
 }
 
