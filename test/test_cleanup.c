@@ -4,10 +4,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 #include "util/cleanup.h"
+#include "util/clock_util.h"
 #include "unit_report.h"
 
 #define MANY 100
@@ -72,8 +74,29 @@ static const char *test_renamed_parent_dir_removed(void)
     return rmdir(top) == 0 ? NULL : "scratch directory not empty";
 }
 
+/* The grace for a signal lasts its milliseconds on the clock, however long
+ * each of its naps takes.  A 20 ms timer slack stretches every 1 ms nap of
+ * this thread the way a loaded or CPU-throttled machine does (a stdin cut's
+ * 200 ms grace took over 3 s in CI when the naps were counted). */
+static const char *test_signal_grace_is_clock_time(void)
+{
+    if (prctl(PR_SET_TIMERSLACK, 20000000UL, 0, 0, 0) != 0) return "cannot set the timer slack";
+    double start = now_seconds();
+    int arrived = cleanup_signal_within(200);
+    double took = now_seconds() - start;
+    prctl(PR_SET_TIMERSLACK, 0UL, 0, 0, 0);
+    static char problem[128];
+    if (arrived) return "a signal was reported where none came";
+    if (took < 0.2 || took > 1.0) {
+        snprintf(problem, sizeof problem, "a 200 ms grace took %.2f s", took);
+        return problem;
+    }
+    return NULL;
+}
+
 int main(void)
 {
+    report("signal_grace_is_clock_time", test_signal_grace_is_clock_time());
     report("many_paths_all_removed_on_signal", test_many_paths_all_removed());
     report("renamed_parent_dir_removed", test_renamed_parent_dir_removed());
     return report_summary();

@@ -12,6 +12,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include "util/cleanup.h"
+#include "util/clock_util.h"
 #include "util/grow_array.h"
 #include "util/thread.h"
 
@@ -384,10 +385,14 @@ int cleanup_signal_arrived(void)
     return interrupted || arriving || (watching && fatal_signal_pending());
 }
 
+/* The grace is measured on the clock, not in naps: on a loaded or
+ * CPU-throttled machine a 1 ms nap can take tens of ms, and counting 200
+ * of them once made a 200 ms grace last over 3 s. */
 int cleanup_signal_within(int ms)
 {
-    for (int waited = 0; !cleanup_signal_arrived(); waited++) {
-        if (waited >= ms) return 0;
+    double until = now_seconds() + ms / 1000.0;
+    while (!cleanup_signal_arrived()) {
+        if (now_seconds() >= until) return 0;
         usleep(1000);
     }
     return 1;
