@@ -106,8 +106,11 @@ class Session:
     (made on first use) and the oracle's outputs (computed once per input
     and options)."""
 
-    def __init__(self, root, binary, rocksort_cmd):
+    def __init__(self, root, binary, rocksort_cmd, light=False):
         self.root = root
+        # The sanitizer run (run_tests.py --light): tests that cut at every
+        # byte may take a sample there; the release run takes them all.
+        self.light = light
         self.binary = binary
         self.rocksort_cmd = rocksort_cmd
         self.inputs_dir = os.path.join(root, "inputs")

@@ -183,7 +183,7 @@ def main():
     out_root = os.path.join(REPO, "test", "out")
     os.makedirs(out_root, exist_ok=True)
     session = Session(tempfile.mkdtemp(prefix="run-", dir=out_root), binary,
-                      rocksort_cmd)
+                      rocksort_cmd, light=args.light)
     passed = failed = skipped = 0
     for name in UNIT_TESTS:
         if selected(name, args.patterns):
