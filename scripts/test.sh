@@ -12,9 +12,11 @@ bash scripts/deps.sh test || exit 1
 passed=0 failed=0 status=0
 for target in test test-asan test-valgrind; do
     echo "== make $target"
-    log=$(mktemp)
+    log=$(mktemp) started=$SECONDS
     make --no-print-directory "$target" 2>&1 | tee "$log"
     rc=${PIPESTATUS[0]}
+    # CI's time limit is for the whole script: each stage's share shows here.
+    echo "== make $target took $((SECONDS - started)) s"
     counts=$(grep -E '^[0-9]+ passed, [0-9]+ failed$' "$log" | tail -1)
     rm -f "$log"
     if [ -z "$counts" ]; then
