@@ -386,8 +386,8 @@ int cleanup_signal_arrived(void)
 }
 
 /* The grace is measured on the clock, not in naps: on a loaded or
- * CPU-throttled machine a 1 ms nap can take tens of ms, and counting 200
- * of them once made a 200 ms grace last over 3 s. */
+ * CPU-throttled machine a 1 ms nap can take tens of ms, and counted naps
+ * once stretched a stream cut's refusal to seconds. */
 int cleanup_signal_within(int ms)
 {
     double until = now_seconds() + ms / 1000.0;
