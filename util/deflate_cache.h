@@ -4,9 +4,10 @@
  * module, process-wide; call it once, before any thread compresses or
  * decompresses.  libdeflate 1.14 frees through whatever allocator is
  * installed at the free, so no libdeflate object may live across the
- * install: htslib 1.24 allocates and frees each within one call.  Each thread then keeps the last block libdeflate freed on
- * it, if between DEFLATE_CACHE_MIN and DEFLATE_CACHE_MAX bytes, and hands
- * it back to the thread's next allocation that fits.  A thread's kept
+ * install: htslib 1.24 allocates and frees each within one call.  Each
+ * thread then keeps the last block libdeflate freed on it, if between
+ * DEFLATE_CACHE_MIN and DEFLATE_CACHE_MAX bytes, and hands it back to the
+ * thread's next allocation that fits.  A thread's kept
  * block is freed when the thread exits (the main thread's stays reachable
  * until the process ends).  Other sizes go to malloc and free as before.
  * Nothing here changes what libdeflate computes, only where its state
