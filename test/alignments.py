@@ -8,9 +8,10 @@ supplies (the oracle's `samtools view`), the same viewer for both sides.
 """
 
 import difflib
-import gzip
 import struct
 from dataclasses import dataclass
+
+from bgzf import bgzf_inflate
 
 
 @dataclass
@@ -40,7 +41,7 @@ def parse_sam(text, fmt="SAM"):
 
 
 def parse_bam(data):
-    raw = gzip.decompress(data)  # BGZF is multi-member gzip
+    raw = bgzf_inflate(data)
     if raw[:4] != b"BAM\x01":
         raise ValueError("not a BAM file (bad magic after BGZF)")
     (l_text,) = struct.unpack_from("<i", raw, 4)
