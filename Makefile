@@ -166,7 +166,7 @@ $(ASAN_DIR)/$(ENGINE_LIB): $(addprefix $(ASAN_DIR)/,$(LIB_OBJS))
 # alone.  ASan's fast unwinder follows frame pointers: through the release
 # htslib it stops at the first htslib frame, and test/lsan.supp names htslib
 # functions that are not always that frame.  With them, every malloc's stack
-# is whole at a third less of test-asan's time than the slow unwinder's.
+# is whole, and test-asan need not pay for the slow (DWARF) unwinder.
 ifeq ($(HTSLIB),bundled)
   ASAN_HTS_LIB := $(ASAN_DIR)/htslib/libhts.a
   ASAN_LDLIBS  := $(patsubst $(HTS_LIB_FILE),$(ASAN_HTS_LIB),$(LDLIBS))
@@ -194,7 +194,7 @@ asan: $(ASAN_DIR)/samtools
 # budgets, which ASan's time would double CI's for no new path.  Whole
 # malloc stacks let test/lsan.supp name the htslib-internal leaks precisely:
 # the fast unwinder gives them where htslib has frame pointers (above), the
-# slow one (half as fast again) where it is the system's.
+# slow one where it is the system's.
 test-asan:
 	$(NEEDS_VENV)
 	$(MAKE) $(ASAN_DIR)/samtools $(UNIT_PROGS)
