@@ -30,8 +30,8 @@ def bgzf_blocks(data):
 
 def bgzf_inflate(data):
     """BGZF's bytes inflated block by block.  gzip.decompress() copies the
-    rest of its input for each member it reads (Python 3.11), which took
-    seconds for a BAM of some 20 MB.  Anything but well-formed blocks, each
+    rest of its input for each member it reads (Python 3.11): its time grows
+    with the square of a file's blocks.  Anything but well-formed blocks, each
     deflate stream ending at its trailer and matching its CRC and size, goes
     to gzip.decompress(), so damaged files are read, or refused, as before."""
     view, blocks, offset = memoryview(data), [], 0
