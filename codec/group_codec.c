@@ -1,10 +1,10 @@
 /* codec/group_codec.c -- see codec/group_codec.h.
  *
- * Blob: "RSG1", the pair count (u32 LE), a flags byte (FLAG_KEY_PLANES),
+ * Blob in columns: "RSG1", the pair count (u32 LE), a flags byte (FLAG_KEY_PLANES),
  * then per column its method (u8), its decoded length and its stored length
  * (u32 LE each) and the stored bytes.  Columns follow the order of enum
  * column.  Blobs live only as long as the sort's temp store, so the layout
- * may change freely between versions.
+ * may change freely between versions.  Plain blobs: codec/group_plain.h.
  */
 #include <errno.h>
 #include <stddef.h>
@@ -15,6 +15,7 @@
 #include <htslib/hts_endian.h>
 #include <htslib/sam.h>
 #include "codec/group_codec.h"
+#include "codec/group_plain.h"
 #include "util/grow_array.h"
 
 #define CORE_BYTES sizeof(bam1_core_t)
@@ -61,6 +62,8 @@ typedef struct {
 } byte_buf;
 
 struct group_encoder {
+    group_layout layout;
+    group_plain_encoder plain;          /* GROUP_PLAIN's state; the rest is GROUP_COLUMNS' */
     byte_buf col[N_COLUMNS];
     byte_buf blob, core_planes, key_planes;
     size_t count, raw_bytes, key_len;   /* key_len: SIZE_MAX once lengths differ */
@@ -91,10 +94,12 @@ static int buf_varint(byte_buf *b, uint64_t v)
     return 0;
 }
 
-group_encoder *group_codec_encoder_create(void)
+group_encoder *group_codec_encoder_create(group_layout layout)
 {
     group_encoder *e = calloc(1, sizeof *e);
-    if (e && !(e->zstd = ZSTD_createCCtx())) {
+    if (!e) return NULL;
+    e->layout = layout;
+    if (layout == GROUP_COLUMNS && !(e->zstd = ZSTD_createCCtx())) {
         free(e);
         return NULL;
     }
@@ -108,6 +113,7 @@ void group_codec_encoder_destroy(group_encoder *e)
     free(e->blob.p);
     free(e->core_planes.p);
     free(e->key_planes.p);
+    group_plain_free(&e->plain);
     ZSTD_freeCCtx(e->zstd);
     free(e);
 }
@@ -117,6 +123,7 @@ size_t group_codec_raw_bytes(const group_encoder *e) { return e->raw_bytes; }
 
 const uint8_t *group_codec_first_key(const group_encoder *e, size_t *klen)
 {
+    if (e->layout == GROUP_PLAIN) return group_plain_first_key(&e->plain, klen);
     uint64_t v = 0;
     size_t i = 0;
     int shift = 0;
@@ -128,6 +135,7 @@ const uint8_t *group_codec_first_key(const group_encoder *e, size_t *klen)
 
 const uint8_t *group_codec_last_key(const group_encoder *e, size_t *klen)
 {
+    if (e->layout == GROUP_PLAIN) return group_plain_last_key(&e->plain, klen);
     *klen = e->last_key_len;
     return e->col[COL_KEY].p + e->last_key_at;
 }
@@ -136,6 +144,12 @@ int group_codec_add(group_encoder *e, const uint8_t *key, size_t klen,
                     const uint8_t *val, size_t vlen)
 {
     bam1_core_t c;
+    if (e->layout == GROUP_PLAIN) {
+        if (group_plain_add(&e->plain, key, klen, val, vlen) < 0) return -1;
+        e->count++;
+        e->raw_bytes += klen + vlen;
+        return 0;
+    }
     if (vlen < CORE_BYTES) return -1;
     memcpy(&c, val, CORE_BYTES);
     const uint8_t *d = val + CORE_BYTES;
@@ -229,6 +243,10 @@ static int encode_column(group_encoder *e, const byte_buf *col, int method)
 
 int group_codec_encode(group_encoder *e, const uint8_t **blob, size_t *len)
 {
+    if (e->layout == GROUP_PLAIN) {
+        e->count = e->raw_bytes = 0;
+        return group_plain_encode(&e->plain, blob, len);
+    }
     e->blob.n = 0;
     int key_planes = e->key_len != SIZE_MAX;
     delta_positions(e->col[COL_CORE].p, e->count);
@@ -424,10 +442,24 @@ static int rebuild_record(group_records *r, size_t i, rebuild_state *s, cursor c
     return 0;
 }
 
+/* Sized exactly: the readers' memory counts a decoded group at its size. */
+static int decode_plain(const uint8_t *blob, size_t len, group_records *r)
+{
+    size_t n, data_len;
+    if (group_plain_sizes(blob, len, &n, &data_len) < 0) return GROUP_DECODE_MALFORMED;
+    if (grow((void **)&r->bytes, &r->bytes_cap, data_len, 1) < 0 ||
+        grow((void **)&r->off, &r->off_cap, 2 * n + 1, sizeof(size_t)) < 0)
+        return GROUP_DECODE_NO_MEMORY;
+    if (group_plain_decode(blob, len, r->bytes, r->off) < 0) return GROUP_DECODE_MALFORMED;
+    r->n = n;
+    return 0;
+}
+
 int group_codec_decode(const uint8_t *blob, size_t len, group_records *r, group_scratch *scratch)
 {
     enum { BAD = GROUP_DECODE_MALFORMED };
     cursor col[N_COLUMNS];
+    if (group_plain_is(blob, len)) return decode_plain(blob, len, r);
     if (len < HEADER_BYTES || memcmp(blob, MAGIC, 4) || blob[8] > FLAG_KEY_PLANES) return BAD;
     int decoded = decode_columns(blob, len, scratch, col);
     if (decoded < 0) return decoded;

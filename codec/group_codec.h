@@ -24,7 +24,12 @@
 
 typedef struct group_encoder group_encoder;
 
-group_encoder *group_codec_encoder_create(void);
+/* How an encoder lays its groups out: in columns, compressed (above), or
+ * plain, the pairs as they are (codec/group_plain.h).  The decoder reads
+ * either: a blob says which it is. */
+typedef enum { GROUP_COLUMNS, GROUP_PLAIN } group_layout;
+
+group_encoder *group_codec_encoder_create(group_layout layout);
 void group_codec_encoder_destroy(group_encoder *e);
 
 /* Appends one pair.  Returns 0, or -1 if the value is not a packed record

@@ -21,6 +21,7 @@ struct group_writer {
     int n_idle, n_encoders, in_flight;
     group_encoder *filling;
     size_t group_bytes;
+    group_layout layout;
     group_put_fn put;
     void *ctx;
 };
@@ -79,16 +80,16 @@ static int dispatch(group_writer *gw, errmsg *err)
 }
 
 group_writer *group_writer_create_on(hts_tpool *pool, int threads, size_t group_bytes,
-                                     group_put_fn put, void *ctx)
+                                     group_layout layout, group_put_fn put, void *ctx)
 {
     group_writer *gw = calloc(1, sizeof *gw);
     if (!gw) return NULL;
-    *gw = (group_writer){ .group_bytes = group_bytes, .put = put, .ctx = ctx };
+    *gw = (group_writer){ .group_bytes = group_bytes, .layout = layout, .put = put, .ctx = ctx };
     /* Two more encoders than threads: one filling, one waiting to be put. */
     gw->n_encoders = threads > 1 ? threads + 2 : 1;
     gw->idle = calloc((size_t)gw->n_encoders, sizeof *gw->idle);
     for (int i = 0; gw->idle && i < gw->n_encoders; i++) {
-        if (!(gw->idle[i] = group_codec_encoder_create())) break;
+        if (!(gw->idle[i] = group_codec_encoder_create(gw->layout))) break;
         gw->n_idle++;
     }
     thread_name_scope named;
@@ -134,7 +135,7 @@ int group_writer_finish(group_writer *gw, errmsg *err)
 void group_writer_trim(group_writer *gw)
 {
     for (int i = 0; gw && i < gw->n_idle; i++) {
-        group_encoder *fresh = group_codec_encoder_create();
+        group_encoder *fresh = group_codec_encoder_create(gw->layout);
         if (!fresh) return;
         group_codec_encoder_destroy(gw->idle[i]);
         gw->idle[i] = fresh;

@@ -20,6 +20,7 @@
 #include <stdint.h>
 #include <htslib/thread_pool.h>
 #include "util/errmsg.h"
+#include "codec/group_codec.h"
 
 typedef struct {
     const uint8_t *first, *last;
@@ -36,7 +37,7 @@ typedef struct group_writer group_writer;
  * the groups are encoded on it (shared with others, and left running)
  * instead of a pool of the writer's own. */
 group_writer *group_writer_create_on(hts_tpool *pool, int threads, size_t group_bytes,
-                                     group_put_fn put, void *ctx);
+                                     group_layout layout, group_put_fn put, void *ctx);
 /* Groups from the next one filled on are of about group_bytes. */
 void group_writer_set_group_bytes(group_writer *gw, size_t group_bytes);
 int group_writer_add(group_writer *gw, const uint8_t *key, size_t klen,

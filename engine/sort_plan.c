@@ -165,7 +165,7 @@ static int read_as_one_stream(const rocksort_opts *o, int parts, store_codec cod
 static int readout_streams(const rocksort_opts *o, int n_dirs, store_codec codec)
 {
     int n = o->threads / READOUT_THREADS_PER_STREAM;
-    if (o->resume_dir || n_dirs > 1 || codec == STORE_CODEC_NONE || n < READOUT_STREAMS)
+    if (o->resume_dir || n_dirs > 1 || codec != STORE_CODEC_COLUMNS || n < READOUT_STREAMS)
         return READOUT_STREAMS;
     if (n > STORE_DB_MAX_PARTS) n = STORE_DB_MAX_PARTS;
     return read_as_one_stream(o, n, codec) ? n : READOUT_STREAMS;

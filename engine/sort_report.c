@@ -31,7 +31,7 @@ static void report_sizing(const sort_job *j)
                 j->o->n_in > 1 ? "s" : "", j->merge_width);
     else if (j->size_estimate)
         fprintf(stderr, "[rocksort] size: %.1f MB estimated from the input file%s; no background "
-                "merges (too few runs, or compact runs to be merged in passes instead)\n",
+                "merges (too few runs, or runs in groups to be merged in passes instead)\n",
                 j->size_estimate / 1e6, j->o->n_in > 1 ? "s" : "");
     else
         fprintf(stderr, "[rocksort] size: unknown (no -s, %s)\n",
@@ -194,7 +194,7 @@ static void report_merges(const sort_job *j)
                 "readout\n");
     else
         fprintf(stderr, ": %s\n", m.bytes ? "only to keep the readout within ulimit -n"
-                                  : m.left_to_passes ? "none planned: the compact runs' readers, "
+                                  : m.left_to_passes ? "none planned: the grouped runs' readers, "
                                     "even merged, would not fit the readout's memory, so "
                                     "merge passes rewrite the runs before it instead"
                                   : "none planned (too few runs, or no size known)");

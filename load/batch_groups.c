@@ -22,6 +22,7 @@ typedef struct {
 } range_slot;
 
 struct batch_groups {
+    group_layout layout;
     hts_tpool *pool;
     hts_tpool_process *queue;
     range_slot *slot;
@@ -105,7 +106,8 @@ int batch_groups_write(batch_groups *bg, const batch *sb, size_t group_bytes,
                        group_put_fn put, void *ctx, errmsg *err)
 {
     size_t n = batch_count(sb), bytes = batch_bytes(sb) ? batch_bytes(sb) : 1;
-    size_t range_bytes = BATCH_RANGE_GROUPS * group_bytes;
+    size_t range_bytes = group_bytes * (bg->layout == GROUP_PLAIN ? BATCH_RANGE_PLAIN_GROUPS
+                                                                  : BATCH_RANGE_GROUPS);
     size_t ranges = (bytes + range_bytes - 1) / range_bytes;
     if (ranges > n) ranges = n ? n : 1;
     int failed = 0, queued = 0, collected = 0;
@@ -122,16 +124,17 @@ int batch_groups_write(batch_groups *bg, const batch *sb, size_t group_bytes,
     return failed ? -1 : 0;
 }
 
-batch_groups *batch_groups_create(hts_tpool *pool, int ahead)
+batch_groups *batch_groups_create(hts_tpool *pool, int ahead, group_layout layout)
 {
     batch_groups *bg = calloc(1, sizeof *bg);
     if (!bg) return NULL;
     bg->pool = pool;
+    bg->layout = layout;
     bg->ahead = ahead > 1 ? ahead : 1;
     bg->slot = calloc((size_t)bg->ahead, sizeof *bg->slot);
     int ok = bg->slot && (bg->queue = hts_tpool_process_init(pool, bg->ahead, 0));
     for (int i = 0; ok && i < bg->ahead; i++)
-        ok = (bg->slot[i].enc = group_codec_encoder_create()) != NULL;
+        ok = (bg->slot[i].enc = group_codec_encoder_create(layout)) != NULL;
     if (ok) return bg;
     batch_groups_destroy(bg);
     return NULL;

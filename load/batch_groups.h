@@ -1,7 +1,8 @@
 /* load/batch_groups.h -- a sorted batch encoded as compact groups by many threads at once.
  *
  * Contract: batch_groups_write() cuts a sorted batch (load/batch.h) into
- * ranges of consecutive records, BATCH_RANGE_GROUPS groups' worth each,
+ * ranges of consecutive records, BATCH_RANGE_GROUPS groups' worth each
+ * (BATCH_RANGE_PLAIN_GROUPS for plain groups),
  * and encodes each range's records as groups of about group_bytes (the
  * store's, store_group_bytes(), which may change between runs)
  * (codec/group_codec.h) on a thread pool, several ranges at once.  The groups
@@ -29,12 +30,16 @@
 #include "codec/group_writer.h"
 #include "load/batch.h"
 
+/* Plain groups are as large as their records, compact ones about a
+ * quarter: a range's encoded groups, which its slot holds until they are
+ * put, take about as much memory either way. */
 #define BATCH_RANGE_GROUPS 16
+#define BATCH_RANGE_PLAIN_GROUPS 4
 
 typedef struct batch_groups batch_groups;
 
-/* NULL when out of memory. */
-batch_groups *batch_groups_create(hts_tpool *pool, int ahead);
+/* NULL when out of memory.  The groups are laid out as `layout` says. */
+batch_groups *batch_groups_create(hts_tpool *pool, int ahead, group_layout layout);
 int batch_groups_write(batch_groups *bg, const batch *sb, size_t group_bytes,
                        group_put_fn put, void *ctx, errmsg *err);
 void batch_groups_destroy(batch_groups *bg);

@@ -232,7 +232,7 @@ static int use_pool(spill_queue *q, const spill_setup *s)
     if (!q->pool) return 0;
     if (touch_ahead_start(&q->ahead, q->pool, q->threads) < 0) return -1;
     if (!store_grouped(q->store)) return 0;
-    q->groups = batch_groups_create(q->pool, q->threads + 2);
+    q->groups = batch_groups_create(q->pool, q->threads + 2, store_run_group_layout(q->store));
     return q->groups ? 0 : -1;
 }
 

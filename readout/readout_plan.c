@@ -29,7 +29,8 @@ static double read_cost(const readout_request *rq)
 {
     rocks_store *st = rq->in->store;
     return !st || !store_runs_ingested(st) ? 0
-         : store_grouped(st) ? READOUT_DECODE_S_PER_GB : READOUT_READ_S_PER_GB;
+         : store_grouped(st) && store_run_group_layout(st) == GROUP_COLUMNS ? READOUT_DECODE_S_PER_GB
+                                                                        : READOUT_READ_S_PER_GB;
 }
 
 static int store_parts_of(const readout_request *rq)

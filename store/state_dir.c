@@ -115,7 +115,7 @@ int state_dir_peek(const char *dir, store_codec *codec, uint64_t *bytes)
         run_journal_first_record(path, &rec, &len, &ignored) > 0)
         state_dir_start_read(rec, len, &start);
     int found = start.type == STATE_REC_START && start.version == STORE_STATE_VERSION && !start.bad &&
-                start.codec <= STORE_CODEC_COLUMNS;
+                start.codec <= STORE_CODEC_PLAIN;
     if (found) {
         *codec = (store_codec)start.codec;
         *bytes = dir_bytes(db);

@@ -40,7 +40,8 @@ static int rocks_compression(store_codec c)
     case STORE_CODEC_LZ4: return rocksdb_lz4_compression;
     case STORE_CODEC_SNAPPY: return rocksdb_snappy_compression;
     case STORE_CODEC_ZSTD: return rocksdb_zstd_compression;
-    case STORE_CODEC_NONE: case STORE_CODEC_COLUMNS: break;   /* columns: codec/group_codec.c */
+    case STORE_CODEC_NONE: case STORE_CODEC_COLUMNS: case STORE_CODEC_PLAIN:
+        break;                          /* groups: codec/group_codec.c */
     }
     return rocksdb_no_compression;
 }
@@ -152,7 +153,7 @@ static void configure_codec(store_db *d, const store_options *o)
      * RocksDB 7.8 still starts its parallel threads for every table it
      * writes (three per run and per merge) and passes every block through
      * them: no threads for it. */
-    if (o->compression == STORE_CODEC_COLUMNS || o->compression == STORE_CODEC_NONE) return;
+    if (!store_codec_in_blocks(o->compression)) return;
     uint64_t threads = (uint64_t)(o->compression_threads > 0 ? o->compression_threads : 0);
     if (o->merge_memory && threads > o->merge_memory / 8 / CODEC_THREAD_BYTES)
         threads = o->merge_memory / 8 / CODEC_THREAD_BYTES;

@@ -71,8 +71,8 @@ const key_sample *store_sample_at(const rocks_store *st, size_t i);
  * (store/store_iter.h). */
 int store_parts(const rocks_store *st);
 
-/* True when runs hold groups of records in columns (compact runs): see
- * store/store_iter.h for what that means to a reader. */
+/* True when runs hold groups of records (compact runs in columns, or
+ * plain): see store/store_iter.h for what that means to a reader. */
 int store_grouped(const rocks_store *st);
 /* Compact runs: the records per group of the runs written from now on
  * (store_merge_plan(), store/store_merge.h). */

@@ -48,7 +48,7 @@ static readout_estimate estimate_readout(const rocks_store *st, uint64_t runs)
  * Called before the first run begins (store_merge_plan()'s contract). */
 static void plan_groups(rocks_store *st, uint64_t runs, const readout_estimate *e)
 {
-    if (st->codec != STORE_CODEC_COLUMNS || !st->readout_memory || st->state_dir) return;
+    if (!store_codec_grouped(st->codec) || !st->readout_memory || st->state_dir) return;
     st->group_bytes = run_readers_group_bytes(runs, e->files, e->parts, st->readout_memory);
     if (st->groups) group_writer_set_group_bytes(st->groups, st->group_bytes);
 }
@@ -65,7 +65,7 @@ int store_plan_groups_and_passes(rocks_store *st, uint64_t runs)
     plan_groups(st, runs, &e);
     run_readers_shape s = { .runs = e.files, .groups = runs, .grouped = 1, .parts = e.parts,
                             .ahead = READERS_FEED_AHEAD, .group_bytes = st->group_bytes };
-    return st->codec == STORE_CODEC_COLUMNS && st->readout_memory && !st->state_dir && e.merged &&
+    return store_codec_grouped(st->codec) && st->readout_memory && !st->state_dir && e.merged &&
            run_readers_bytes(&s, READERS_MIN_READAHEAD) > st->readout_memory;
 }
 
@@ -77,7 +77,7 @@ int store_plan_groups_and_passes(rocks_store *st, uint64_t runs)
  * twice the size leave the plan alone. */
 int store_plan_outgrown(const rocks_store *st)
 {
-    if (st->codec != STORE_CODEC_COLUMNS || !st->readout_memory || st->state_dir ||
+    if (!store_codec_grouped(st->codec) || !st->readout_memory || st->state_dir ||
         st->largest_group <= 2 * (uint64_t)st->group_bytes || !st->runs_planned)
         return 0;
     readout_estimate e = estimate_readout(st, st->runs_planned);

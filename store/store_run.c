@@ -15,9 +15,15 @@
 static int put_group(void *store, const group_span *span, const uint8_t *blob, size_t len,
                      errmsg *err);
 
+group_layout store_run_group_layout(const rocks_store *st)
+{
+    return st->codec == STORE_CODEC_PLAIN ? GROUP_PLAIN : GROUP_COLUMNS;
+}
+
 group_writer *store_run_group_writer(rocks_store *st, int threads)
 {
-    return group_writer_create_on(st->pool, threads, st->group_bytes, put_group, st);
+    return group_writer_create_on(st->pool, threads, st->group_bytes, store_run_group_layout(st),
+                                  put_group, st);
 }
 
 int store_run_prepare(rocks_store *st, const store_options *o, errmsg *err)
@@ -25,7 +31,7 @@ int store_run_prepare(rocks_store *st, const store_options *o, errmsg *err)
     st->pool = o->pool;
     st->encode_threads = o->compression_threads;
     /* Groups go in under their first record's keys (see readout/group_feed.h). */
-    if (o->compression == STORE_CODEC_COLUMNS &&
+    if (store_codec_grouped(o->compression) &&
         (!(st->groups = store_run_group_writer(st, o->compression_threads))
          || !(st->index = run_index_create())))
         return errmsg_set(err, "out of memory");

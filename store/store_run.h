@@ -58,6 +58,9 @@ int store_run_end(rocks_store *st, const void *note, size_t note_len, errmsg *er
  * and one record more at most. */
 int store_run_put_group(rocks_store *st, const group_span *span, const uint8_t *blob,
                         size_t len, errmsg *err);
+/* How the groups are laid out: in columns (compact runs) or plain
+ * (codec/group_codec.h). */
+group_layout store_run_group_layout(const rocks_store *st);
 
 /* Once the runs are written: what the compact runs' encoders hold goes back
  * (group_writer_trim()), before the readout, whose merge passes write with

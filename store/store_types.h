@@ -15,12 +15,21 @@
 #include <htslib/thread_pool.h>
 #include "disk/temp_dirs.h"
 
-/* How runs hold their records: RocksDB's block codecs, or groups of records
- * in columns (codec/group_codec.h), the compact runs. */
+/* How runs hold their records: one entry a record, uncompressed or under
+ * RocksDB's block codecs; or one entry a group of records
+ * (codec/group_codec.h), in columns (the compact runs) or plain (the
+ * uncompressed runs a sort writes now: STORE_CODEC_NONE stays readable for
+ * the runs of a state written before them). */
 typedef enum {
     STORE_CODEC_NONE, STORE_CODEC_LZ4, STORE_CODEC_SNAPPY, STORE_CODEC_ZSTD,
-    STORE_CODEC_COLUMNS
+    STORE_CODEC_COLUMNS, STORE_CODEC_PLAIN
 } store_codec;
+
+/* Whether runs hold groups of records, one entry each. */
+static inline int store_codec_grouped(store_codec c)
+{
+    return c == STORE_CODEC_COLUMNS || c == STORE_CODEC_PLAIN;
+}
 
 /* Whether RocksDB compresses the runs block by block (and decompresses
  * each block as it reads). */

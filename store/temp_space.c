@@ -147,12 +147,15 @@ static uint64_t peak_run_bytes(const temp_request *rq, uint64_t data)
 /* The one place where the option's modes and the store's codecs meet. */
 static const store_codec codec_of_mode[] = {
     [TEMP_AUTO] = STORE_CODEC_COLUMNS, [TEMP_COMPACT] = STORE_CODEC_COLUMNS,
-    [TEMP_NONE] = STORE_CODEC_NONE, [TEMP_LZ4] = STORE_CODEC_LZ4,
+    [TEMP_NONE] = STORE_CODEC_PLAIN, [TEMP_LZ4] = STORE_CODEC_LZ4,
     [TEMP_SNAPPY] = STORE_CODEC_SNAPPY, [TEMP_ZSTD] = STORE_CODEC_ZSTD,
 };
 
+/* A state's runs' mode: the records one by one are uncompressed runs too,
+ * as states written before plain groups hold them. */
 static temp_mode mode_of_codec(store_codec c)
 {
+    if (c == STORE_CODEC_NONE) return TEMP_NONE;
     for (int m = TEMP_COMPACT; m <= TEMP_ZSTD; m++)
         if (codec_of_mode[m] == c) return (temp_mode)m;
     return TEMP_COMPACT;
@@ -223,21 +226,13 @@ static double slowest_disk_mb_s(const temp_dirs *dirs)
  * space and win wherever the disk is slow.  At levels 0 and 1 the output's
  * compression no longer hides the load, whose encoding of the runs then
  * shows: on a fast disk with room to spare, uncompressed runs are faster
- * (doc/DESIGN.md).  The disk's speed is measured only then.  But the pool
- * encodes compact runs on many cores, while uncompressed ones are put
- * record by record by the spill thread alone: with more than
- * TEMP_NONE_MAX_THREADS threads that one thread would bound the load. */
-#define TEMP_NONE_MAX_THREADS 8
-
+ * (doc/DESIGN.md).  The disk's speed is measured only then.  Both are
+ * laid out in groups on the pool, at any number of threads. */
 static void choose_mode(const temp_request *rq, temp_plan *p)
 {
     p->mode = TEMP_COMPACT;
     p->why = "compact runs are the default";
-    if (rq->out_level <= 1 && rq->threads > TEMP_NONE_MAX_THREADS)
-        p->why = "with more than 8 threads the pool encodes compact runs, while one thread "
-                 "would write uncompressed ones";
-    if (rq->out_level > 1 || rq->threads > TEMP_NONE_MAX_THREADS || !p->source ||
-        !p->free_known ||
+    if (rq->out_level > 1 || !p->source || !p->free_known ||
         p->free_bytes / TEMP_ROOM_FOR_NONE < p->need_none)
         return;
     double mb_s = slowest_disk_mb_s(&p->dirs);
@@ -329,6 +324,8 @@ int temp_space_plan(const temp_request *rq, temp_plan *p, errmsg *err)
     } else if (rq->mode == TEMP_AUTO) {
         choose_mode(rq, p);
     }
+    p->codec = rq->state_found && mode_of_codec(rq->state_codec) == p->mode ? rq->state_codec
+                                                                            : codec_of_mode[p->mode];
     leave_out_small_dirs(rq, p, ratio);
     if (!p->source || !p->free_known) return 0;
     uint64_t need = p->mode == TEMP_NONE ? p->need_none
@@ -341,7 +338,7 @@ int temp_space_plan(const temp_request *rq, temp_plan *p, errmsg *err)
 
 void temp_space_store_options(const temp_plan *p, store_options *so)
 {
-    so->compression = codec_of_mode[p->mode];
+    so->compression = p->codec;
     /* Helper threads take the codecs' compression off the spill thread,
      * which the loader would otherwise wait for. */
     so->compression_threads = p->mode == TEMP_NONE ? 0 : p->threads;

@@ -78,6 +78,8 @@ typedef struct {
 
 typedef struct {
     temp_mode mode;             /* the runs' format: never TEMP_AUTO */
+    store_codec codec;          /* the store's for it; a resumed state's own where it is
+                                   of that mode */
     int threads;                /* compression helper threads */
     temp_dirs dirs;             /* the directories the runs go to, measured */
     int dirs_dropped;           /* directories left out for max_dirs */
@@ -105,7 +107,7 @@ int temp_space_plan(const temp_request *rq, temp_plan *plan, errmsg *err);
  * free space, in buf; returns how many, 0 (buf untouched) if none. */
 int temp_space_left_out(const temp_plan *plan, char *buf, size_t n);
 
-/* Sets the store's codec, level and helper threads for plan->mode. */
+/* Sets the store's codec and helper threads for plan->codec. */
 void temp_space_store_options(const temp_plan *plan, store_options *so);
 
 /* One -v line: the format, why, the estimates and the free space. */

@@ -150,13 +150,13 @@ static void free_decoded(decoded *d)
 }
 
 /* One group of everything, through the encoder alone. */
-static const char *round_trip(int fixed_keys)
+static const char *round_trip(int fixed_keys, group_layout layout)
 {
     static char problem[128];
     pair_set ps;
     decoded d = { 0 };
     if (make_pairs(fixed_keys, 3, &ps) < 0) return "test records did not parse";
-    group_encoder *e = group_codec_encoder_create();
+    group_encoder *e = group_codec_encoder_create(layout);
     const uint8_t *blob;
     size_t len;
     group_span span;
@@ -182,6 +182,10 @@ static const char *round_trip(int fixed_keys)
     bad[4] ^= 1;                                  /* the count of pairs */
     if (!r && group_codec_decode(bad, len, &d.rec, &d.scratch) != GROUP_DECODE_MALFORMED)
         r = "a blob with a wrong count was not malformed";
+    memcpy(bad, blob, len);
+    bad[8] ^= 2;                      /* flags in columns, the data's length when plain */
+    if (!r && group_codec_decode(bad, len, &d.rec, &d.scratch) != GROUP_DECODE_MALFORMED)
+        r = "a blob with a wrong flag or length was not malformed";
     free(bad);
     group_codec_encoder_destroy(e);
     free_decoded(&d);
@@ -198,14 +202,16 @@ static size_t le32(const uint8_t *p)
  * but is never taken for memory running out: a resumable sort keeps its runs
  * for that, and drops them as damaged for the other.  Eight copies of the
  * records fill a column for each codec: zstd's, and rANS' for qualities.
- * Every byte is damaged in turn, as rANS notices few of them. */
-static const char *damage_is_not_memory(void)
+ * Every byte is damaged in turn, as rANS notices few of them.  A plain
+ * blob's records are copied whatever they hold (RocksDB's checksums guard
+ * them): its header and lengths are damaged, byte by byte. */
+static const char *damage_is_not_memory(group_layout layout)
 {
     static char problem[128];
     pair_set ps;
     decoded d = { 0 };
     if (make_pairs(1, 8, &ps) < 0) return "test records did not parse";
-    group_encoder *e = group_codec_encoder_create();
+    group_encoder *e = group_codec_encoder_create(layout);
     const uint8_t *blob;
     size_t len;
     const char *r = NULL;
@@ -213,7 +219,9 @@ static const char *damage_is_not_memory(void)
         if (group_codec_add(e, ps.p[i].key, ps.p[i].klen, ps.p[i].val, ps.p[i].vlen) < 0) r = "add failed";
     if (!r && group_codec_encode(e, &blob, &len) < 0) r = "encode failed";
     uint8_t *bad = r ? NULL : malloc(len);
-    for (size_t at = 9; !r && at < len; at++) {   /* past the blob's header */
+    size_t skip_from = layout == GROUP_PLAIN ? 12 : len, skip_to = skip_from + (r ? 0 : le32(blob + 8));
+    for (size_t at = layout == GROUP_PLAIN ? 4 : 9; !r && at < len; at++) {  /* past the magic */
+        if (at == skip_from) at = skip_to;
         memcpy(bad, blob, len);
         bad[at] ^= 0x5a;
         if (group_codec_decode(bad, len, &d.rec, &d.scratch) == GROUP_DECODE_NO_MEMORY) {
@@ -221,13 +229,15 @@ static const char *damage_is_not_memory(void)
             r = problem;
         }
     }
-    /* Every column's header claiming 4 GiB: damage, found before a buffer
-     * of tens of gigabytes is asked for. */
+    /* Every column's header claiming 4 GiB (a plain blob's count and
+     * length): damage, found before a buffer of tens of gigabytes is asked
+     * for. */
     if (!r) memcpy(bad, blob, len);
-    for (size_t at = 9; !r && at + 9 <= len; at += 9 + le32(bad + at + 5))
+    if (!r && layout == GROUP_PLAIN) memset(bad + 4, 0xff, 8);
+    for (size_t at = 9; !r && layout == GROUP_COLUMNS && at + 9 <= len; at += 9 + le32(bad + at + 5))
         memset(bad + at + 1, 0xff, 4);
     if (!r && group_codec_decode(bad, len, &d.rec, &d.scratch) != GROUP_DECODE_MALFORMED)
-        r = "columns claiming 4 GiB each were not malformed";
+        r = "sizes claiming 4 GiB each were not malformed";
     free(bad);
     group_codec_encoder_destroy(e);
     free_decoded(&d);
@@ -237,14 +247,14 @@ static const char *damage_is_not_memory(void)
 
 /* Small groups on three threads: blobs come back in order, each under its
  * first key. */
-static const char *writer_in_order(int threads)
+static const char *writer_in_order(int threads, group_layout layout)
 {
     pair_set ps;
     decoded d = { 0 };
     errmsg err;
     int failed = 0;
     if (make_pairs(1, 50, &ps) < 0) return "test records did not parse";
-    group_writer *gw = group_writer_create_on(NULL, threads, 2000, append_group, &d);
+    group_writer *gw = group_writer_create_on(NULL, threads, 2000, layout, append_group, &d);
     if (!gw) return "writer not created";
     for (size_t i = 0; !failed && i < ps.n; i++)
         failed = group_writer_add(gw, ps.p[i].key, ps.p[i].klen, ps.p[i].val, ps.p[i].vlen, &err) < 0;
@@ -309,12 +319,12 @@ static const char *read_range(rocks_store *st, const pair_set *ps, size_t lo, si
     return r;
 }
 
-static const char *store_ranges(void)
+static const char *store_ranges(store_codec codec)
 {
     pair_set ps;
     if (make_pairs(1, 40, &ps) < 0) return "test records did not parse";
     store_dir place = { "/tmp/test_group_codec", 1 };
-    store_options so = { .dirs = &place, .n_dirs = 1, .compression = STORE_CODEC_COLUMNS,
+    store_options so = { .dirs = &place, .n_dirs = 1, .compression = codec,
                          .compression_threads = 2, .max_open_files = -1,
                          .background_threads = 1, .parts = 1 };
     errmsg err;
@@ -330,9 +340,9 @@ static const char *store_ranges(void)
     return r;
 }
 
-static const char *short_value_refused(void)
+static const char *short_value_refused(group_layout layout)
 {
-    group_encoder *e = group_codec_encoder_create();
+    group_encoder *e = group_codec_encoder_create(layout);
     uint8_t v[8] = { 0 }, k = 1;
     int rc = group_codec_add(e, &k, 1, v, sizeof v);
     group_codec_encoder_destroy(e);
@@ -341,12 +351,18 @@ static const char *short_value_refused(void)
 
 int main(void)
 {
-    report("group_round_trip_fixed_keys", round_trip(1));
-    report("group_round_trip_varying_keys", round_trip(0));
-    report("group_damage_is_not_memory", damage_is_not_memory());
-    report("group_writer_in_order_one_thread", writer_in_order(1));
-    report("group_writer_in_order_three_threads", writer_in_order(3));
-    report("group_short_value_refused", short_value_refused());
-    report("group_store_ranges_in_key_order", store_ranges());
+    report("group_round_trip_fixed_keys", round_trip(1, GROUP_COLUMNS));
+    report("group_round_trip_varying_keys", round_trip(0, GROUP_COLUMNS));
+    report("plain_group_round_trip_fixed_keys", round_trip(1, GROUP_PLAIN));
+    report("plain_group_round_trip_varying_keys", round_trip(0, GROUP_PLAIN));
+    report("group_damage_is_not_memory", damage_is_not_memory(GROUP_COLUMNS));
+    report("plain_group_damage_is_not_memory", damage_is_not_memory(GROUP_PLAIN));
+    report("group_writer_in_order_one_thread", writer_in_order(1, GROUP_COLUMNS));
+    report("group_writer_in_order_three_threads", writer_in_order(3, GROUP_COLUMNS));
+    report("plain_group_writer_in_order_three_threads", writer_in_order(3, GROUP_PLAIN));
+    report("group_short_value_refused", short_value_refused(GROUP_COLUMNS));
+    report("plain_group_short_value_refused", short_value_refused(GROUP_PLAIN));
+    report("group_store_ranges_in_key_order", store_ranges(STORE_CODEC_COLUMNS));
+    report("plain_group_store_ranges_in_key_order", store_ranges(STORE_CODEC_PLAIN));
     return report_summary();
 }

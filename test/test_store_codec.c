@@ -90,6 +90,7 @@ int main(void)
         return 1;
     }
     report("uncompressed_runs_start_no_codec_threads", codec_without_threads(STORE_CODEC_NONE, dir));
+    report("plain_group_runs_start_no_codec_threads", codec_without_threads(STORE_CODEC_PLAIN, dir));
     report("compact_runs_start_no_codec_threads", codec_without_threads(STORE_CODEC_COLUMNS, dir));
     report("block_codec_runs_start_codec_threads", block_codec_threads(dir));
     rmdir(dir);

@@ -1,7 +1,7 @@
 /* util/byte_io.h -- a record's fields written into, and read back out of, a byte buffer.
  *
- * Contract: a byte_writer appends unsigned integers (8 bytes, little-endian)
- * and length-prefixed byte strings to a growing malloc'd buffer; after any
+ * Contract: a byte_writer appends unsigned integers (8 bytes, little-endian,
+ * or varints), raw bytes and length-prefixed byte strings to a growing malloc'd buffer; after any
  * allocation failure it stays failed (w->failed) and appends nothing.  A
  * byte_reader takes them back in the same order and never reads past its
  * end: a read beyond it sets r->bad and yields zeros.  The layout is this
@@ -46,6 +46,18 @@ static inline void bw_u64(byte_writer *w, uint64_t v)
     uint8_t b[8];
     u64_to_le(v, b);
     bw_bytes_raw(w, b, 8);
+}
+
+/* An unsigned LEB128 varint: 7 bits a byte, low bits first. */
+static inline void bw_varint(byte_writer *w, uint64_t v)
+{
+    uint8_t b[10];
+    size_t n = 0;
+    do {
+        b[n++] = (uint8_t)((v & 0x7f) | (v > 0x7f ? 0x80 : 0));
+        v >>= 7;
+    } while (v);
+    bw_bytes_raw(w, b, n);
 }
 
 static inline void bw_bytes(byte_writer *w, const void *src, size_t len)

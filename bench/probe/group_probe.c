@@ -32,7 +32,7 @@ int main(int argc, char **argv)
     if (!h) return fprintf(stderr, "cannot read %s\n", argv[1]), 1;
     size_t group_bytes = strtoull(argv[2], NULL, 10);
     bam1_t *b = bam_init1();
-    group_encoder *e = group_codec_encoder_create();
+    group_encoder *e = group_codec_encoder_create(GROUP_COLUMNS);
     group_records r = { 0 };
     group_scratch scratch = { 0 };
     uint8_t key[32], *val = NULL, *copy = NULL;
