@@ -31,7 +31,8 @@ int group_plain_add(group_plain_encoder *e, const uint8_t *key, size_t klen,
 int group_plain_encode(group_plain_encoder *e, const uint8_t **blob, size_t *len)
 {
     size_t data_len = e->blob.n - GROUP_PLAIN_HEADER;
-    if (!e->n || e->n > UINT32_MAX || data_len > UINT32_MAX) return -1;
+    /* RocksDB's values, like the header's fields, are under 4 GiB. */
+    if (!e->n || e->n > UINT32_MAX || e->blob.n + e->lens.n > UINT32_MAX) return -1;
     bw_bytes_raw(&e->blob, e->lens.p, e->lens.n);
     if (e->blob.failed) return -1;
     memcpy(e->blob.p, GROUP_PLAIN_MAGIC, 4);

@@ -38,7 +38,7 @@ static int store_group(group_writer *gw, encode_job *j, errmsg *err)
 {
     int rc = 0;
     if (j->status < 0) {
-        rc = errmsg_set(err, "out of memory while compressing a run");
+        rc = errmsg_set(err, "a run's group could not be encoded (out of memory, or 4 GiB or more)");
     } else {
         group_span span;    /* the keys are still there after encoding */
         span.first = group_codec_first_key(j->enc, &span.first_len);
@@ -119,7 +119,7 @@ int group_writer_add(group_writer *gw, const uint8_t *key, size_t klen,
         gw->filling = gw->idle[--gw->n_idle];
     }
     if (group_codec_add(gw->filling, key, klen, val, vlen) < 0)
-        return errmsg_set(err, "a record could not be added to a compact run (out of memory?)");
+        return errmsg_set(err, "a record could not be added to a run's group (out of memory?)");
     if (group_codec_raw_bytes(gw->filling) >= gw->group_bytes) return dispatch(gw, err);
     return 0;
 }

@@ -61,7 +61,8 @@ static void *encode_range(void *arg)
 /* Puts a finished range's groups; -1 with the cause in err. */
 static int put_range(range_slot *r, group_put_fn put, void *ctx, errmsg *err)
 {
-    if (r->failed) return errmsg_set(err, "out of memory while compressing a run");
+    if (r->failed)
+        return errmsg_set(err, "a run's group could not be encoded (out of memory, or 4 GiB or more)");
     byte_reader rd = br_of(r->out.p, r->out.n);
     while (rd.at < rd.n) {
         group_span span;

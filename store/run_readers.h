@@ -6,10 +6,12 @@
  *   per run, an open file: RocksDB's readahead buffer (the readahead and
  *     a block), the block being read, and with a block codec (lz4, snappy,
  *     zstd) that block decompressed;
- *   compact runs: every group open at once, decoded (a RocksDB merge
- *     copies groups whole, so one per run ever written to the part), the
- *     groups each part's feed decodes ahead, and one group's columns and
- *     the decoders' state per feed (readout/group_feed.h);
+ *   runs in groups (compact, or plain: codec/group_codec.h): every group
+ *     open at once, decoded (a RocksDB merge copies groups whole, so one
+ *     per run ever written to the part), the groups each part's feed
+ *     decodes ahead, and one group's columns and the decoders' state per
+ *     feed (readout/group_feed.h; plain groups need neither, and are
+ *     counted as compact ones);
  *   records runs: per part, the ring of chunks its reader thread fills
  *     (readout/run_stream.h), chunks sized by run_readers_chunk_bytes().
  * run_readers_bytes() sums that for a shape at a readahead.  run_readers_fit()

@@ -36,7 +36,7 @@ void store_iter_next(store_iter *it);
 int store_iter_status(const store_iter *it, errmsg *err);
 void store_iter_close(store_iter *it);
 
-/* When runs hold groups of records in columns (compact runs,
+/* When runs hold groups of records (compact or plain,
  * store_grouped()), an iterator with a lower bound lo misses, in each run,
  * the group that begins below lo and holds records from lo on:
  * store_iter_straddlers() names those (store/run_index.h), with room in out for

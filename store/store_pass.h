@@ -28,7 +28,7 @@
  * part, as the store stands after store_merge_settle(). */
 typedef struct {
     int parts;                          /* parts holding runs: 0..parts-1 */
-    int grouped;                        /* compact runs (store_grouped()) */
+    int grouped;                        /* runs in groups (store_grouped()) */
     int block_codec;                    /* RocksDB decompresses each block (lz4, snappy, zstd) */
     int resumable;                      /* --resume's store: never passed over */
     size_t group_bytes;                 /* compact runs: the most bytes of records a group

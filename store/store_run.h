@@ -51,7 +51,7 @@ int store_run_put(rocks_store *st, const uint8_t *key, size_t klen,
                   const uint8_t *val, size_t vlen, errmsg *err);
 int store_run_end(rocks_store *st, const void *note, size_t note_len, errmsg *err);
 
-/* Compact runs (store_grouped()): instead of records, a group already
+/* Runs in groups (store_grouped()): instead of records, a group already
  * encoded elsewhere (load/batch_groups.h), with the bytes of records it holds
  * in its span, in key order like records.  A run takes records or groups,
  * not both.  Groups hold store_group_bytes() of records (store/store.h),

@@ -226,13 +226,21 @@ static double slowest_disk_mb_s(const temp_dirs *dirs)
  * space and win wherever the disk is slow.  At levels 0 and 1 the output's
  * compression no longer hides the load, whose encoding of the runs then
  * shows: on a fast disk with room to spare, uncompressed runs are faster
- * (doc/DESIGN.md).  The disk's speed is measured only then.  Both are
- * laid out in groups on the pool, at any number of threads. */
+ * (doc/DESIGN.md).  The disk's speed is measured only then.  Both are laid
+ * out on the pool, but the spill thread alone writes every byte of a run:
+ * with more than TEMP_NONE_MAX_THREADS threads, uncompressed runs' three
+ * to four times the bytes would make that one thread bound the load. */
+#define TEMP_NONE_MAX_THREADS 8
+
 static void choose_mode(const temp_request *rq, temp_plan *p)
 {
     p->mode = TEMP_COMPACT;
     p->why = "compact runs are the default";
-    if (rq->out_level > 1 || !p->source || !p->free_known ||
+    if (rq->out_level <= 1 && rq->threads > TEMP_NONE_MAX_THREADS)
+        p->why = "with more than 8 threads the spill thread, which writes every byte of a run, "
+                 "would bound the load with uncompressed runs";
+    if (rq->out_level > 1 || rq->threads > TEMP_NONE_MAX_THREADS || !p->source ||
+        !p->free_known ||
         p->free_bytes / TEMP_ROOM_FOR_NONE < p->need_none)
         return;
     double mb_s = slowest_disk_mb_s(&p->dirs);
@@ -349,7 +357,9 @@ void temp_space_report(const temp_plan *p, FILE *fp)
     char free_s[32] = "unknown", none_s[32], compact_s[32];
     if (p->free_known) space_text(free_s, sizeof free_s, p->free_bytes);
     fprintf(fp, "[rocksort] temp runs: %s%s, as %s; ", mode_names[p->mode],
-            p->mode == TEMP_COMPACT ? " (records in columns)" : "", p->why);
+            p->codec == STORE_CODEC_COLUMNS ? " (records in columns)"
+            : p->codec == STORE_CODEC_PLAIN ? " (records in plain groups)"
+            : p->codec == STORE_CODEC_NONE ? " (one entry a record)" : "", p->why);
     /* The measurement behind the choice: a busy disk measures slow. */
     if (p->disk_mb_s > 0)
         fprintf(fp, "the slowest temp directory took direct writes at %.0f MB/s (fast: %d or "

@@ -140,6 +140,8 @@ CELLS = [
     # name, options, from stdin, compared with the oracle
     ("compact_m1M", ["-m", "1M"], False, True),
     ("none_m1M", ["-m", "1M", "--temp-compression", "none"], False, True),
+    # plain groups filled in ranges on the pool, each range's groups held until put
+    ("none_threads8_m1M", ["-@", "8", "-m", "1M", "--temp-compression", "none"], False, True),
     ("lz4_threads2_m1M", ["-@", "2", "-m", "1M", "--temp-compression", "lz4"], False, False),
     ("zstd_m4M", ["-m", "4M", "--temp-compression", "zstd"], False, False),
     ("merge_threads200_threads8_m1M", ["-@", "8", "-m", "1M", "--merge-threads", "200"],

@@ -135,6 +135,43 @@ static const char *check_modes(void)
     return NULL;
 }
 
+/* The store codec of a plan for `mode`, resuming a state of `state` runs. */
+static store_codec resumed_codec(temp_mode mode, store_codec state)
+{
+    temp_plan p;
+    errmsg err;
+    temp_request rq = request("-", 0, mode);
+    rq.state_found = 1;
+    rq.state_codec = state;
+    temp_space_plan(&rq, &p, &err);
+    store_options so = { 0 };
+    temp_space_store_options(&p, &so);
+    return so.compression;
+}
+
+/* Uncompressed runs are plain groups now; a state written before them
+ * holds one entry a record, and is resumed as it is, with or without
+ * --temp-compression none.  Another format keeps the mode's own codec,
+ * which the store then finds differs from the state's. */
+static const char *check_resumed_codecs(void)
+{
+    temp_plan p;
+    errmsg err;
+    temp_request rq = request("-", 0, TEMP_NONE);
+    temp_space_plan(&rq, &p, &err);
+    if (p.codec != STORE_CODEC_PLAIN) return "uncompressed runs are not plain groups";
+    if (resumed_codec(TEMP_AUTO, STORE_CODEC_NONE) != STORE_CODEC_NONE ||
+        resumed_codec(TEMP_NONE, STORE_CODEC_NONE) != STORE_CODEC_NONE)
+        return "a state of records one by one is not resumed as it is";
+    if (resumed_codec(TEMP_AUTO, STORE_CODEC_PLAIN) != STORE_CODEC_PLAIN ||
+        resumed_codec(TEMP_NONE, STORE_CODEC_PLAIN) != STORE_CODEC_PLAIN)
+        return "a state of plain groups is not resumed as it is";
+    if (resumed_codec(TEMP_COMPACT, STORE_CODEC_NONE) != STORE_CODEC_COLUMNS ||
+        resumed_codec(TEMP_NONE, STORE_CODEC_COLUMNS) != STORE_CODEC_PLAIN)
+        return "a forced format of another kind than the state's was not kept";
+    return NULL;
+}
+
 int main(void)
 {
     if (!scratch_dir_make(dir, sizeof dir, "test_temp_space")) {
@@ -149,6 +186,7 @@ int main(void)
     report("temp_space_small_hint", check_small_hint());
     report("temp_space_file_beats_hint", check_file_beats_hint());
     report("temp_space_modes", check_modes());
+    report("temp_space_resumed_codecs", check_resumed_codecs());
     rmdir(dir);
     return report_summary();
 }
