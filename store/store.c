@@ -167,12 +167,6 @@ static void configure_shared(rocks_store *st)
 {
     st->table = rocksdb_block_based_options_create();
     rocksdb_block_based_options_set_block_size(st->table, STORE_BLOCK_BYTES);
-    /* A block ends before an entry that would take it past the size, so
-     * none holds more than the size or one entry (store/run_readers.h counts
-     * them so).  RocksDB's default lets a block under 90 % full take the
-     * next entry whole: a short group followed by a plain group of 256 KiB
-     * made a block of nearly twice the size. */
-    rocksdb_block_based_options_set_block_size_deviation(st->table, 100);
     rocksdb_block_based_options_set_no_block_cache(st->table, 1);
     st->envopts = rocksdb_envoptions_create();
     st->ingest = rocksdb_ingestexternalfileoptions_create();
