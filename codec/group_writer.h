@@ -1,4 +1,4 @@
-/* codec/group_writer.h -- a compact run written group by group, encoded on worker threads.
+/* codec/group_writer.h -- a run written group by group (compact or plain), encoded on a pool.
  *
  * Contract: group_writer_add() takes a run's (key, value) pairs in key order
  * and fills groups of about group_bytes of them; each full group is encoded

@@ -1,4 +1,4 @@
-/* load/batch_groups.h -- a sorted batch encoded as compact groups by many threads at once.
+/* load/batch_groups.h -- a sorted batch encoded as groups (compact or plain) on many threads.
  *
  * Contract: batch_groups_write() cuts a sorted batch (load/batch.h) into
  * ranges of consecutive records, BATCH_RANGE_GROUPS groups' worth each

@@ -1,4 +1,4 @@
-/* readout/group_feed.h -- one part's compact runs as decoded groups, in the order of their first keys.
+/* readout/group_feed.h -- one part's groups (compact or plain), decoded, in first-key order.
  *
  * Contract: group_feed_open() starts a thread that reads the groups of one
  * part of the store (store/store_iter.h) that hold records with keys from lo

@@ -74,7 +74,7 @@ int store_parts(const rocks_store *st);
 /* True when runs hold groups of records (compact runs in columns, or
  * plain): see store/store_iter.h for what that means to a reader. */
 int store_grouped(const rocks_store *st);
-/* Compact runs: the records per group of the runs written from now on
+/* Runs in groups: the records per group of the runs written from now on
  * (store_merge_plan(), store/store_merge.h). */
 size_t store_group_bytes(const rocks_store *st);
 
