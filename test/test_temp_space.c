@@ -172,6 +172,34 @@ static const char *check_resumed_codecs(void)
     return NULL;
 }
 
+/* -v's line names the layout the runs take, a resumed state's own included. */
+static const char *check_report_names_layout(void)
+{
+    static const struct { temp_mode mode; store_codec state; const char *text; } cases[] = {
+        { TEMP_NONE, STORE_CODEC_NONE, "none (one entry a record)" },
+        { TEMP_NONE, STORE_CODEC_PLAIN, "none (records in plain groups)" },
+        { TEMP_COMPACT, STORE_CODEC_COLUMNS, "compact (records in columns)" },
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        temp_plan p;
+        errmsg err;
+        temp_request rq = request("-", 0, cases[i].mode);
+        rq.state_found = 1;
+        rq.state_codec = cases[i].state;
+        temp_space_plan(&rq, &p, &err);
+        char *text = NULL;
+        size_t len = 0;
+        FILE *fp = open_memstream(&text, &len);
+        if (!fp) return "open_memstream failed";
+        temp_space_report(&p, fp);
+        fclose(fp);
+        int found = strstr(text, cases[i].text) != NULL;
+        free(text);
+        if (!found) return "-v's temp runs line does not name the runs' layout";
+    }
+    return NULL;
+}
+
 int main(void)
 {
     if (!scratch_dir_make(dir, sizeof dir, "test_temp_space")) {
@@ -187,6 +215,7 @@ int main(void)
     report("temp_space_file_beats_hint", check_file_beats_hint());
     report("temp_space_modes", check_modes());
     report("temp_space_resumed_codecs", check_resumed_codecs());
+    report("temp_space_report_names_layout", check_report_names_layout());
     rmdir(dir);
     return report_summary();
 }
