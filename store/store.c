@@ -171,7 +171,9 @@ static void configure_shared(rocks_store *st)
      * the block holds under 1% of it: at RocksDB's default (10) a block under
      * 90% full takes the next entry whole, and a plain group after a short one
      * then makes a block of up to twice the size store/run_readers.h counts.
-     * 100 would mean "never end early", so every block would overshoot. */
+     * 100 would mean "never end early", so every block would overshoot.  An
+     * entry larger than the size (a group of long reads) is still a block of
+     * its own, which the readers count at the size (doc/DESIGN.md). */
     rocksdb_block_based_options_set_block_size_deviation(st->table, 99);
     rocksdb_block_based_options_set_no_block_cache(st->table, 1);
     st->envopts = rocksdb_envoptions_create();
