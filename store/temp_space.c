@@ -232,6 +232,12 @@ static double slowest_disk_mb_s(const temp_dirs *dirs)
  * to four times the bytes would make that one thread bound the load. */
 #define TEMP_NONE_MAX_THREADS 8
 
+int temp_space_fast_disk_mb_s(int threads)
+{
+    int fast = TEMP_FAST_DISK_MB_S_PER_THREAD * (threads > 1 ? threads : 1);
+    return fast < TEMP_FAST_DISK_MB_S ? fast : TEMP_FAST_DISK_MB_S;
+}
+
 static void choose_mode(const temp_request *rq, temp_plan *p)
 {
     p->mode = TEMP_COMPACT;
@@ -245,7 +251,8 @@ static void choose_mode(const temp_request *rq, temp_plan *p)
         return;
     double mb_s = slowest_disk_mb_s(&p->dirs);
     p->disk_mb_s = mb_s;
-    if (mb_s >= 0 && mb_s < TEMP_FAST_DISK_MB_S) {
+    p->fast_mb_s = temp_space_fast_disk_mb_s(rq->threads);
+    if (mb_s >= 0 && mb_s < p->fast_mb_s) {
         p->why = "at output levels 0 and 1, uncompressed runs are faster only on a fast disk";
         return;
     }
@@ -363,7 +370,7 @@ void temp_space_report(const temp_plan *p, FILE *fp)
     /* The measurement behind the choice: a busy disk measures slow. */
     if (p->disk_mb_s > 0)
         fprintf(fp, "the slowest temp directory took direct writes at %.0f MB/s (fast: %d or "
-                "more); ", p->disk_mb_s, TEMP_FAST_DISK_MB_S);
+                "more); ", p->disk_mb_s, p->fast_mb_s);
     else if (p->disk_mb_s < 0)
         fprintf(fp, "the disk's speed unknown (direct writes refused: tmpfs, memory); ");
     if (p->source) {

@@ -16,7 +16,7 @@
  * is the one --temp-compression forces, else compact (records in columns,
  * codec/group_codec.h), with or without an estimate, except at output levels 0
  * and 1 on a fast disk with room to spare (TEMP_ROOM_FOR_NONE times the
- * uncompressed runs' peak, and TEMP_FAST_DISK_MB_S or more by
+ * uncompressed runs' peak, and temp_space_fast_disk_mb_s() or more by
  * disk/disk_speed.h): there uncompressed runs, which spare the load the
  * encoding, are the faster choice.  A sort that resumes keeps the format
  * of the state it takes back.  When the
@@ -51,8 +51,11 @@ typedef enum {
 
 /* Uncompressed runs by default at levels 0 and 1: the room and the disk
  * speed they need (bench/RESULTS.md: faster on a fast disk, slower on an
- * HDD-like one). */
+ * HDD-like one).  The speed is per -@ thread up to a cap: the encoding
+ * they spare is CPU that fewer threads pay for in more time, so fewer
+ * threads break even on a slower disk. */
 #define TEMP_ROOM_FOR_NONE 4
+#define TEMP_FAST_DISK_MB_S_PER_THREAD 150
 #define TEMP_FAST_DISK_MB_S 500
 
 /* The start of a regular input file whose BGZF blocks measure its expansion. */
@@ -93,7 +96,13 @@ typedef struct {
     const char *why;            /* the reason for the mode, for -v ("as ...") */
     double disk_mb_s;           /* the slowest directory's direct writes, when the mode
                                    hung on them: MB/s; -1: they could not tell; 0: not asked */
+    int fast_mb_s;              /* what disk_mb_s had to reach: temp_space_fast_disk_mb_s() */
 } temp_plan;
+
+/* The direct writes, in MB/s, at which uncompressed runs are the faster
+ * choice with this many -@ threads: TEMP_FAST_DISK_MB_S_PER_THREAD each
+ * (one for -@ 0), at most TEMP_FAST_DISK_MB_S. */
+int temp_space_fast_disk_mb_s(int threads);
 
 /* --temp-compression's names: auto, compact, none, lz4, snappy, zstd.
  * Returns a temp_mode, or -1 if unknown. */

@@ -202,6 +202,20 @@ static const char *check_report_names_layout(void)
     return NULL;
 }
 
+/* The disk speed that makes uncompressed runs the choice grows with the
+ * threads that would share compact runs' encoding, up to the cap; -@ 0
+ * counts as one. */
+static const char *check_fast_disk_per_thread(void)
+{
+    static const struct { int threads, mb_s; } cases[] = {
+        { 0, 150 }, { 1, 150 }, { 2, 300 }, { 3, 450 }, { 4, 500 }, { 8, 500 },
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+        if (temp_space_fast_disk_mb_s(cases[i].threads) != cases[i].mb_s)
+            return "the fast disk's speed is not 150 MB/s a thread, at most 500";
+    return NULL;
+}
+
 int main(void)
 {
     if (!scratch_dir_make(dir, sizeof dir, "test_temp_space")) {
@@ -218,6 +232,7 @@ int main(void)
     report("temp_space_modes", check_modes());
     report("temp_space_resumed_codecs", check_resumed_codecs());
     report("temp_space_report_names_layout", check_report_names_layout());
+    report("temp_space_fast_disk_per_thread", check_fast_disk_per_thread());
     rmdir(dir);
     return report_summary();
 }
