@@ -234,7 +234,10 @@ static double slowest_disk_mb_s(const temp_dirs *dirs)
 
 int temp_space_fast_disk_mb_s(int threads)
 {
-    int fast = TEMP_FAST_DISK_MB_S_PER_THREAD * (threads > 1 ? threads : 1);
+    if (threads < TEMP_FAST_DISK_MIN_THREADS) threads = TEMP_FAST_DISK_MIN_THREADS;
+    if (threads >= TEMP_FAST_DISK_MB_S / TEMP_FAST_DISK_MB_S_PER_THREAD + 1)
+        return TEMP_FAST_DISK_MB_S;
+    int fast = TEMP_FAST_DISK_MB_S_PER_THREAD * threads;
     return fast < TEMP_FAST_DISK_MB_S ? fast : TEMP_FAST_DISK_MB_S;
 }
 
@@ -367,10 +370,11 @@ void temp_space_report(const temp_plan *p, FILE *fp)
             p->codec == STORE_CODEC_COLUMNS ? " (records in columns)"
             : p->codec == STORE_CODEC_PLAIN ? " (records in plain groups)"
             : p->codec == STORE_CODEC_NONE ? " (one entry a record)" : "", p->why);
-    /* The measurement behind the choice: a busy disk measures slow. */
+    /* The measurement behind the choice: a busy disk measures slow.  Whole
+     * MB/s rounded down, so the figure printed is on the side it was judged. */
     if (p->disk_mb_s > 0)
-        fprintf(fp, "the slowest temp directory took direct writes at %.0f MB/s (fast: %d or "
-                "more); ", p->disk_mb_s, p->fast_mb_s);
+        fprintf(fp, "the slowest temp directory took direct writes at %ld MB/s (fast: %d or "
+                "more); ", (long)p->disk_mb_s, p->fast_mb_s);
     else if (p->disk_mb_s < 0)
         fprintf(fp, "the disk's speed unknown (direct writes refused: tmpfs, memory); ");
     if (p->source) {

@@ -51,11 +51,14 @@ typedef enum {
 
 /* Uncompressed runs by default at levels 0 and 1: the room and the disk
  * speed they need (bench/RESULTS.md: faster on a fast disk, slower on an
- * HDD-like one).  The speed is per -@ thread up to a cap: the encoding
- * they spare is CPU that fewer threads pay for in more time, so fewer
- * threads break even on a slower disk. */
+ * HDD-like one).  The speed is per -@ thread, taken as the cores the sort
+ * has: the encoding they spare is CPU that fewer threads pay for in more
+ * time, so fewer threads break even on a slower disk.  It is at least
+ * TEMP_FAST_DISK_MIN_THREADS threads' worth, above a hard disk's sequential
+ * writes (the probe cannot see its seeks), and at most TEMP_FAST_DISK_MB_S. */
 #define TEMP_ROOM_FOR_NONE 4
 #define TEMP_FAST_DISK_MB_S_PER_THREAD 150
+#define TEMP_FAST_DISK_MIN_THREADS 2
 #define TEMP_FAST_DISK_MB_S 500
 
 /* The start of a regular input file whose BGZF blocks measure its expansion. */
@@ -100,8 +103,8 @@ typedef struct {
 } temp_plan;
 
 /* The direct writes, in MB/s, at which uncompressed runs are the faster
- * choice with this many -@ threads: TEMP_FAST_DISK_MB_S_PER_THREAD each
- * (one for -@ 0), at most TEMP_FAST_DISK_MB_S. */
+ * choice with this many -@ threads: TEMP_FAST_DISK_MB_S_PER_THREAD each,
+ * counting at least TEMP_FAST_DISK_MIN_THREADS, at most TEMP_FAST_DISK_MB_S. */
 int temp_space_fast_disk_mb_s(int threads);
 
 /* --temp-compression's names: auto, compact, none, lz4, snappy, zstd.

@@ -184,15 +184,25 @@ DISK_SPEED = re.compile(r"the slowest temp directory took direct writes at (\d+)
                         r"\(fast: (\d+) or more\)|the disk's speed unknown")
 
 
-def expect_format_of_disk(args, line):
+def fast_disk_mb_s(threads):
+    """What the disk must take at -@ threads: 150 MB/s a thread, counting at
+    least two, at most 500 (store/temp_space.h)."""
+    return min(150 * max(threads, 2), 500)
+
+
+def expect_format_of_disk(args, line, threads=0):
     """-u and -l 1 with room to spare: uncompressed runs on a fast disk,
-    compact ones on a slow one.  The disk's speed is a measurement, and a
-    disk busy with other programs measures slow: either format is right
-    when -v gives the speed it was chosen by."""
+    compact ones on a slow one, fast meaning fast_disk_mb_s(threads).  The
+    disk's speed is a measurement, and a disk busy with other programs
+    measures slow: either format is right when -v gives the speed it was
+    chosen by."""
     speed = DISK_SPEED.search(line)
     if not speed:
         raise Failure(f"{' '.join(args)}: -v does not give the disk speed the format "
                       "hung on", [line])
+    if speed[2] is not None and int(speed[2]) != fast_disk_mb_s(threads):
+        raise Failure(f"{' '.join(args)}: the disk was held to {speed[2]} MB/s, not "
+                      f"{fast_disk_mb_s(threads)}", [line])
     fast = speed[1] is None or int(speed[1]) >= int(speed[2])
     want = "none" if fast else "compact"
     if not line.startswith(f"[rocksort] temp runs: {want}"):
@@ -203,15 +213,16 @@ def test_temp_auto_uncompressed_at_levels_0_and_1(case):
     """Without --temp-compression: at -u and -l 1, with room to spare on a
     fast disk (or tmpfs, memory), uncompressed runs, and compact ones on a
     disk that measures slow (as any may under load), -v giving the speed
-    measured; but compact ones with more than 8 threads (issue #41: the
+    measured and the speed it was held to, which grows with -@; but compact ones with more than 8 threads (issue #41: the
     spill thread alone writes every byte of a run, three to four times as
     many uncompressed, even in plain groups), where the disk is not measured; at the default level, compact ones; and with
     no estimate of the size (a pipe), compact ones.  Each output is the
     oracle's."""
     src = make_input(case)
-    for args in (["-u"], ["-l", "1"]):
+    for args, threads in ((["-u"], 0), (["-l", "1"], 0), (["-u", "-@", "3"], 3),
+                          (["-u", "-@", "4"], 4)):
         result = sort_ok(case, src, ["-T", case.temp_prefix, *args])
-        expect_format_of_disk(args, report_line(result, "temp runs:"))
+        expect_format_of_disk(args, report_line(result, "temp runs:"), threads)
     for args in ([], ["-u", "-@", "9"]):
         result = sort_ok(case, src, ["-T", case.temp_prefix, *args])
         line = report_line(result, "temp runs:")

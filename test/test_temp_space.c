@@ -203,16 +203,17 @@ static const char *check_report_names_layout(void)
 }
 
 /* The disk speed that makes uncompressed runs the choice grows with the
- * threads that would share compact runs' encoding, up to the cap; -@ 0
- * counts as one. */
+ * threads that would share compact runs' encoding, from two threads' worth
+ * (above a hard disk) up to the cap, without overflow. */
 static const char *check_fast_disk_per_thread(void)
 {
     static const struct { int threads, mb_s; } cases[] = {
-        { 0, 150 }, { 1, 150 }, { 2, 300 }, { 3, 450 }, { 4, 500 }, { 8, 500 },
+        { 0, 300 }, { 1, 300 }, { 2, 300 }, { 3, 450 }, { 4, 500 }, { 8, 500 },
+        { 1 << 30, 500 },
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
         if (temp_space_fast_disk_mb_s(cases[i].threads) != cases[i].mb_s)
-            return "the fast disk's speed is not 150 MB/s a thread, at most 500";
+            return "the fast disk's speed is not 150 MB/s a thread, from 300 to 500";
     return NULL;
 }
 
