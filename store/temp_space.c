@@ -254,8 +254,7 @@ static void choose_mode(const temp_request *rq, temp_plan *p)
         return;
     double mb_s = slowest_disk_mb_s(&p->dirs);
     p->disk_mb_s = mb_s;
-    p->fast_mb_s = temp_space_fast_disk_mb_s(rq->threads);
-    if (mb_s >= 0 && mb_s < p->fast_mb_s) {
+    if (mb_s >= 0 && mb_s < temp_space_fast_disk_mb_s(rq->threads)) {
         p->why = "at output levels 0 and 1, uncompressed runs are faster only on a fast disk";
         return;
     }
@@ -374,7 +373,7 @@ void temp_space_report(const temp_plan *p, FILE *fp)
      * MB/s rounded down, so the figure printed is on the side it was judged. */
     if (p->disk_mb_s > 0)
         fprintf(fp, "the slowest temp directory took direct writes at %ld MB/s (fast: %d or "
-                "more); ", (long)p->disk_mb_s, p->fast_mb_s);
+                "more); ", (long)p->disk_mb_s, temp_space_fast_disk_mb_s(p->threads));
     else if (p->disk_mb_s < 0)
         fprintf(fp, "the disk's speed unknown (direct writes refused: tmpfs, memory); ");
     if (p->source) {

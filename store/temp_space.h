@@ -99,7 +99,6 @@ typedef struct {
     const char *why;            /* the reason for the mode, for -v ("as ...") */
     double disk_mb_s;           /* the slowest directory's direct writes, when the mode
                                    hung on them: MB/s; -1: they could not tell; 0: not asked */
-    int fast_mb_s;              /* what disk_mb_s had to reach: temp_space_fast_disk_mb_s() */
 } temp_plan;
 
 /* The direct writes, in MB/s, at which uncompressed runs are the faster
