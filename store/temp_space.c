@@ -235,10 +235,9 @@ static double slowest_disk_mb_s(const temp_dirs *dirs)
 int temp_space_fast_disk_mb_s(int threads)
 {
     if (threads < TEMP_FAST_DISK_MIN_THREADS) threads = TEMP_FAST_DISK_MIN_THREADS;
-    if (threads >= TEMP_FAST_DISK_MB_S / TEMP_FAST_DISK_MB_S_PER_THREAD + 1)
-        return TEMP_FAST_DISK_MB_S;
-    int fast = TEMP_FAST_DISK_MB_S_PER_THREAD * threads;
-    return fast < TEMP_FAST_DISK_MB_S ? fast : TEMP_FAST_DISK_MB_S;
+    /* Compared before multiplying: no -@ overflows it. */
+    return threads > TEMP_FAST_DISK_MB_S / TEMP_FAST_DISK_MB_S_PER_THREAD
+           ? TEMP_FAST_DISK_MB_S : TEMP_FAST_DISK_MB_S_PER_THREAD * threads;
 }
 
 static void choose_mode(const temp_request *rq, temp_plan *p)

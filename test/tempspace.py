@@ -213,9 +213,11 @@ def test_temp_auto_uncompressed_at_levels_0_and_1(case):
     """Without --temp-compression: at -u and -l 1, with room to spare on a
     fast disk (or tmpfs, memory), uncompressed runs, and compact ones on a
     disk that measures slow (as any may under load), -v giving the speed
-    measured and the speed it was held to, which grows with -@; but compact ones with more than 8 threads (issue #41: the
-    spill thread alone writes every byte of a run, three to four times as
-    many uncompressed, even in plain groups), where the disk is not measured; at the default level, compact ones; and with
+    measured and the speed it was held to, which grows with -@; but
+    compact ones with more than 8 threads (issue #41: the spill thread
+    alone writes every byte of a run, three to four times as many
+    uncompressed, even in plain groups), where the disk is not measured;
+    at the default level, compact ones; and with
     no estimate of the size (a pipe), compact ones.  Each output is the
     oracle's."""
     src = make_input(case)
